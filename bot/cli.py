@@ -1,0 +1,49 @@
+"""The `reprobot` command line. Each subcommand lives in bot/commands/<name>.py."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from rich.console import Console
+
+from bot.commands import NAMES
+from reducer.errors import ExitCode, ReprobotError
+
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="reprobot",
+        description="Turn a failing Hugging Face script into a minimal repro and a ready-to-file issue.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in NAMES:
+        try:
+            module = importlib.import_module(f"bot.commands.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"bot.commands.{name}":
+                raise
+            continue  # a subcommand not built yet
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except ReprobotError as e:
+        err_console.print(f"[bold red]reprobot:[/] {e.message}", markup=True, highlight=False)
+        return e.exit_code
+    except KeyboardInterrupt:
+        err_console.print("[bold red]reprobot:[/] interrupted", markup=True)
+        return ExitCode.INTERRUPTED
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

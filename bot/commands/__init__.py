@@ -1,0 +1,4 @@
+"""One module per subcommand; each exposes ``register(subparsers)`` and sets ``func``."""
+
+# Order is the order `reprobot --help` lists them in: the pipeline's order.
+NAMES = ["reduce", "env", "route", "index", "dedup", "draft", "file", "action"]

@@ -1,0 +1,91 @@
+"""The repros store: one folder per failure, ``repros/<slug>-<id>/``.
+
+Every file is written atomically (temp file + rename) so an interrupted run never
+leaves a half-written repro.py or JSON behind.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reducer.errors import ExitCode, ReprobotError
+from reducer.signature import Signature
+
+DEFAULT_ROOT = Path("repros")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def slugify(name: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return slug[:40] or "script"
+
+
+@dataclass(frozen=True)
+class ReproDir:
+    """Paths of one reduction's folder. The folder is the unit every later stage reads."""
+
+    path: Path
+
+    @classmethod
+    def create(cls, script: Path, signature: Signature, root: Path = DEFAULT_ROOT) -> "ReproDir":
+        d = cls(root / f"{slugify(script.stem)}-{signature.id}")
+        d.path.mkdir(parents=True, exist_ok=True)
+        return d
+
+    @classmethod
+    def open(cls, path: str | Path) -> "ReproDir":
+        d = cls(Path(path))
+        if not d.signature_json.is_file():
+            raise ReprobotError(f"{path}: not a repro folder (no signature.json); run `reprobot reduce` first",
+                                ExitCode.BAD_INPUT)
+        return d
+
+    # The files, as DESIGN.md lists them.
+    original = property(lambda self: self.path / "original.py")
+    repro = property(lambda self: self.path / "repro.py")
+    signature_json = property(lambda self: self.path / "signature.json")
+    traceback_txt = property(lambda self: self.path / "traceback.txt")
+    reduction_json = property(lambda self: self.path / "reduction.json")
+    env_json = property(lambda self: self.path / "env.json")
+    requirements_in = property(lambda self: self.path / "requirements.in")
+    requirements_lock = property(lambda self: self.path / "requirements.lock")
+    route_json = property(lambda self: self.path / "route.json")
+    related_json = property(lambda self: self.path / "related.json")
+    filed_json = property(lambda self: self.path / "filed.json")
+
+    def draft_md(self, repo_key: str) -> Path:
+        return self.path / f"draft-{repo_key}.md"
+
+    def draft_json(self, repo_key: str) -> Path:
+        return self.path / f"draft-{repo_key}.json"
+
+    def read_json(self, path: Path) -> Any:
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ReprobotError(f"{path}: missing", ExitCode.BAD_INPUT) from None
+        except json.JSONDecodeError as e:
+            raise ReprobotError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})", ExitCode.BAD_INPUT) from None
+
+    def signature(self) -> Signature:
+        return Signature.from_dict(self.read_json(self.signature_json)["signature"])

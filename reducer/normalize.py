@@ -1,0 +1,109 @@
+"""Normalisation shared by signatures, dedup and drafts: paths to package-relative form,
+messages with their run-specific parts (numbers, addresses, paths, temp names, reprs)
+replaced by placeholders."""
+from __future__ import annotations
+
+import re
+
+# Where installed packages live, on POSIX and Windows, in venvs, conda and system Pythons.
+_SITE = re.compile(r"[\\/](?:site|dist)-packages[\\/]", re.IGNORECASE)
+# The standard library: .../lib/python3.12/..., ...\Lib\... (Windows), .../lib64/python3.11/...
+_STDLIB = re.compile(r"[\\/](?:lib(?:64)?[\\/]python\d+(?:\.\d+)?t?|Lib)[\\/]", re.IGNORECASE)
+
+
+def library_path(path: str) -> str | None:
+    """Package-relative path of a library frame ("peft/peft_model.py"), or None for
+    the user's own code and for synthetic frames (<frozen ...>, <string>)."""
+    if not path or path.startswith("<"):
+        return None
+    for elided in (".../", "...\\", "\u2026/", "\u2026\\"):
+        # Pasted tracebacks often elide the environment: ".../peft/peft_model.py".
+        if path.startswith(elided):
+            return path[len(elided):].replace("\\", "/") or None
+    hits = list(_SITE.finditer(path))
+    if hits:
+        rel = path[hits[-1].end():]
+    else:
+        hits = list(_STDLIB.finditer(path))
+        if not hits:
+            return None
+        rel = path[hits[-1].end():]
+    rel = rel.replace("\\", "/")
+    return rel or None
+
+
+def package_of(path: str) -> str | None:
+    """Top-level import package of a library frame ("peft"), or None."""
+    rel = library_path(path)
+    if rel is None:
+        return None
+    top = rel.split("/", 1)[0]
+    return top[:-3] if top.endswith(".py") else top
+
+
+_MULTILINE_REPR = re.compile(r"\b([A-Za-z_][\w.]*)\(\n")
+_MODULE_REPR = re.compile(r"<module '([^']+)'(?: from '[^']*')?>")
+_OBJ_AT = re.compile(r" at 0x[0-9a-fA-F]+>")
+_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
+_WIN_PATH = re.compile(r"(?<![\w])[A-Za-z]:[\\/][^\s'\"<>:|*?]*")
+_UNC_PATH = re.compile(r"\\\\[^\s'\"]+")
+_POSIX_PATH = re.compile(r"(?<![\w.<>])/(?:[\w.@+~-]+/)*[\w.@+~-]+")
+_TMP_NAME = re.compile(r"\btmp[a-z0-9_]{6,}\b", re.IGNORECASE)
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
+_LONG_HEX = re.compile(r"\b[0-9a-f]{12,}\b", re.IGNORECASE)
+# Digits not glued to a name: "Params4bit" and "float16" keep theirs, "layers.3" does not.
+_NUMBER = re.compile(r"(?<![A-Za-z_\d])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?!\d)")
+# Device names, kept verbatim unless the match option says otherwise.
+_DEVICE = re.compile(r"\b(?:cuda|xpu|mps|npu|hpu):\d+\b|\bGPU \d+\b")
+_SPACES = re.compile(r"\s+")
+
+
+def _collapse_multiline_reprs(message: str) -> str:
+    """Replace a module repr printed across lines (``Name(\\n  (linear): ...\\n)``) by
+    ``Name(...)``: its inner layout depends on the model's config, not on the bug."""
+    out: list[str] = []
+    i = 0
+    while True:
+        m = _MULTILINE_REPR.search(message, i)
+        if not m:
+            out.append(message[i:])
+            return "".join(out)
+        depth, j = 1, m.end()
+        while j < len(message) and depth:
+            if message[j] == "(":
+                depth += 1
+            elif message[j] == ")":
+                depth -= 1
+            j += 1
+        out.append(message[i:m.start()] + m.group(1) + "(...)")
+        i = j
+
+
+def normalize_message(message: str, keep_devices: bool = True) -> str:
+    """The message with run-specific parts replaced, on one line.
+
+    ``KeyError: 22`` and ``KeyError: 13`` both become ``<N>``; paths become
+    ``<PATH>``, addresses ``<ADDR>``, temp names ``<TMP>``; quoted identifiers such as
+    ``'_is_hf_initialized'`` are kept because they say which bug it is.
+    """
+    msg = _collapse_multiline_reprs(message.strip())
+    msg = _MODULE_REPR.sub(r"<module '\1'>", msg)
+    msg = _OBJ_AT.sub(" at <ADDR>>", msg)
+    msg = _HEX.sub("<ADDR>", msg)
+    msg = _UUID.sub("<UUID>", msg)
+    msg = _WIN_PATH.sub("<PATH>", msg)
+    msg = _UNC_PATH.sub("<PATH>", msg)
+    msg = _POSIX_PATH.sub("<PATH>", msg)
+    msg = _TMP_NAME.sub("<TMP>", msg)
+    msg = _LONG_HEX.sub("<HEX>", msg)
+    if keep_devices:
+        # Shield device indices ("cuda:0", "GPU 1") from the number rule.
+        devices = _DEVICE.findall(msg)
+        msg = _DEVICE.sub("\x00", msg)
+        msg = _NUMBER.sub("<N>", msg)
+        for dev in devices:
+            msg = msg.replace("\x00", dev, 1)
+    else:
+        msg = _DEVICE.sub(lambda m: re.sub(r"\d+", "<N>", m.group()), msg)
+        msg = _NUMBER.sub("<N>", msg)
+    return _SPACES.sub(" ", msg).strip()

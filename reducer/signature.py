@@ -1,0 +1,129 @@
+"""The Signature: what "the same failure" means.
+
+A Signature is the exception's qualified type, its normalised message and the
+innermost library frames (package-relative file + function, no line numbers), with
+the user's own frames left out because reduction rewrites the user's script.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from reducer.normalize import library_path, normalize_message
+from reducer.outcome import Outcome, TracebackRecord
+from reducer.tracebacks import all_records
+
+DEFAULT_FRAMES = 3
+
+
+@dataclass(frozen=True)
+class MatchOptions:
+    """How strict a match is: how many innermost library frames count, and the message or not."""
+
+    frames: int = DEFAULT_FRAMES
+    ignore_message: bool = False
+    # "cuda:0 and cpu" vs "cuda:1 and cpu": the same bug on a multi-GPU box, unless the
+    # device index is the point. Kept by default.
+    normalize_devices: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"frames": self.frames, "ignore_message": self.ignore_message,
+                "normalize_devices": self.normalize_devices}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "MatchOptions":
+        return cls(int(d.get("frames", DEFAULT_FRAMES)), bool(d.get("ignore_message", False)),
+                   bool(d.get("normalize_devices", False)))
+
+
+@dataclass(frozen=True)
+class Signature:
+    exc_type: str
+    message: str | None  # None when the match ignores the message
+    frames: tuple[str, ...] = field(default=())  # "pkg/file.py:func", innermost first
+
+    @property
+    def id(self) -> str:
+        canon = json.dumps([self.exc_type, self.message, list(self.frames)], separators=(",", ":"))
+        return hashlib.sha256(canon.encode()).hexdigest()[:10]
+
+    def one_line(self) -> str:
+        head = self.exc_type if self.message in (None, "") else f"{self.exc_type}: {self.message}"
+        if len(head) > 160:
+            head = head[:157] + "..."
+        return head + (" @ " + " < ".join(self.frames) if self.frames else "")
+
+    def __str__(self) -> str:
+        return self.one_line()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "exc_type": self.exc_type, "message": self.message,
+                "frames": list(self.frames), "one_line": self.one_line()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Signature":
+        return cls(d["exc_type"], d.get("message"), tuple(d.get("frames", ())))
+
+
+# Call plumbing that sits between any two real frames of a forward pass: it says
+# nothing about which bug this is, and reduction can add or remove it (a model
+# called directly vs through generate, with or without accelerate hooks).
+PLUMBING = frozenset({
+    "torch/nn/modules/module.py:_call_impl",
+    "torch/nn/modules/module.py:_wrapped_call_impl",
+    "torch/utils/_contextlib.py:decorate_context",
+    "accelerate/hooks.py:new_forward",
+    "transformers/utils/generic.py:wrapper",
+    "transformers/utils/output_capturing.py:wrapper",
+    "transformers/modeling_layers.py:__call__",
+})
+
+
+def library_frames(record: TracebackRecord) -> list[str]:
+    """All library frames of a record, innermost first, consecutive repeats collapsed.
+
+    Recursion depth (accelerate's hook attachment recurses once per module level)
+    depends on the model, so a repeated frame counts once.
+    """
+    out: list[str] = []
+    for frame in reversed(record.frames):
+        rel = library_path(frame.path)
+        if rel is None:
+            continue
+        key = f"{rel}:{frame.func}"
+        if key in PLUMBING:
+            continue
+        if not out or out[-1] != key:
+            out.append(key)
+    return out
+
+
+def signature_of(record: TracebackRecord, options: MatchOptions = MatchOptions()) -> Signature:
+    frames = tuple(library_frames(record)[: max(options.frames, 0)])
+    message = (None if options.ignore_message
+               else normalize_message(record.message, keep_devices=not options.normalize_devices))
+    return Signature(record.exc_type, message, frames)
+
+
+def distinct_failures(outcome: Outcome, options: MatchOptions = MatchOptions()) -> list[tuple[Signature, TracebackRecord]]:
+    """The distinct failures of a run, first-seen order, one record each."""
+    seen: dict[Signature, TracebackRecord] = {}
+    for record in all_records(outcome.tracebacks):
+        sig = signature_of(record, options)
+        seen.setdefault(sig, record)
+    return list(seen.items())
+
+
+def matches(outcome: Outcome, target: Signature, options: MatchOptions = MatchOptions()) -> bool:
+    """True iff any failure in the outcome has the target signature under these options."""
+    return find_match(outcome.tracebacks, target, options) is not None
+
+
+def find_match(records: Iterable[TracebackRecord], target: Signature,
+               options: MatchOptions = MatchOptions()) -> TracebackRecord | None:
+    for r in all_records(list(records)):
+        if signature_of(r, options) == target:
+            return r
+    return None
