@@ -11,10 +11,13 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reducer.errors import ExitCode, ReprobotError
 from reducer.signature import Signature
+
+if TYPE_CHECKING:
+    from reducer.failure import Failure
 
 DEFAULT_ROOT = Path("repros")
 
@@ -89,3 +92,29 @@ class ReproDir:
 
     def signature(self) -> Signature:
         return Signature.from_dict(self.read_json(self.signature_json)["signature"])
+
+
+def safe(text: str) -> str:
+    """Text as it may be stored or printed: secrets, home paths and host names scrubbed."""
+    from bot.scrub import scrub
+    return scrub(text).text
+
+
+def record_failure(failure: "Failure", root: Path = DEFAULT_ROOT) -> ReproDir:
+    """Write what `reduce` learned before reducing: original.py, signature.json, traceback.txt."""
+    d = ReproDir.create(failure.spec.script, failure.signature, root)
+    write_text_atomic(d.original, safe(failure.spec.source))
+    record = failure.record
+    write_json_atomic(d.signature_json, {
+        "signature": failure.signature.to_dict(),
+        "options": failure.spec.options.to_dict(),
+        "record": json.loads(safe(json.dumps(record.to_dict()))),
+        "script": failure.spec.script.name,
+        "args": [safe(a) for a in failure.spec.args],
+        "command": safe(" ".join(["python", failure.spec.script.name, *failure.spec.args])),
+        "runs": [{"wall_time": round(o.wall_time, 3), "returncode": o.returncode,
+                  "timed_out": o.timed_out} for o in failure.outcomes],
+        "choices": [s.to_dict() for s, _ in failure.choices],
+    })
+    write_text_atomic(d.traceback_txt, safe(record.text) + "\n")
+    return d

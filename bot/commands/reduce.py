@@ -1,0 +1,56 @@
+"""`reprobot reduce SCRIPT [-- ARGS]`: find how the script fails, then shrink it."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bot.output import print_failure
+from bot.store import DEFAULT_ROOT, record_failure
+from reducer.failure import FailureSpec, find_failure, load_script
+from reducer.signature import DEFAULT_FRAMES, MatchOptions
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "reduce", help="reduce a failing script to a minimal repro",
+        description="Run SCRIPT, find how it fails, and shrink it to the smallest script that "
+                    "fails with the same signature. Arguments after `--` go to the script.")
+    p.add_argument("script", type=Path, help="the failing Python script")
+    p.add_argument("--python", default=sys.executable,
+                   help="interpreter that runs the script (default: this one)")
+    p.add_argument("--out", type=Path, default=DEFAULT_ROOT, help="folder of the repros store (default: ./repros)")
+    p.add_argument("--frames", type=int, default=DEFAULT_FRAMES,
+                   help=f"innermost library frames that must match (default: {DEFAULT_FRAMES})")
+    p.add_argument("--ignore-message", action="store_true", help="match on type and frames only")
+    p.add_argument("--normalize-devices", action="store_true",
+                   help="treat cuda:0 and cuda:1 (GPU 0, GPU 1) as the same in messages")
+    p.add_argument("--pick", type=int, default=1, help="which of several distinct failures to keep (1-based)")
+    p.add_argument("--runs", type=int, default=2, help="runs that must show the failure before reducing (default: 2)")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds one run of the original may take")
+    p.add_argument("--jobs", type=int, default=1, help="candidates evaluated in parallel")
+    p.add_argument("--gpus", default=None,
+                   help="GPUs for candidate runs, e.g. 0,1 (default: all visible); each job is pinned to one")
+    p.add_argument("--max-time", type=float, default=None, help="bound on the whole reduction, in seconds")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted reduction of this script")
+    p.add_argument("--no-trace", action="store_true", help="skip the trace-guided first cut")
+    p.add_argument("--no-reduce", action="store_true", help="stop after finding and storing the failure")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    script_args = list(args.passthrough)
+    source = load_script(args.script)
+    spec = FailureSpec(
+        script=args.script, source=source, python=args.python, args=tuple(script_args),
+        options=MatchOptions(args.frames, args.ignore_message, args.normalize_devices),
+        pick=args.pick, runs=args.runs, timeout=args.timeout)
+    failure = find_failure(spec)
+    repro = record_failure(failure, root=args.out)
+    print_failure(failure, repro)
+    if args.no_reduce:
+        return 0
+    from bot.reduction import reduce_failure  # the engine is only loaded when it is used
+    reduce_failure(failure, repro, jobs=args.jobs, gpus=args.gpus, max_time=args.max_time,
+                   resume=args.resume, trace=not args.no_trace)
+    return 0

@@ -1,0 +1,105 @@
+"""Establish the target failure: the script parses, fails, and fails the same way again."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+
+from reducer.errors import ExitCode, ReprobotError
+from reducer.outcome import Outcome, TracebackRecord
+from reducer.runner import Runner, RunSpec
+from reducer.signature import MatchOptions, Signature, distinct_failures, find_match
+
+
+def load_script(path: Path) -> str:
+    """The script's text, or a one-line error saying why it cannot be reduced."""
+    if not path.exists():
+        raise ReprobotError(f"{path}: no such file", ExitCode.FILE_MISSING)
+    if not path.is_file():
+        raise ReprobotError(f"{path}: not a file", ExitCode.FILE_MISSING)
+    raw = path.read_bytes()
+    if b"\x00" in raw[:8192]:
+        raise ReprobotError(f"{path}: not a Python script (binary file)", ExitCode.NOT_PYTHON)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ReprobotError(f"{path}: not a Python script (not UTF-8 text)", ExitCode.NOT_PYTHON) from None
+    try:
+        compile(text, str(path), "exec", dont_inherit=True)
+    except SyntaxError as e:
+        where = f"line {e.lineno}" + (f", column {e.offset}" if e.offset else "")
+        raise ReprobotError(f"{path}: does not parse ({where}: {e.msg})", ExitCode.NOT_PYTHON) from None
+    except ValueError as e:  # e.g. "source code string cannot contain null bytes"
+        raise ReprobotError(f"{path}: does not parse ({e})", ExitCode.NOT_PYTHON) from None
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError as e:
+        raise ReprobotError(f"{path}: libcst cannot parse it (line {e.raw_line}: {e.message})",
+                            ExitCode.NOT_PYTHON) from None
+    return text
+
+
+@dataclass
+class FailureSpec:
+    script: Path
+    source: str
+    python: str
+    args: tuple[str, ...] = ()
+    options: MatchOptions = field(default_factory=MatchOptions)
+    pick: int = 1
+    runs: int = 2
+    timeout: float = 900.0
+    env: dict[str, str] = field(default_factory=dict)
+    gpu: str | None = None
+    clean_env: bool = False
+
+
+@dataclass
+class Failure:
+    """The failure chosen as the reduction target, with the evidence for it."""
+
+    spec: FailureSpec
+    signature: Signature
+    record: TracebackRecord
+    choices: list[tuple[Signature, TracebackRecord]]
+    outcomes: list[Outcome]
+    runner: Runner
+
+    @property
+    def wall_time(self) -> float:
+        return max(o.wall_time for o in self.outcomes)
+
+
+def _describe(outcome: Outcome) -> str:
+    if outcome.timed_out:
+        return f"timed out after {outcome.wall_time:.0f}s"
+    if not outcome.tracebacks:
+        return f"exited {outcome.returncode} without a traceback"
+    return "failed with " + "; ".join(r.headline.splitlines()[0][:120] for r in outcome.tracebacks[:2])
+
+
+def find_failure(spec: FailureSpec) -> Failure:
+    runner = Runner(RunSpec(script=spec.script, python=spec.python, args=spec.args,
+                            timeout=spec.timeout, env=dict(spec.env), gpu=spec.gpu,
+                            clean_env=spec.clean_env))
+    first = runner.run(spec.source)
+    choices = distinct_failures(first, spec.options)
+    if not choices:
+        if first.timed_out:
+            raise ReprobotError(f"{spec.script}: timed out after {spec.timeout:.0f}s without a traceback "
+                                f"(raise --timeout, or make it fail sooner)", ExitCode.TIMEOUT)
+        raise ReprobotError(f"{spec.script}: ran to completion (exit {first.returncode}) without any "
+                            f"traceback: nothing to reduce", ExitCode.NO_FAILURE)
+    if not 1 <= spec.pick <= len(choices):
+        raise ReprobotError(f"--pick {spec.pick}: the run showed {len(choices)} distinct "
+                            f"failure{'s' if len(choices) > 1 else ''}", ExitCode.USAGE)
+    signature, record = choices[spec.pick - 1]
+    outcomes = [first]
+    for n in range(2, spec.runs + 1):
+        again = runner.run(spec.source)
+        outcomes.append(again)
+        if find_match(again.tracebacks, signature, spec.options) is None:
+            raise ReprobotError(f"{spec.script}: flaky: run 1 failed with {signature.one_line()[:150]} "
+                                f"but run {n} {_describe(again)}", ExitCode.FLAKY)
+    return Failure(spec, signature, record, choices, outcomes, runner)

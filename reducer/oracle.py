@@ -1,0 +1,57 @@
+"""The oracle: run a candidate and say whether it fails with the target Signature."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from reducer.gpu import GpuPool
+from reducer.outcome import Outcome
+from reducer.runner import Runner
+from reducer.signature import MatchOptions, Signature, find_match
+
+# A candidate may legitimately run somewhat slower than the original (noise, a cold
+# cache), but one that makes the model 100x bigger is rejected, not waited on.
+TIMEOUT_FACTOR = 3.0
+TIMEOUT_FLOOR = 5.0
+
+
+def candidate_timeout(original_wall: float) -> float:
+    return max(TIMEOUT_FLOOR, original_wall * TIMEOUT_FACTOR + 2.0)
+
+
+@dataclass
+class Verdict:
+    interesting: bool
+    outcome: Outcome
+
+
+class Oracle:
+    def __init__(self, runner: Runner, target: Signature, options: MatchOptions,
+                 timeout: float | None = None, stop_early: bool = True,
+                 gpus: GpuPool | None = None) -> None:
+        self.runner = runner
+        self.gpus = gpus or GpuPool([])
+        self.target = target
+        self.options = options
+        self.timeout = timeout
+        self.stop_early = stop_early
+        self.runs = 0
+        self.run_seconds = 0.0
+        self._lock = threading.Lock()
+
+    def _hit(self, records) -> bool:
+        return find_match(records, self.target, self.options) is not None
+
+    def test(self, source: str) -> Verdict:
+        with self.gpus.acquire() as gpu:
+            outcome = self.runner.run(
+                source, timeout=self.timeout,
+                extra_env={"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else None,
+                stop_when=self._hit if self.stop_early else None)
+        with self._lock:
+            self.runs += 1
+            self.run_seconds += outcome.wall_time
+        return Verdict(self._hit(outcome.tracebacks), outcome)
+
+    def __call__(self, source: str) -> bool:
+        return self.test(source).interesting

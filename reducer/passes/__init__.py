@@ -1,0 +1,35 @@
+"""The reduction passes, coarse to fine. Each is a small named function ``fn(gate)`` that proposes
+candidates through the gate (see ``reducer.search``); one module per family of passes."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    fn: Callable[[Any], None]
+
+
+from reducer.passes import arguments, classes, cleanup, constants, inline, literals, statements, unwrap  # noqa: E402
+
+# Coarse to fine: bulk cleanups and value propagation first (they make whole helpers dead), then
+# hierarchical statement deletion, structure, and finally the small token-level shrinks.
+DEFAULT_PASSES: list[Pass] = [
+    Pass("cleanup_bulk", cleanup.bulk),
+    Pass("recorded_values", constants.recorded_values),
+    Pass("delete_statements", statements.delete_statements),
+    Pass("unwrap", unwrap.unwrap),
+    Pass("inline_functions", inline.inline_functions),
+    Pass("collapse_classes", classes.collapse_classes),
+    Pass("propagate_constants", constants.propagate_constants),
+    Pass("remove_arguments", arguments.remove_arguments),
+    Pass("arguments_to_defaults", arguments.arguments_to_defaults),
+    Pass("shrink_containers", literals.shrink_containers),
+    Pass("shrink_literals", literals.shrink_literals),
+    Pass("cleanup", cleanup.cleanup),
+]
+
+BY_NAME: dict[str, Pass] = {p.name: p for p in DEFAULT_PASSES}

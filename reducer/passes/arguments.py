@@ -1,0 +1,102 @@
+"""Call arguments: delete positional and keyword arguments (runs of them, find_integer), and put
+a parameter's default in place of an argument passed to one of the script's own functions."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import libcst as cst
+
+from reducer.passes.base import Gate, collect, delete_runs, replace, run_targets, safe
+
+
+def calls(module: cst.Module) -> list[cst.Call]:
+    return collect(module, lambda n: isinstance(n, cst.Call) and len(n.args) > 0)
+
+
+def _args(call: cst.CSTNode) -> Sequence[cst.Arg]:
+    return call.args
+
+
+def without_trailing_comma(items: list) -> list:
+    """Keep the list tidy after a deletion: no comma dangling after the new last item."""
+    if items and not isinstance(items[-1].comma, cst.MaybeSentinel):
+        items = [*items[:-1], items[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
+    return items
+
+
+def _set_args(call: cst.CSTNode, items: list) -> cst.CSTNode:
+    return call.with_changes(args=without_trailing_comma(items))
+
+
+def remove_arguments(gate: Gate) -> None:
+    delete_runs(gate, calls, _args, _set_args)
+
+
+def _defs(module: cst.Module) -> dict[str, cst.FunctionDef]:
+    """The script's own functions and methods by name; a name defined twice is ambiguous."""
+    out: dict[str, cst.FunctionDef] = {}
+    dup: set[str] = set()
+    for d in collect(module, lambda n: isinstance(n, cst.FunctionDef)):
+        name = d.name.value
+        if name in out:
+            dup.add(name)
+        out[name] = d
+    return {k: v for k, v in out.items() if k not in dup}
+
+
+def callee_name(call: cst.Call) -> str | None:
+    if isinstance(call.func, cst.Name):
+        return call.func.value
+    if isinstance(call.func, cst.Attribute):
+        return call.func.attr.value
+    return None
+
+
+def parameter_slots(call: cst.Call, fn: cst.FunctionDef) -> list[tuple[cst.Arg, cst.Param]]:
+    """Pair each argument of ``call`` with the parameter of ``fn`` it binds (where certain)."""
+    positional = list(fn.params.posonly_params) + list(fn.params.params)
+    if isinstance(call.func, cst.Attribute) and positional and positional[0].name.value in ("self", "cls"):
+        positional = positional[1:]
+    by_name = {p.name.value: p for p in positional + list(fn.params.kwonly_params)}
+    pairs: list[tuple[cst.Arg, cst.Param]] = []
+    i = 0
+    for arg in call.args:
+        if arg.star:
+            return pairs        # after *args/**kw nothing lines up for sure
+        if arg.keyword is None:
+            if i < len(positional):
+                pairs.append((arg, positional[i]))
+            i += 1
+        elif arg.keyword.value in by_name:
+            pairs.append((arg, by_name[arg.keyword.value]))
+    return pairs
+
+
+def _targets(module: cst.Module) -> list[cst.Arg]:
+    defs = _defs(module)
+    out: list[cst.Arg] = []
+    for call in collect(module, lambda n: isinstance(n, cst.Call)):
+        fn = defs.get(callee_name(call) or "")
+        if fn is None:
+            continue
+        for arg, param in parameter_slots(call, fn):
+            if param.default is not None and arg.keyword is None:
+                out.append(arg)
+    return out
+
+
+def _to_default(module: cst.Module, arg: cst.Arg) -> Iterable[str | None]:
+    defs = _defs(module)
+    for call in collect(module, lambda n: isinstance(n, cst.Call) and any(a is arg for a in n.args)):
+        fn = defs.get(callee_name(call) or "")
+        for a, param in parameter_slots(call, fn) if fn else []:
+            if a is arg and param.default is not None:
+                if module.code_for_node(param.default) != module.code_for_node(arg.value):
+                    yield safe(lambda: replace(module, arg.value, param.default))
+                return
+
+
+def arguments_to_defaults(gate: Gate) -> None:
+    """A positional argument cannot be deleted without shifting the rest; its default can
+    take its place instead (keyword arguments are simply deleted by ``remove_arguments``)."""
+    run_targets(gate, _targets, _to_default)

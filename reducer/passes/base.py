@@ -1,0 +1,318 @@
+"""What every pass shares: the gate it proposes through, libcst helpers, and the two search loops.
+
+A pass is a function ``pass_fn(gate)``: it reads ``gate.best``, builds candidate sources and offers
+them to the gate, which alone decides (size order, seen-set, parse check, oracle run). Passes never
+run anything themselves.
+
+Two loops cover almost every pass:
+- ``run_targets``: walk the pass's target nodes in pre-order and offer each target's alternatives;
+- ``delete_runs``: delete runs of items from a list (statements, call arguments, container
+  entries), finding long deletable runs with ``find_integer`` (probe 1..4, double, bisect).
+Both rely on one property of pre-order: rewriting target *i* only changes nodes at or after *i*,
+so index *i* still names the same target after an accepted change.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
+
+import libcst as cst
+
+T = TypeVar("T")
+Candidate = tuple[Any, str]     # (tag handed back when accepted, candidate source)
+
+
+class Gate(Protocol):
+    """The part of the search driver a pass may use."""
+
+    best: str
+    trace: Any          # reducer.trace.TraceData | None
+
+    def consider(self, source: str) -> bool: ...
+
+    def first(self, candidates: Iterable[Candidate]) -> Any | None:
+        """Offer candidates in order; return the tag of the first one accepted, or None."""
+        ...
+
+
+@functools.lru_cache(maxsize=64)
+def parse(source: str) -> cst.Module:
+    return cst.parse_module(source)
+
+
+def parses(source: str) -> bool:
+    try:
+        cst.parse_module(source)
+        compile(source, "<candidate>", "exec", dont_inherit=True)
+    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+class _FillEmptyBlocks(cst.CSTTransformer):
+    """Deleting a block's last statement must leave ``pass``, or the code no longer parses."""
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        if not updated.body:
+            return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+        return updated
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+        if not updated.body:
+            return cst.RemoveFromParent()
+        # A statement line whose last small statement lost its place keeps a dangling ';'.
+        last = updated.body[-1]
+        if not isinstance(last.semicolon, cst.MaybeSentinel):
+            body = [*updated.body[:-1], last.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)]
+            return updated.with_changes(body=body)
+        return updated
+
+
+def render(module: cst.Module) -> str:
+    return module.visit(_FillEmptyBlocks()).code
+
+
+def replace(module: cst.Module, old: cst.CSTNode, new: cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel) -> str:
+    """The source of ``module`` with node ``old`` (by identity) replaced by ``new``."""
+    return render(module.visit(_Replace(old, new)))
+
+
+class _Replace(cst.CSTTransformer):
+    def __init__(self, old: cst.CSTNode, new: Any) -> None:
+        self.old, self.new = old, new
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return node is not self.old and super().on_visit(node)
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> Any:
+        if original is self.old:
+            return self.new
+        return super().on_leave(original, updated)
+
+
+class _Collect(cst.CSTVisitor):
+    def __init__(self, want: Callable[[cst.CSTNode], bool]) -> None:
+        self.want, self.found = want, []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.want(node):
+            self.found.append(node)
+        return True
+
+
+def collect(module: cst.CSTNode, want: Callable[[cst.CSTNode], bool]) -> list[Any]:
+    """Nodes satisfying ``want``, in pre-order."""
+    c = _Collect(want)
+    module.visit(c)
+    return c.found
+
+
+def find_integer(f: Callable[[int], bool]) -> int:
+    """Largest n with f(n) true, assuming f(0) and rough monotonicity (hypothesis' find_integer):
+    try 1..4 linearly, then double, then bisect between the last success and the first failure."""
+    for i in range(1, 5):
+        if not f(i):
+            return i - 1
+    lo, hi = 4, 8
+    while f(hi):
+        lo, hi = hi, hi * 2
+    while lo + 1 < hi:
+        mid = (lo + hi) // 2
+        if f(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def safe(build: Callable[[], str | None]) -> str | None:
+    """Build one candidate; a node libcst refuses to construct is just not a candidate."""
+    try:
+        return build()
+    except (cst.CSTValidationError, cst.ParserSyntaxError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def run_targets(gate: Gate, find: Callable[[cst.Module], Sequence[cst.CSTNode]],
+                alternatives: Callable[[cst.Module, cst.CSTNode], Iterable[str | None]]) -> None:
+    """Offer each target's alternatives, target by target in pre-order, lazily (so speculation
+    in the gate can look ahead across targets)."""
+    i = 0
+    while True:
+        module = parse(gate.best)
+        targets = find(module)
+        if i >= len(targets):
+            return
+
+        def stream(module=module, targets=targets, start=i) -> Iterator[Candidate]:
+            for idx in range(start, len(targets)):
+                for alt in _guarded(lambda: list(alternatives(module, targets[idx]))):
+                    if alt is not None:
+                        yield idx, alt
+
+        hit = gate.first(stream())
+        if hit is None:
+            return
+        i = hit     # the target changed in place (or vanished): look at index i again
+
+
+def _guarded(make: Callable[[], list[T]]) -> list[T]:
+    try:
+        return make()
+    except (cst.CSTValidationError, cst.ParserSyntaxError, ValueError, TypeError, AttributeError,
+            RecursionError):
+        return []
+
+
+def delete_runs(gate: Gate, find_owners: Callable[[cst.Module], Sequence[cst.CSTNode]],
+                get_items: Callable[[cst.CSTNode], Sequence[cst.CSTNode]],
+                set_items: Callable[[cst.CSTNode, list[cst.CSTNode]], cst.CSTNode]) -> None:
+    """For each owner (in order) delete runs of its items, walking from the last item backwards.
+
+    At position i the gate is offered single deletions i, i-1, ... (lazily, so it can speculate);
+    once deleting item p is accepted, ``find_integer`` grows the run backwards from p: deleting
+    items p-n..p from the same starting list, each larger run strictly smaller than the last.
+    """
+    o = 0
+    while True:
+        module = parse(gate.best)
+        owners = find_owners(module)
+        if o >= len(owners):
+            return
+        _delete_in_owner(gate, o, find_owners, get_items, set_items)
+        o += 1
+
+
+def _delete_in_owner(gate: Gate, o: int, find_owners, get_items, set_items) -> None:
+    pos = None
+    while True:
+        module = parse(gate.best)
+        owners = find_owners(module)
+        if o >= len(owners):
+            return
+        owner = owners[o]
+        items = list(get_items(owner))
+        start = len(items) - 1 if pos is None else min(pos, len(items) - 1)
+        if start < 0:
+            return
+
+        def without(lo: int, hi: int, module=module, owner=owner, items=items) -> str | None:
+            # items[lo..hi] removed (inclusive)
+            return safe(lambda: replace(module, owner, set_items(owner, items[:lo] + items[hi + 1:])))
+
+        def singles(start=start) -> Iterator[Candidate]:
+            for p in range(start, -1, -1):
+                c = without(p, p)
+                if c is not None:
+                    yield p, c
+
+        p = gate.first(singles())
+        if p is None:
+            return
+
+        def grow(n: int, p=p, without=without) -> bool:
+            if n == 0:
+                return True
+            if p - n < 0:
+                return False
+            c = without(p - n, p)
+            return c is not None and gate.consider(c)
+
+        n = find_integer(grow)
+        pos = p - n - 1
+        if pos < 0:
+            return
+
+
+def statement_list(owner: cst.CSTNode) -> Sequence[cst.CSTNode]:
+    return owner.body  # Module, IndentedBlock, SimpleStatementLine all keep statements in .body
+
+
+def set_body(owner: cst.CSTNode, items: list[cst.CSTNode]) -> cst.CSTNode:
+    return owner.with_changes(body=items)
+
+
+def names_loaded(module: cst.CSTNode) -> dict[str, int]:
+    """How often each identifier appears anywhere outside assignment targets/definitions.
+
+    Deliberately coarse (attribute names count too): over-counting only makes a pass more
+    careful, and every candidate is checked by a real run anyway."""
+    counts: dict[str, int] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            counts[node.value] = counts.get(node.value, 0) + 1
+
+    module.visit(V())
+    return counts
+
+
+def is_literal(node: cst.BaseExpression) -> bool:
+    """A value-only expression: numbers, strings, True/False/None, and containers of those."""
+    if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)):
+        return True
+    if isinstance(node, cst.ConcatenatedString):
+        return is_literal(node.left) and is_literal(node.right)
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False", "None")
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+        return is_literal(node.expression)
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        return all(isinstance(e, cst.Element) and is_literal(e.value) for e in node.elements)
+    if isinstance(node, cst.Dict):
+        return all(isinstance(e, cst.DictElement) and is_literal(e.key) and is_literal(e.value)
+                   for e in node.elements)
+    return False
+
+
+def block_bodies(node: cst.CSTNode) -> list[Sequence[cst.BaseStatement]]:
+    """Statement lists directly inside a compound statement (body, else, handlers, finally)."""
+    out: list[Sequence[cst.BaseStatement]] = []
+    for attr in ("body", "orelse", "handlers", "finalbody"):
+        child = getattr(node, attr, None)
+        if child is None:
+            continue
+        if isinstance(child, (list, tuple)):
+            for h in child:
+                out.extend(block_bodies(h))
+        elif isinstance(child, cst.IndentedBlock):
+            out.append(child.body)
+        elif isinstance(child, (cst.Else, cst.Finally, cst.ExceptHandler)):
+            out.extend(block_bodies(child))
+        elif isinstance(child, cst.If):     # elif
+            out.extend(block_bodies(child))
+        elif isinstance(child, cst.SimpleStatementSuite):
+            out.append([cst.SimpleStatementLine(body=child.body)])
+    return out
+
+
+def body_statements(suite: cst.BaseSuite) -> list[cst.BaseStatement]:
+    """The statements of a suite as full lines, ready to splice into a parent block."""
+    if isinstance(suite, cst.IndentedBlock):
+        return list(suite.body)
+    return [cst.SimpleStatementLine(body=list(suite.body))]
+
+
+def splice(stmts: list[cst.BaseStatement], like: cst.BaseStatement) -> cst.FlattenSentinel | cst.RemovalSentinel:
+    """Put ``stmts`` where ``like`` was; the first keeps ``like``'s leading comments/blank lines."""
+    stmts = [s for s in stmts if not _is_pass(s)]
+    if not stmts:
+        return cst.RemoveFromParent()
+    first = stmts[0]
+    if hasattr(first, "leading_lines") and hasattr(like, "leading_lines"):
+        stmts[0] = first.with_changes(leading_lines=like.leading_lines)
+    return cst.FlattenSentinel(stmts)
+
+
+def _is_pass(stmt: cst.CSTNode) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Pass))
+
+
+def simple(node: cst.BaseSmallStatement) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine(body=[node])
+
+
+def assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    return simple(cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=value))

@@ -1,0 +1,291 @@
+"""Clean-up transformations: comments and docstrings, print/logging calls, unused imports, dead
+definitions and assignments, redundant ``pass``.
+
+``bulk`` offers each as ONE candidate over the whole script (all comments at once, all unused
+imports at once, ...): a single run that usually succeeds and saves dozens of single deletions.
+``cleanup`` then removes unused names from multi-name imports one by one (runs of them).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import libcst as cst
+
+from reducer.passes.base import Gate, collect, delete_runs, is_literal, parse, parses, render
+
+# Calls that only emit output. The ones that print a traceback are left to statement deletion:
+# in a worker loop that logs and swallows, they ARE the failure.
+_LOG_ROOTS = {"logging", "logger", "log", "LOGGER", "LOG", "_logger", "_log", "warnings"}
+_LOG_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "log", "fatal"}
+_TRACEBACK_CALLS = {"exception", "print_exc", "print_exception", "format_exc", "print_stack"}
+
+
+class _StripComments(cst.CSTTransformer):
+    def leave_EmptyLine(self, original: cst.EmptyLine, updated: cst.EmptyLine):
+        return cst.RemoveFromParent() if updated.comment is not None else updated
+
+    def leave_TrailingWhitespace(self, original, updated: cst.TrailingWhitespace):
+        if updated.comment is not None:
+            return updated.with_changes(comment=None, whitespace=cst.SimpleWhitespace(""))
+        return updated
+
+
+def _is_string_statement(stmt: cst.CSTNode) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+
+
+def _root_name(expr: cst.BaseExpression) -> str | None:
+    while isinstance(expr, (cst.Attribute, cst.Call)):
+        expr = expr.value if isinstance(expr, cst.Attribute) else expr.func
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _is_output_call(stmt: cst.CSTNode) -> bool:
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)):
+        return False
+    call: cst.Call = stmt.body[0].value
+    if any(a.keyword is not None and a.keyword.value in ("exc_info", "stack_info") for a in call.args):
+        return False
+    if isinstance(call.func, cst.Name):
+        return call.func.value == "print"
+    if isinstance(call.func, cst.Attribute):
+        attr = call.func.attr.value
+        if attr in _TRACEBACK_CALLS:
+            return False
+        return attr in _LOG_METHODS and _root_name(call.func.value) in _LOG_ROOTS
+    return False
+
+
+class _DropStatements(cst.CSTTransformer):
+    def __init__(self, drop: Callable[[cst.CSTNode], bool]) -> None:
+        self.drop = drop
+
+    def leave_SimpleStatementLine(self, original, updated):
+        return cst.RemoveFromParent() if self.drop(original) else updated
+
+
+def strip_comments_and_docstrings(source: str) -> str:
+    module = parse(source)
+    module = module.visit(_StripComments()).visit(_DropStatements(_is_string_statement))
+    return render(module.with_changes(header=[h for h in module.header if h.comment is None],
+                                      footer=[f for f in module.footer if f.comment is None]))
+
+
+def drop_output_calls(source: str) -> str:
+    return render(parse(source).visit(_DropStatements(_is_output_call)))
+
+
+def drop_redundant_pass(source: str) -> str:
+    class T(cst.CSTTransformer):
+        def _clean(self, updated):
+            body = [s for s in updated.body if not (isinstance(s, cst.SimpleStatementLine)
+                    and all(isinstance(x, cst.Pass) for x in s.body))]
+            return updated.with_changes(body=body) if body else updated
+
+        def leave_IndentedBlock(self, original, updated):
+            return self._clean(updated)
+
+        def leave_Module(self, original, updated):
+            return self._clean(updated)
+    return render(parse(source).visit(T()))
+
+
+# ---- names: what is bound where, what is used ----------------------------------------------
+class _Uses(cst.CSTVisitor):
+    """Counts each identifier's occurrences that are not plain bindings (coarse on purpose:
+    attribute names count as uses, so nothing reachable as ``obj.name`` is ever called dead)."""
+
+    def __init__(self) -> None:
+        self.uses: dict[str, int] = {}
+        self._binding: set[int] = set()
+
+    def _bind(self, node: cst.CSTNode | None) -> None:
+        if isinstance(node, cst.Name):
+            self._binding.add(id(node))
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._bind(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind(node.target)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._bind(node.name)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._bind(node.name)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._bind(node.name)
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
+        return False        # the dotted name being imported is not a use of anything
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self._binding:
+            self.uses[node.value] = self.uses.get(node.value, 0) + 1
+
+
+def uses(module: cst.CSTNode) -> dict[str, int]:
+    v = _Uses()
+    module.visit(v)
+    return v.uses
+
+
+def bound_name(alias: cst.ImportAlias) -> str:
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    name = alias.name
+    while isinstance(name, cst.Attribute):
+        name = name.value
+    return name.value
+
+
+def drop_unused_imports(source: str) -> str:
+    module = parse(source)
+    used = uses(module)
+
+    class T(cst.CSTTransformer):
+        def leave_Import(self, original, updated):
+            return self._prune(updated)
+
+        def leave_ImportFrom(self, original, updated):
+            if isinstance(updated.names, cst.ImportStar):
+                return updated
+            if isinstance(updated.module, cst.Name) and updated.module.value == "__future__":
+                return updated
+            return self._prune(updated)
+
+        def _prune(self, updated):
+            keep = [a for a in updated.names if used.get(bound_name(a), 0) > 0]
+            if not keep:
+                return cst.RemoveFromParent()
+            if len(keep) == len(updated.names):
+                return updated
+            keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            if isinstance(updated, cst.ImportFrom) and updated.rpar is not None and len(keep) == 1:
+                return updated.with_changes(names=keep, lpar=None, rpar=None)
+            return updated.with_changes(names=keep)
+
+        def leave_SimpleStatementLine(self, original, updated):
+            return updated if updated.body else cst.RemoveFromParent()
+
+    return render(module.visit(T()))
+
+
+def is_pure(expr: cst.BaseExpression) -> bool:
+    """Evaluating it has no effect worth keeping: values, names, attribute chains, lambdas."""
+    if is_literal(expr) or isinstance(expr, (cst.Name, cst.Lambda)):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return is_pure(expr.value)
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        return all(isinstance(e, cst.Element) and is_pure(e.value) for e in expr.elements)
+    if isinstance(expr, cst.Dict):
+        return all(isinstance(e, cst.DictElement) and is_pure(e.key) and is_pure(e.value) for e in expr.elements)
+    if isinstance(expr, cst.Subscript):
+        return is_pure(expr.value)
+    return False
+
+
+_INERT_DECORATORS = {"dataclass", "staticmethod", "classmethod", "property", "dataclasses"}
+
+
+def _dead(stmt: cst.CSTNode, used: dict[str, int]) -> bool:
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        if any(_root_name(d.decorator) not in _INERT_DECORATORS for d in stmt.decorators):
+            return False
+        return used.get(stmt.name.value, 0) == 0
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+        s = stmt.body[0]
+        if isinstance(s, cst.Assign) and is_pure(s.value):
+            return all(isinstance(t.target, cst.Name) and used.get(t.target.value, 0) == 0 for t in s.targets)
+        if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name):
+            return (s.value is None or is_pure(s.value)) and used.get(s.target.value, 0) == 0
+    return False
+
+
+def drop_dead_code(source: str) -> str:
+    """Remove unused definitions and pure assignments to unused names, to a fixpoint (one
+    removal can make another definition unused). Class bodies are left alone: methods are
+    reached implicitly (``model(x)`` calls ``forward``)."""
+    for _ in range(20):
+        module = parse(source)
+        used = uses(module)
+
+        class T(cst.CSTTransformer):
+            def __init__(self) -> None:
+                self.class_depth = 0
+
+            def visit_ClassDef(self, node) -> None:
+                self.class_depth += 1
+
+            def leave_ClassDef(self, original, updated):
+                self.class_depth -= 1
+                return cst.RemoveFromParent() if self.class_depth == 0 and _dead(original, used) else updated
+
+            def visit_FunctionDef(self, node) -> None:
+                # a function body is a fresh statement list again, even inside a class
+                self._saved = getattr(self, "_saved", []) + [self.class_depth]
+                self.class_depth = 0
+
+            def leave_FunctionDef(self, original, updated):
+                self.class_depth = self._saved.pop()
+                return cst.RemoveFromParent() if self.class_depth == 0 and _dead(original, used) else updated
+
+            def leave_SimpleStatementLine(self, original, updated):
+                return cst.RemoveFromParent() if self.class_depth == 0 and _dead(original, used) else updated
+
+        new = render(module.visit(T()))
+        if new == source:
+            return source
+        source = new
+    return source
+
+
+# ---- the passes -----------------------------------------------------------------------------
+BULK: list[Callable[[str], str]] = [strip_comments_and_docstrings, drop_output_calls,
+                                    drop_unused_imports, drop_dead_code, drop_redundant_pass]
+
+
+def _apply(source: str, steps: list[Callable[[str], str]]) -> str | None:
+    try:
+        for step in steps:
+            source = step(source)
+    except (cst.ParserSyntaxError, cst.CSTValidationError, ValueError, RecursionError):
+        return None
+    return source if parses(source) else None
+
+
+def bulk(gate: Gate) -> None:
+    """All clean-ups as one candidate; if that run fails, each clean-up on its own."""
+    together = _apply(gate.best, BULK)
+    if together is not None and together != gate.best and gate.consider(together):
+        return
+    for step in BULK:
+        c = _apply(gate.best, [step])
+        if c is not None and c != gate.best:
+            gate.consider(c)
+
+
+def _multi_imports(module: cst.Module) -> list[cst.CSTNode]:
+    return collect(module, lambda n: isinstance(n, (cst.Import, cst.ImportFrom))
+                   and not isinstance(n.names, cst.ImportStar) and len(n.names) > 1)
+
+
+def _set_names(node: cst.CSTNode, names: list) -> cst.CSTNode:
+    names = list(names)
+    if names and not isinstance(names[-1].comma, cst.MaybeSentinel):
+        names[-1] = names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return node.with_changes(names=names)
+
+
+def cleanup(gate: Gate) -> None:
+    bulk(gate)
+    delete_runs(gate, _multi_imports, lambda n: n.names, _set_names)

@@ -1,0 +1,196 @@
+"""Constant propagation: make values literal so the code that only carried them becomes dead.
+
+- ``propagate_constants``: inline a name bound once to a literal (``N = 512`` … ``f(N)`` →
+  ``f(512)``); replace ``REGISTRY[key]`` / ``REGISTRY.get(key)`` on a dict display bound once with
+  the entry's value.
+- ``recorded_values``: replace an argument expression (a helper call, a merged dict, a config
+  attribute) by the literal value it had in the traced run of the original (see reducer.trace).
+Each candidate also drops whatever became dead (definitions, pure assignments), so that a value
+that is longer to write than the expression it replaces still wins when it frees a helper.
+"""
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+import libcst as cst
+
+from reducer.passes.base import Gate, collect, is_literal, parse, render, replace, run_targets, safe
+from reducer.passes.cleanup import drop_dead_code
+
+
+def _binding_counts(module: cst.Module) -> dict[str, int]:
+    """How many places bind each name, in any form (assignment, loop, parameter, import, def...)."""
+    counts: dict[str, int] = {}
+
+    def add(node: cst.CSTNode | None) -> None:
+        if isinstance(node, cst.Name):
+            counts[node.value] = counts.get(node.value, 0) + 1
+        elif isinstance(node, (cst.Tuple, cst.List)):
+            for e in node.elements:
+                add(e.value)
+        elif isinstance(node, cst.StarredElement):
+            add(node.value)
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n): add(n.target)
+        def visit_AnnAssign(self, n): add(n.target)
+        def visit_AugAssign(self, n): add(n.target)
+        def visit_For(self, n): add(n.target)
+        def visit_CompFor(self, n): add(n.target)
+        def visit_AsName(self, n): add(n.name)
+        def visit_Param(self, n): add(n.name)
+        def visit_FunctionDef(self, n): add(n.name)
+        def visit_ClassDef(self, n): add(n.name)
+        def visit_NamedExpr(self, n): add(n.target)
+        def visit_Del(self, n): add(n.target)
+        def visit_Global(self, n): [add(x.name) for x in n.names]
+        def visit_Nonlocal(self, n): [add(x.name) for x in n.names]
+
+        def visit_ImportAlias(self, n):
+            if n.asname is None:
+                name = n.name
+                while isinstance(name, cst.Attribute):
+                    name = name.value
+                add(name)
+
+    module.visit(V())
+    return counts
+
+
+def single_bindings(module: cst.Module, want=is_literal) -> dict[str, tuple[cst.SimpleStatementLine, cst.BaseExpression]]:
+    """Names bound exactly once, by a plain ``name = value`` statement whose value satisfies ``want``."""
+    counts = _binding_counts(module)
+    out: dict[str, tuple[cst.SimpleStatementLine, cst.BaseExpression]] = {}
+    for line in collect(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
+        s = line.body[0]
+        if (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name)
+                and counts.get(s.targets[0].target.value) == 1 and want(s.value)):
+            out[s.targets[0].target.value] = (line, s.value)
+    return out
+
+
+class _Inline(cst.CSTTransformer):
+    """Every load of ``name`` becomes ``value``; its defining statement goes."""
+
+    def __init__(self, name: str, value: cst.BaseExpression, definition: cst.CSTNode) -> None:
+        self.name, self.value, self.definition = name, value, definition
+        self.skip: set[int] = set()
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if node is self.definition:
+            return False
+        # names that are not variable loads: attributes, keyword names, parameters, defs, imports
+        if isinstance(node, cst.Attribute):
+            self.skip.add(id(node.attr))
+        elif isinstance(node, cst.Arg) and node.keyword is not None:
+            self.skip.add(id(node.keyword))
+        elif isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
+            self.skip.add(id(node.name))
+        elif isinstance(node, (cst.ImportAlias, cst.ImportFrom, cst.Import)):
+            return False
+        return True
+
+    def on_leave(self, original: cst.CSTNode, updated):
+        if original is self.definition:
+            return cst.RemoveFromParent()
+        if isinstance(original, cst.Name) and original.value == self.name and id(original) not in self.skip:
+            return self.value
+        return updated
+
+
+def inline_name(module: cst.Module, name: str, line: cst.CSTNode, value: cst.BaseExpression) -> str:
+    return render(module.visit(_Inline(name, value, line)))
+
+
+def _key_of(expr: cst.BaseExpression) -> object:
+    try:
+        return ("lit", ast.literal_eval(parse("").code_for_node(expr)))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+
+
+def _lookup(table: cst.Dict, key: cst.BaseExpression) -> cst.BaseExpression | None:
+    want = _key_of(key)
+    if want is None:
+        return None
+    for e in table.elements:
+        if isinstance(e, cst.DictElement) and _key_of(e.key) == want:
+            return e.value
+    return None
+
+
+def _lookups(module: cst.Module) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """(expression, value) for each ``D[key]`` / ``D.get(key[, default])`` resolvable statically."""
+    tables = {k: v for k, (_, v) in single_bindings(
+        module, lambda e: isinstance(e, cst.Dict)
+        and all(isinstance(x, cst.DictElement) and is_literal(x.key) for x in e.elements)).items()}
+    out = []
+    for node in collect(module, lambda n: isinstance(n, (cst.Subscript, cst.Call))):
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and node.value.value in tables \
+                and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            value = _lookup(tables[node.value.value], node.slice[0].slice.value)
+        elif (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "get"
+              and isinstance(node.func.value, cst.Name) and node.func.value.value in tables and node.args
+              and node.args[0].keyword is None and not node.args[0].star):
+            value = _lookup(tables[node.func.value.value], node.args[0].value)
+        else:
+            continue
+        if value is not None:
+            out.append((node, value))
+    return out
+
+
+def _targets(module: cst.Module) -> list[cst.CSTNode]:
+    defs = [line for line, _ in single_bindings(module).values()]
+    return sorted(defs + [n for n, _ in _lookups(module)], key=_preorder_index(module))
+
+
+def _preorder_index(module: cst.Module):
+    order = {id(n): i for i, n in enumerate(collect(module, lambda n: True))}
+    return lambda n: order[id(n)]
+
+
+def _alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
+    if isinstance(node, cst.SimpleStatementLine):
+        s = node.body[0]
+        yield safe(lambda: drop_dead_code(inline_name(module, s.targets[0].target.value, node, s.value)))
+        return
+    for expr, value in _lookups(module):
+        if expr is node:
+            yield safe(lambda: drop_dead_code(replace(module, node, value)))
+
+
+def propagate_constants(gate: Gate) -> None:
+    run_targets(gate, _targets, _alternatives)
+
+
+# ---- values recorded in the traced run --------------------------------------------------------
+def _recorded_targets(gate: Gate):
+    sites = gate.trace.literal_sites() if gate.trace is not None else {}
+
+    def find(module: cst.Module) -> list[cst.CSTNode]:
+        out = []
+        for call in collect(module, lambda n: isinstance(n, cst.Call)):
+            func = module.code_for_node(call.func)
+            for arg in call.args:
+                if not arg.star and not is_literal(arg.value) and (func, module.code_for_node(arg.value)) in sites:
+                    out.append(arg.value)
+        return out
+
+    def alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
+        for call in collect(module, lambda n: isinstance(n, cst.Call) and any(a.value is node for a in n.args)):
+            text = sites.get((module.code_for_node(call.func), module.code_for_node(node)))
+            if text is not None:
+                value = cst.parse_expression(text)
+                yield safe(lambda: drop_dead_code(replace(module, node, value)))
+            return
+
+    return find, alternatives
+
+
+def recorded_values(gate: Gate) -> None:
+    if gate.trace is None:
+        return
+    find, alternatives = _recorded_targets(gate)
+    run_targets(gate, find, alternatives)

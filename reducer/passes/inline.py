@@ -1,0 +1,129 @@
+"""Inline the script's own functions and methods that are called exactly once: the call becomes
+the arguments bound as assignments plus the body, and the definition goes (it is dead now)."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import libcst as cst
+
+from reducer.passes.arguments import parameter_slots
+from reducer.passes.base import Gate, assign, collect, parse, run_targets, safe, splice
+from reducer.passes.base_multi import replace_many
+from reducer.passes.cleanup import uses
+
+
+def _own_nodes(fn: cst.FunctionDef, kind: type) -> list[cst.CSTNode]:
+    """Nodes of ``kind`` in fn's body, not counting nested functions/classes."""
+    found: list[cst.CSTNode] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node):
+            return node is fn
+
+        def visit_ClassDef(self, node):
+            return False
+
+        def on_visit(self, node):
+            if isinstance(node, kind):
+                found.append(node)
+            return super().on_visit(node)
+
+    fn.visit(V())
+    return found
+
+
+def _inlinable(fn: cst.FunctionDef) -> bool:
+    if fn.decorators or fn.asynchronous is not None or fn.name.value.startswith("__"):
+        return False
+    p = fn.params
+    if not isinstance(p.star_arg, cst.MaybeSentinel) and p.star_arg is not None or p.star_kwarg is not None:
+        return False
+    if _own_nodes(fn, cst.Yield) or _own_nodes(fn, cst.Global) or _own_nodes(fn, cst.Nonlocal):
+        return False
+    if not isinstance(fn.body, cst.IndentedBlock):
+        return False
+    returns = _own_nodes(fn, cst.Return)
+    if not returns:
+        return True
+    last = fn.body.body[-1]
+    return (len(returns) == 1 and isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1
+            and last.body[0] is returns[0])
+
+
+def _call_site(module: cst.Module, fn: cst.FunctionDef):
+    """The one statement calling ``fn`` and the call in it, when inlining there is possible."""
+    name = fn.name.value
+    for line in collect(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
+        s = line.body[0]
+        call = getattr(s, "value", None)
+        if not isinstance(s, (cst.Expr, cst.Assign, cst.Return)) or not isinstance(call, cst.Call):
+            continue
+        f = call.func
+        if (isinstance(f, cst.Name) and f.value == name) or (isinstance(f, cst.Attribute) and f.attr.value == name):
+            return line, s, call
+    return None
+
+
+def targets(module: cst.Module) -> list[cst.FunctionDef]:
+    used = uses(module)
+    out = []
+    for fn in collect(module, lambda n: isinstance(n, cst.FunctionDef)):
+        if used.get(fn.name.value, 0) == 1 and _inlinable(fn):
+            site = _call_site(module, fn)
+            # never inline a function into itself
+            if site is not None and not collect(fn, lambda n, line=site[0]: n is line):
+                out.append(fn)
+    return out
+
+
+def inline_call(module: cst.Module, fn: cst.FunctionDef) -> str | None:
+    site = _call_site(module, fn)
+    if site is None:
+        return None
+    line, stmt, call = site
+    if any(a.star for a in call.args):
+        return None
+    params = fn.params
+    positional = list(params.posonly_params) + list(params.params)
+    binds: list[cst.BaseStatement] = []
+    bound: set[str] = set()
+    if isinstance(call.func, cst.Attribute) and positional and positional[0].name.value in ("self", "cls"):
+        receiver = parse("").code_for_node(call.func.value)
+        if receiver != positional[0].name.value:
+            binds.append(assign(positional[0].name.value, call.func.value))
+        bound.add(positional[0].name.value)
+    slots = parameter_slots(call, fn)
+    if len(slots) != len(call.args):
+        return None     # an argument that binds to nothing: the call would have raised TypeError
+    for arg, param in slots:
+        bound.add(param.name.value)
+        if not (isinstance(arg.value, cst.Name) and arg.value.value == param.name.value):
+            binds.append(assign(param.name.value, arg.value))
+    for param in positional + list(params.kwonly_params):
+        if param.name.value in bound:
+            continue
+        if param.default is None:
+            return None
+        binds.append(assign(param.name.value, param.default))
+    body = list(fn.body.body)
+    result: cst.BaseExpression | None = None
+    last = body[-1]
+    if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[0], cst.Return):
+        result = last.body[0].value
+        body = body[:-1]
+    if isinstance(stmt, cst.Assign):
+        tail = [cst.SimpleStatementLine([stmt.with_changes(value=result or cst.Name("None"))])]
+    elif isinstance(stmt, cst.Return):
+        tail = [cst.SimpleStatementLine([cst.Return(value=result)])]
+    else:
+        tail = [cst.SimpleStatementLine([cst.Expr(result)])] if result is not None else []
+    new = splice(binds + body + tail, line)
+    return replace_many(module, [(line, new), (fn, cst.RemoveFromParent())])
+
+
+def _alternatives(module: cst.Module, fn: cst.CSTNode) -> Iterable[str | None]:
+    yield safe(lambda: inline_call(module, fn))
+
+
+def inline_functions(gate: Gate) -> None:
+    run_targets(gate, targets, _alternatives)

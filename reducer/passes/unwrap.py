@@ -1,0 +1,86 @@
+"""Unwrap compound statements: replace a statement by one of its bodies.
+
+``if`` → its body or its else (an ``elif`` becomes an ``if``); ``try`` → its body (with or
+without the finally), a handler's body, or the finally; ``with`` → its body (optionally keeping the
+``as`` names as plain assignments); ``for``/``while`` → the body (a loop target bound to the first
+item, when that is not larger); ``if __name__ == "__main__":`` is just an ``if``.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import libcst as cst
+
+from reducer.passes.base import Gate, assign, body_statements, replace, run_targets, safe, splice
+
+_COMPOUND = (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While)
+
+
+class _Statements(cst.CSTVisitor):
+    """Compound statements in statement position (an ``elif`` is part of its ``if``)."""
+
+    def __init__(self) -> None:
+        self.found: list[cst.CSTNode] = []
+        self.elifs: set[int] = set()
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, _COMPOUND) and id(node) not in self.elifs:
+            self.found.append(node)
+        if isinstance(node, cst.If) and isinstance(node.orelse, cst.If):
+            self.elifs.add(id(node.orelse))
+        return True
+
+
+def compound_statements(module: cst.Module) -> list[cst.CSTNode]:
+    v = _Statements()
+    module.visit(v)
+    return v.found
+
+
+def bodies(node: cst.CSTNode) -> list[list[cst.BaseStatement]]:
+    """The statement lists ``node`` may be replaced by, smallest change first."""
+    out: list[list[cst.BaseStatement]] = []
+    if isinstance(node, cst.If):
+        out.append(body_statements(node.body))
+        if isinstance(node.orelse, cst.Else):
+            out.append(body_statements(node.orelse.body))
+        elif isinstance(node.orelse, cst.If):
+            out.append([node.orelse.with_changes(leading_lines=())])
+    elif isinstance(node, (cst.Try, cst.TryStar)):
+        body = body_statements(node.body)
+        final = body_statements(node.finalbody.body) if node.finalbody else []
+        out.append(body)
+        if final:
+            out.append(body + final)
+        for h in node.handlers:
+            out.append(body_statements(h.body))
+        if node.orelse:
+            out.append(body + body_statements(node.orelse.body))
+        if final:
+            out.append(final)
+    elif isinstance(node, cst.With):
+        body = body_statements(node.body)
+        out.append(body)
+        binds = [assign(item.asname.name.value, item.item) for item in node.items
+                 if item.asname is not None and isinstance(item.asname.name, cst.Name)]
+        if binds:
+            out.append(binds + body)
+    elif isinstance(node, (cst.For, cst.While)):
+        body = body_statements(node.body)
+        out.append(body)
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
+            first = cst.parse_expression("next(iter(x))").with_changes()
+            first = first.with_changes(args=[cst.Arg(cst.Call(cst.Name("iter"), [cst.Arg(node.iter)]))])
+            out.append([assign(node.target.value, first)] + body)
+        if node.orelse is not None:
+            out.append(body_statements(node.orelse.body))
+    return out
+
+
+def alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
+    for stmts in bodies(node):
+        yield safe(lambda stmts=stmts: replace(module, node, splice(list(stmts), node)))
+
+
+def unwrap(gate: Gate) -> None:
+    run_targets(gate, compound_statements, alternatives)

@@ -1,0 +1,258 @@
+"""Run one candidate in the user's interpreter and capture what happened as an Outcome.
+
+Each run gets a fresh scratch copy of the script's directory (so relative paths and
+sibling imports work, and no candidate can lean on files an earlier one left behind),
+its own TMPDIR, a timeout that kills the whole process group, bounded output, and
+PYTHONFAULTHANDLER=1 so hard crashes leave a Python stack.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from reducer.errors import ExitCode, ReprobotError
+from reducer.outcome import Outcome, TracebackRecord
+from reducer.tracebacks import parse_tracebacks
+
+# Directories never copied into a scratch dir: they are big, or they are ours.
+_SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache",
+              ".pytest_cache", "node_modules", "repros", ".hypothesis", ".ipynb_checkpoints"}
+# Files above this size are symlinked into the scratch dir rather than copied
+# (model weights, datasets): copying them per candidate would dominate run time.
+_LINK_ABOVE_BYTES = 4 * 1024 * 1024
+_MAX_COPIED_FILES = 2000
+_OUTPUT_HEAD = 256 * 1024
+_OUTPUT_TAIL = 1024 * 1024
+
+
+@dataclass
+class RunSpec:
+    script: Path
+    python: str = sys.executable
+    args: tuple[str, ...] = ()
+    timeout: float = 600.0
+    env: dict[str, str] = field(default_factory=dict)
+    gpu: str | None = None
+    # Replace the inherited environment instead of extending it (the Action passes an
+    # allow-listed environment so the user's script never sees a secret).
+    clean_env: bool = False
+
+
+def check_python(python: str) -> str:
+    """Resolve the interpreter given by --python, or fail with one line."""
+    resolved = shutil.which(python) if os.sep not in python else python
+    if not resolved or not os.path.isfile(resolved) or not os.access(resolved, os.X_OK):
+        raise ReprobotError(f"interpreter not found or not executable: {python}", ExitCode.NO_INTERPRETER)
+    return resolved
+
+
+class _BoundedBuffer:
+    """Keeps the first and last bytes of a stream; the middle is dropped with a marker.
+
+    Tracebacks are at the end of an uncaught failure and anywhere for a logged one, so
+    both ends are kept; a script that prints gigabytes cannot exhaust our memory.
+    """
+
+    def __init__(self, head: int = _OUTPUT_HEAD, tail: int = _OUTPUT_TAIL) -> None:
+        self.head_limit, self.tail_limit = head, tail
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+        self.lock = threading.Lock()
+        self.version = 0
+
+    def feed(self, chunk: bytes) -> None:
+        with self.lock:
+            self.version += 1
+            room = self.head_limit - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self.tail += chunk
+                excess = len(self.tail) - self.tail_limit
+                if excess > 0:
+                    del self.tail[:excess]
+                    self.dropped += excess
+
+    def text(self) -> str:
+        with self.lock:
+            head = bytes(self.head).decode("utf-8", "replace")
+            tail = bytes(self.tail).decode("utf-8", "replace")
+            if self.dropped:
+                return f"{head}\n[... reprobot: {self.dropped} bytes of output elided ...]\n{tail}"
+            return head + tail
+
+
+def _pump(stream, buf: _BoundedBuffer) -> None:
+    for chunk in iter(lambda: stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536), b""):
+        buf.feed(chunk)
+    stream.close()
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _signal_name(returncode: int | None) -> str | None:
+    if returncode is None or returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+class Runner:
+    """Runs candidates of one script. Thread-safe: each run has its own scratch dir."""
+
+    def __init__(self, spec: RunSpec) -> None:
+        if not spec.script.is_file():
+            raise ReprobotError(f"{spec.script}: no such file", ExitCode.FILE_MISSING)
+        self.spec = spec
+        self.python = check_python(spec.python)
+        self.script_dir = spec.script.resolve().parent
+        self._files = self._scan()
+
+    def _scan(self) -> list[tuple[Path, bool]]:
+        """The script directory's files (relative path, symlink-instead-of-copy?), once."""
+        files: list[tuple[Path, bool]] = []
+        for root, dirs, names in os.walk(self.script_dir):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".reprobot"))
+            for name in sorted(names):
+                full = Path(root, name)
+                rel = full.relative_to(self.script_dir)
+                try:
+                    big = full.stat().st_size > _LINK_ABOVE_BYTES
+                except OSError:
+                    continue
+                files.append((rel, big))
+                if len(files) > _MAX_COPIED_FILES:
+                    # A script living in a huge tree (home dir, repo root): copying it per run
+                    # would be wrong and slow. Link the top-level entries instead.
+                    return [(Path(p.name), True) for p in sorted(self.script_dir.iterdir())
+                            if p.name not in _SKIP_DIRS]
+        return files
+
+    def _make_scratch(self, keep_dir: Path | None) -> Path:
+        scratch = Path(tempfile.mkdtemp(prefix="reprobot-run-")) if keep_dir is None else keep_dir
+        work = scratch / "work"
+        work.mkdir(parents=True, exist_ok=True)
+        (scratch / "tmp").mkdir(exist_ok=True)
+        for rel, link in self._files:
+            dst = work / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            src = self.script_dir / rel
+            if link:
+                dst.symlink_to(src)
+            else:
+                try:
+                    shutil.copy2(src, dst)
+                except OSError:
+                    continue
+        return scratch
+
+    def _environment(self, scratch: Path, extra_env: dict[str, str] | None) -> dict[str, str]:
+        env = {} if self.spec.clean_env else dict(os.environ)
+        env.update(self.spec.env)
+        env.update(extra_env or {})
+        tmp = str(scratch / "tmp")
+        env.update({
+            "PYTHONFAULTHANDLER": "1",
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "TMPDIR": tmp, "TEMP": tmp, "TMP": tmp,
+            # Rich and tqdm decorate tracebacks and progress bars when they see a terminal.
+            "TERM": "dumb", "NO_COLOR": "1",
+        })
+        env.pop("PYTHONSTARTUP", None)
+        if self.spec.gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.spec.gpu
+        return env
+
+    def run(self, source: str, *, launcher: list[str] | None = None,
+            extra_env: dict[str, str] | None = None, timeout: float | None = None,
+            stop_when: Callable[[list[TracebackRecord]], bool] | None = None,
+            keep_dir: Path | None = None) -> Outcome:
+        timeout = self.spec.timeout if timeout is None else timeout
+        scratch = self._make_scratch(keep_dir)
+        try:
+            target = scratch / "work" / self.spec.script.name
+            if target.is_symlink():
+                target.unlink()
+            target.write_text(source, encoding="utf-8")
+            cmd = [self.python, *(launcher or []), target.name, *self.spec.args]
+            return self._execute(cmd, scratch / "work", self._environment(scratch, extra_env),
+                                 timeout, stop_when)
+        finally:
+            if keep_dir is None:
+                shutil.rmtree(scratch, ignore_errors=True)
+
+    @staticmethod
+    def _unscratch(text: str, work: Path) -> str:
+        """Show the script's frames as "worker.py", not under this run's throwaway directory."""
+        text = text.replace(str(work / "tmp"), "<tmp>").replace(str(work) + os.sep, "")
+        return text.replace(str(work.parent / "tmp"), "<tmp>")
+
+    def _execute(self, cmd: list[str], cwd: Path, env: dict[str, str], timeout: float,
+                 stop_when: Callable[[list[TracebackRecord]], bool] | None) -> Outcome:
+        out, err = _BoundedBuffer(), _BoundedBuffer()
+        start = time.monotonic()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        pumps = [threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
+                 threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True)]
+        for t in pumps:
+            t.start()
+        timed_out = stopped = False
+        seen_version = -1
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=0.05)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if time.monotonic() - start > timeout:
+                    timed_out = True
+                    break
+                if stop_when is not None:
+                    version = out.version + err.version
+                    if version != seen_version:
+                        seen_version = version
+                        if stop_when(parse_tracebacks(err.text(), "stderr") + parse_tracebacks(out.text(), "stdout")):
+                            # The target failure is on screen; the rest of the run only burns GPU time.
+                            # A short grace lets a multi-line message finish printing.
+                            time.sleep(0.2)
+                            stopped = True
+                            break
+        finally:
+            # Kill the whole group: worker subprocesses (multiprocessing, DataLoader) included.
+            _kill_group(proc)
+            proc.wait()
+            for t in pumps:
+                t.join(timeout=5)
+        wall = time.monotonic() - start
+        stdout, stderr = self._unscratch(out.text(), cwd), self._unscratch(err.text(), cwd)
+        returncode = None if (timed_out or stopped) else proc.returncode
+        # stderr first: uncaught exceptions and logging's default handler both go there.
+        records = parse_tracebacks(stderr, "stderr") + parse_tracebacks(stdout, "stdout")
+        sig = _signal_name(returncode)
+        if sig and not any(r.kind == "crash" for r in records):
+            # Died by a signal without a faulthandler dump (SIGKILL from the OOM killer, say).
+            records.append(TracebackRecord("Signal", sig, (), f"process killed by {sig}", "stderr", "crash"))
+        return Outcome(returncode=returncode, wall_time=wall, stdout=stdout, stderr=stderr,
+                       timed_out=timed_out, stopped_early=stopped, signal=sig, tracebacks=records)

@@ -1,0 +1,338 @@
+"""The search driver: one gate for every candidate, passes repeated to a fixpoint.
+
+API (what the CLI uses)::
+
+    from reducer.search import Reducer
+    result = Reducer(source, oracle, jobs=1, max_time=None, on_accept=None, on_progress=None,
+                     trace=None).run()
+    result.best_source          # the reduced script (formatted, verified by a run)
+    result.stats.to_dict()      # reduction.json: status, per-pass stats, runs, cache hits, sizes
+    result.seen                 # {sha1(normalised source): interesting} -- the cache, for --resume
+
+- ``oracle(source) -> bool``: True iff the candidate fails the same way (a real run). With
+  ``jobs > 1`` it is called from worker threads, so it must be thread-safe (subprocess-based
+  oracles are).
+- ``on_accept(best_source, stats_dict)`` is called after every accepted step (write repro.py
+  atomically there); ``on_progress(Progress)`` after every run and at every pass change.
+- ``trace``: a :class:`reducer.trace.TraceData` from one traced run of the original; enables the
+  trace-guided first cut and constant propagation from recorded values.
+- Resume: ``Reducer(best_so_far, oracle, seen=saved["seen"], stats=saved_reduction_json)``.
+- Ctrl-C inside ``run()`` returns the best so far with ``status == "interrupted"``;
+  ``max_time`` returns it with ``status == "timeout"``.
+
+The gate (``consider``): a candidate is run only if it is strictly smaller than the best under
+(tokens, characters, text), has not been seen (the seen-set, keyed on normalised source, is the
+cache), and parses (libcst and ``compile``). ``--jobs N`` speculates: a window of N candidates is
+run in parallel, then their verdicts are read in proposal order, so the accepted sequence (and
+the result) is the same for every N.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from reducer.passes import DEFAULT_PASSES, Pass
+from reducer.passes.base import Candidate, parses
+from reducer.size import Size, count_statements, normalize, size_of
+
+Oracle = Callable[[str], bool]
+
+
+class OutOfTime(Exception):
+    """``max_time`` is spent; the best so far stands."""
+
+
+@dataclass
+class PassStats:
+    proposed: int = 0       # candidates offered to the gate
+    tried: int = 0          # candidates actually run (oracle calls)
+    accepted: int = 0
+    cache_hits: int = 0     # answered from the seen-set without a run
+    not_smaller: int = 0    # refused by the size order
+    invalid: int = 0        # did not parse / compile
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["seconds"] = round(self.seconds, 3)
+        return d
+
+
+@dataclass
+class ReductionStats:
+    status: str = "running"         # running | done | interrupted | timeout
+    passes: dict[str, PassStats] = field(default_factory=dict)
+    runs: int = 0                   # oracle calls, speculative ones included
+    speculative_unused: int = 0     # runs made ahead whose verdict was never needed
+    cache_hits: int = 0
+    accepted: int = 0
+    rounds: int = 0
+    first_cut_done: bool = False
+    size_before: dict[str, int] = field(default_factory=dict)
+    size_after: dict[str, int] = field(default_factory=dict)
+    statements_before: int = 0
+    statements_after: int = 0
+    wall_time: float = 0.0
+
+    def for_pass(self, name: str) -> PassStats:
+        return self.passes.setdefault(name, PassStats())
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["passes"] = {k: v.to_dict() for k, v in self.passes.items()}
+        d["wall_time"] = round(self.wall_time, 3)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ReductionStats:
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__ and k != "passes"}
+        stats = cls(**known)
+        for name, p in (d.get("passes") or {}).items():
+            stats.passes[name] = PassStats(**{k: v for k, v in p.items() if k in PassStats.__dataclass_fields__})
+        return stats
+
+
+@dataclass(frozen=True)
+class Progress:
+    pass_name: str
+    round: int
+    runs: int
+    accepted: int
+    cache_hits: int
+    size_start: Size
+    size_now: Size
+    elapsed: float
+
+
+@dataclass
+class ReductionResult:
+    best_source: str
+    stats: ReductionStats
+    seen: dict[str, bool]
+
+
+def _key(source: str) -> str:
+    return hashlib.sha1(normalize(source).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class Reducer:
+    def __init__(self, source: str, oracle: Oracle, *, jobs: int = 1, max_time: float | None = None,
+                 on_accept: Callable[[str, dict[str, Any]], None] | None = None,
+                 on_progress: Callable[[Progress], None] | None = None,
+                 trace: Any = None, passes: list[Pass] | None = None,
+                 seen: dict[str, bool] | None = None, stats: dict[str, Any] | None = None,
+                 format_result: bool = True) -> None:
+        self.best = source
+        self.best_size = size_of(source)
+        self.oracle = oracle
+        self.jobs = max(1, int(jobs))
+        self.max_time = max_time
+        self.on_accept = on_accept
+        self.on_progress = on_progress
+        self.trace = trace
+        self.passes = list(DEFAULT_PASSES if passes is None else passes)
+        self.seen: dict[str, bool] = dict(seen or {})
+        self.stats = ReductionStats.from_dict(stats) if stats else ReductionStats()
+        self.format_result = format_result
+        if not self.stats.size_before:
+            self.stats.size_before = self.best_size.to_dict()
+            self.stats.statements_before = _statements(source)
+        self._start_size = self.best_size
+        self._prefetched: set[str] = set()
+        self._pass = "setup"
+        self._pool: ThreadPoolExecutor | None = None
+        self._t0 = time.monotonic()
+        self._deadline: float | None = None
+        self._wall_before = self.stats.wall_time
+
+    # ---- the gate -------------------------------------------------------------------------
+    def consider(self, source: str) -> bool:
+        """Run ``source`` if it could become the new best; accept it if the oracle says so."""
+        ps = self.stats.for_pass(self._pass)
+        ps.proposed += 1
+        size = size_of(source)
+        if not size < self.best_size:
+            ps.not_smaller += 1
+            return False
+        key = _key(source)
+        if key in self.seen:
+            if key in self._prefetched:
+                self._prefetched.discard(key)       # a speculative run: already counted in tried
+            else:
+                ps.cache_hits += 1
+                self.stats.cache_hits += 1
+            interesting = self.seen[key]
+        else:
+            if not parses(source):
+                ps.invalid += 1
+                self.seen[key] = False
+                return False
+            interesting = self._run(source, key)
+        if interesting:
+            self._accept(source, size)
+        return interesting
+
+    def first(self, candidates: Iterable[Candidate]) -> Any | None:
+        """Offer tagged candidates in order; the tag of the first accepted one, else None.
+
+        With jobs > 1 a window of candidates is run in parallel first; verdicts are then read
+        strictly in proposal order, so the outcome does not depend on completion order."""
+        window: list[Candidate] = []
+        for item in candidates:
+            window.append(item)
+            if len(window) >= self.jobs:
+                hit = self._drain(window)
+                if hit is not None:
+                    return hit
+                window = []
+        if window:
+            return self._drain(window)
+        return None
+
+    def prefetch(self, sources: list[str]) -> None:
+        """Run these candidates in parallel now, so later ``consider`` calls read the cache."""
+        if self.jobs <= 1:
+            return
+        todo: dict[str, str] = {}
+        for s in sources:
+            if s is None:
+                continue
+            k = _key(s)
+            if k in self.seen or k in todo or not size_of(s) < self.best_size:
+                continue
+            if not parses(s):
+                self.seen[k] = False
+                self.stats.for_pass(self._pass).invalid += 1
+                continue
+            todo[k] = s
+        if len(todo) <= 1:
+            return      # nothing to gain over running it in consider()
+        self._check_time()
+        pool = self._pool or ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="reprobot-run")
+        self._pool = pool
+        futures: dict[str, Future] = {k: pool.submit(self.oracle, s) for k, s in todo.items()}
+        for k, fut in futures.items():
+            self.seen[k] = bool(fut.result())
+            self._prefetched.add(k)
+        ps = self.stats.for_pass(self._pass)
+        ps.tried += len(futures)
+        self.stats.runs += len(futures)
+        self._progress()
+
+    def _drain(self, window: list[Candidate]) -> Any | None:
+        if len(window) > 1:
+            self.prefetch([s for _, s in window])
+        for tag, source in window:
+            if self.consider(source):
+                return tag
+        return None
+
+    def _run(self, source: str, key: str) -> bool:
+        self._check_time()
+        ps = self.stats.for_pass(self._pass)
+        ps.tried += 1
+        self.stats.runs += 1
+        interesting = bool(self.oracle(source))
+        self.seen[key] = interesting
+        self._progress()
+        return interesting
+
+    def _accept(self, source: str, size: Size) -> None:
+        self.best, self.best_size = source, size
+        self.stats.for_pass(self._pass).accepted += 1
+        self.stats.accepted += 1
+        self._refresh_stats()
+        if self.on_accept is not None:
+            self.on_accept(source, self.stats.to_dict())
+        self._progress()
+
+    def _check_time(self) -> None:
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            raise OutOfTime
+
+    def _progress(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress(Progress(self._pass, self.stats.rounds, self.stats.runs, self.stats.accepted,
+                                      self.stats.cache_hits, self._start_size, self.best_size,
+                                      time.monotonic() - self._t0))
+
+    def _refresh_stats(self) -> None:
+        self.stats.size_after = self.best_size.to_dict()
+        self.stats.wall_time = self._wall_before + time.monotonic() - self._t0
+
+    # ---- the loop -------------------------------------------------------------------------
+    def _run_pass(self, p: Pass) -> None:
+        self._pass = p.name
+        self._progress()
+        t0 = time.monotonic()
+        try:
+            p.fn(self)
+        finally:
+            self.stats.for_pass(p.name).seconds += time.monotonic() - t0
+
+    def run(self) -> ReductionResult:
+        """Reduce to a fixpoint of all passes (or until max_time / Ctrl-C)."""
+        self._t0 = time.monotonic()
+        self._deadline = None if self.max_time is None else self._t0 + self.max_time
+        self.stats.status = "running"
+        try:
+            if self.trace is not None and not self.stats.first_cut_done:
+                from reducer.trace import first_cut_pass
+                self._run_pass(first_cut_pass)
+                self.stats.first_cut_done = True
+            while True:
+                self.stats.rounds += 1
+                before = self.best
+                for p in self.passes:
+                    self._run_pass(p)
+                if self.best == before:
+                    break
+            if self.format_result:
+                self._format()
+            self.stats.status = "done"
+        except OutOfTime:
+            self.stats.status = "timeout"
+        except KeyboardInterrupt:
+            self.stats.status = "interrupted"
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
+            self.stats.speculative_unused += len(self._prefetched)
+            self._prefetched.clear()
+            self._refresh_stats()
+            self.stats.statements_after = _statements(self.best)
+        return ReductionResult(self.best, self.stats, self.seen)
+
+    def _format(self) -> None:
+        """Lay the result out as a person would; the layout is kept only if it still fails the
+        same way (hoisting an import can matter), so it costs at most two runs."""
+        from reducer.format import format_source, tidy
+        self._pass = "format"
+        t0 = time.monotonic()
+        try:
+            for candidate in (format_source(self.best), tidy(self.best)):
+                if candidate is None or candidate == self.best or not parses(candidate):
+                    continue
+                key = _key(candidate)
+                ok = self.seen[key] if key in self.seen else self._run(candidate, key)
+                if ok:
+                    self.best, self.best_size = candidate, size_of(candidate)
+                    self.stats.for_pass("format").accepted += 1
+                    self._refresh_stats()
+                    if self.on_accept is not None:
+                        self.on_accept(candidate, self.stats.to_dict())
+                    break
+        finally:
+            self.stats.for_pass("format").seconds += time.monotonic() - t0
+
+
+def _statements(source: str) -> int:
+    try:
+        return count_statements(source)
+    except Exception:       # an unparseable original is the CLI's to report, not a crash here
+        return 0

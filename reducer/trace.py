@@ -1,0 +1,349 @@
+"""Trace-guided first cut, and values recorded for constant propagation.
+
+The original script is run ONCE in the user's interpreter under a small launcher (``LAUNCHER``,
+written to a temp file): ``python launcher.py script.py args...``. The launcher runs the script as
+``__main__`` with ``runpy`` under ``sys.settrace`` (no third-party imports, so it works in any
+user environment, Python 3.8+), and appends to the JSON-lines file named by
+``$REPROBOT_TRACE_OUT``:
+- ``{"line": n}`` the first time each line of the script executes (written at once with
+  O_APPEND, so forked workers and hard crashes lose nothing already seen);
+- ``{"call": {...}}`` at exit: for calls made from the script's own lines, the callee's name,
+  parameters and those argument values whose ``repr`` evaluates back to an equal literal (the
+  latest value per call site; bounded in count and size).
+The launcher strips its own and runpy's frames from an uncaught traceback, so the output reads
+as if the script had been run directly and the Signature is unchanged.
+
+``first_cut_pass`` then offers, before any delta debugging, the original minus every statement
+that never executed (unused functions, branches not taken, code after the failure): the
+aggressive cut first, a conservative one if that does not fail the same way.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+ENV_VAR = "REPROBOT_TRACE_OUT"
+
+LAUNCHER = r'''
+import ast, atexit, json, os, runpy, sys, threading
+
+_script = os.path.abspath(sys.argv[1])
+_out = os.environ.get("REPROBOT_TRACE_OUT")
+_fd = os.open(_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600) if _out else None
+_seen = set()
+_calls = {}
+_MAX_CALLS, _MAX_REPR = 2000, 2000
+
+
+def _emit(obj):
+    if _fd is not None:
+        try:
+            os.write(_fd, (json.dumps(obj) + "\n").encode("utf-8"))
+        except (OSError, ValueError, TypeError):
+            pass
+
+
+def _literal(value):
+    try:
+        text = repr(value)
+        if len(text) > _MAX_REPR:
+            return None
+        if type(value) is float and value != value:
+            return None
+        return text if ast.literal_eval(text) == value else None
+    except Exception:
+        return None
+
+
+def _record_call(frame):
+    caller = frame.f_back
+    key = (caller.f_lineno, frame.f_code.co_name)
+    if key not in _calls and len(_calls) >= _MAX_CALLS:
+        return
+    code = frame.f_code
+    n = code.co_argcount + code.co_kwonlyargcount
+    names = list(code.co_varnames[:n])
+    values = {}
+    for name in names:
+        if name in frame.f_locals:
+            text = _literal(frame.f_locals[name])
+            if text is not None:
+                values[name] = text
+    _calls[key] = {"line": caller.f_lineno, "func": code.co_name, "params": names,
+                   "posonly": code.co_posonlyargcount if hasattr(code, "co_posonlyargcount") else 0,
+                   "values": values}
+
+
+def _local(frame, event, arg):
+    if event == "line" and frame.f_lineno not in _seen:
+        _seen.add(frame.f_lineno)
+        _emit({"line": frame.f_lineno})
+    return _local
+
+
+def _global(frame, event, arg):
+    if event != "call":
+        return None
+    try:
+        back = frame.f_back
+        if back is not None and back.f_code.co_filename == _script:
+            _record_call(frame)
+    except Exception:
+        pass
+    if frame.f_code.co_filename == _script:
+        if frame.f_lineno not in _seen:
+            _seen.add(frame.f_lineno)
+            _emit({"line": frame.f_lineno})
+        return _local
+    return None
+
+
+@atexit.register
+def _dump():
+    sys.settrace(None)
+    for rec in list(_calls.values()):
+        _emit({"call": rec})
+
+
+def _main():
+    sys.argv = sys.argv[1:]
+    sys.argv[0] = _script
+    sys.path[0] = os.path.dirname(_script)
+    threading.settrace(_global)
+    sys.settrace(_global)
+    try:
+        runpy.run_path(_script, run_name="__main__")
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        sys.settrace(None)
+        tb = exc.__traceback__
+        # hide the launcher and runpy: the traceback starts at the script, as in a direct run
+        while tb is not None and tb.tb_frame.f_code.co_filename != _script:
+            tb = tb.tb_next
+        sys.excepthook(type(exc), exc, tb or exc.__traceback__)
+        sys.stderr.flush()
+        sys.exit(1)
+    finally:
+        sys.settrace(None)
+
+
+_main()
+'''
+
+
+def write_launcher(directory: Path | None = None) -> Path:
+    directory = Path(directory or tempfile.mkdtemp(prefix="reprobot-trace-"))
+    path = directory / "reprobot_trace_launcher.py"
+    path.write_text(LAUNCHER, encoding="utf-8")
+    return path
+
+
+@dataclass
+class CallRecord:
+    line: int
+    func: str
+    params: list[str]
+    values: dict[str, str]      # parameter name → repr of a literal value
+    posonly: int = 0
+
+
+@dataclass
+class TraceData:
+    source: str                             # the traced source (line numbers refer to it)
+    lines: set[int] = field(default_factory=set)
+    calls: list[CallRecord] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, source: str, path: Path) -> TraceData:
+        data = cls(source)
+        if not path.exists():
+            return data
+        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                rec = json.loads(raw)
+            except json.JSONDecodeError:
+                continue        # a line cut short by a crash
+            if "line" in rec and isinstance(rec["line"], int):
+                data.lines.add(rec["line"])
+            elif isinstance(rec.get("call"), dict):
+                c = rec["call"]
+                data.calls.append(CallRecord(int(c["line"]), str(c["func"]), list(c["params"]),
+                                             dict(c["values"]), int(c.get("posonly", 0))))
+        return data
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lines": sorted(self.lines), "calls": [c.__dict__ for c in self.calls]}
+
+    def literal_sites(self) -> dict[tuple[str, str], str]:
+        """(callee expression text, argument expression text) → literal text, where the traced
+        run pins it down to one value. Keyed by text, not line, so it survives later edits."""
+        if not hasattr(self, "_sites"):
+            self._sites = _literal_sites(self)
+        return self._sites
+
+
+def _literal_sites(trace: TraceData) -> dict[tuple[str, str], str]:
+    try:
+        wrapper = MetadataWrapper(cst.parse_module(trace.source), unsafe_skip_copy=True)
+    except cst.ParserSyntaxError:
+        return {}
+    module = wrapper.module
+    pos = wrapper.resolve(PositionProvider)
+    calls = [n for n in pos if isinstance(n, cst.Call)]
+    by_line: dict[int, list[CallRecord]] = {}
+    for rec in trace.calls:
+        by_line.setdefault(rec.line, []).append(rec)
+    found: dict[tuple[str, str], set[str]] = {}
+    for call in calls:
+        r = pos[call]
+        recs = [rec for line in range(r.start.line, r.end.line + 1) for rec in by_line.get(line, [])]
+        name = call.func.attr.value if isinstance(call.func, cst.Attribute) else (
+            call.func.value if isinstance(call.func, cst.Name) else None)
+        for rec in recs:
+            if rec.func != name and not (rec.func in ("__init__", "__new__", "__call__") and name and name[:1].isupper()):
+                continue
+            params = list(rec.params)
+            if params and params[0] in ("self", "cls") and (isinstance(call.func, cst.Attribute) or rec.func in ("__init__", "__new__", "__call__")):
+                params = params[1:]
+            func_text = module.code_for_node(call.func)
+            i = 0
+            for arg in call.args:
+                if arg.star:
+                    break
+                pname = arg.keyword.value if arg.keyword is not None else (params[i] if i < len(params) else None)
+                if arg.keyword is None:
+                    i += 1
+                if pname is None or pname not in rec.values:
+                    continue
+                found.setdefault((func_text, module.code_for_node(arg.value)), set()).add(rec.values[pname])
+    # a site that saw two different values is not a constant
+    return {k: next(iter(v)) for k, v in found.items() if len(v) == 1}
+
+
+RunFn = Callable[[str, list[str], dict[str, str]], Any]
+
+
+def trace_run(source: str, run: RunFn) -> TraceData:
+    """Run ``source`` once under the launcher; ``run(source, launcher_argv, extra_env)`` does the
+    actual run (the lead's ``Runner.run(source, launcher=..., extra_env=...)`` fits)."""
+    with tempfile.TemporaryDirectory(prefix="reprobot-trace-") as d:
+        launcher = write_launcher(Path(d))
+        out = Path(d) / "trace.jsonl"
+        run(source, [str(launcher)], {ENV_VAR: str(out)})
+        return TraceData.load(source, out)
+
+
+def runner_run_fn(runner: Any) -> RunFn:
+    """Adapter for ``reducer.runner.Runner``."""
+    return lambda source, launcher, env: runner.run(source, launcher=launcher, extra_env=env)
+
+
+def subprocess_run_fn(python: str = sys.executable, script_name: str = "script.py",
+                      args: Iterable[str] = (), timeout: float = 120.0) -> RunFn:
+    """A plain subprocess run in a temp dir (for tests and for use without the Runner)."""
+    def run(source: str, launcher: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+        with tempfile.TemporaryDirectory(prefix="reprobot-run-") as d:
+            (Path(d) / script_name).write_text(source, encoding="utf-8")
+            return subprocess.run([python, *launcher, script_name, *args], cwd=d, capture_output=True,
+                                  text=True, timeout=timeout, env={**os.environ, **env})
+    return run
+
+
+# ---- the first cut --------------------------------------------------------------------------
+class _Cut(cst.CSTTransformer):
+    """Drop statements none of whose own lines executed. ``aggressive`` also drops functions
+    whose body never ran and replaces an ``if`` by the branch that ran."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, lines: set[int], aggressive: bool) -> None:
+        self.lines, self.aggressive = lines, aggressive
+
+    def _ran(self, node: cst.CSTNode, header_only: bool) -> bool:
+        r = self.get_metadata(PositionProvider, node)
+        end = r.end.line
+        if header_only:
+            body = getattr(node, "body", None)
+            if isinstance(body, cst.IndentedBlock) and body.body:
+                end = self.get_metadata(PositionProvider, body.body[0]).start.line - 1
+            else:
+                end = r.start.line
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node.decorators:
+            start = self.get_metadata(PositionProvider, node.decorators[0]).start.line
+        else:
+            start = r.start.line
+        return any(n in self.lines for n in range(start, max(start, end) + 1))
+
+    def _block_ran(self, block: cst.BaseSuite) -> bool:
+        if isinstance(block, cst.IndentedBlock):
+            return any(self._ran(s, False) for s in block.body)
+        return self._ran(block, False)
+
+    def leave_SimpleStatementLine(self, original, updated):
+        # `global`/`nonlocal` compile to no instruction at all, so they never show as executed
+        if any(isinstance(s, (cst.Global, cst.Nonlocal)) for s in original.body):
+            return updated
+        return updated if self._ran(original, False) else cst.RemoveFromParent()
+
+    def leave_FunctionDef(self, original, updated):
+        if not self._ran(original, True):
+            return cst.RemoveFromParent()
+        if self.aggressive and not self._block_ran(original.body):
+            return cst.RemoveFromParent()
+        return updated
+
+    def leave_If(self, original, updated):
+        if not self._ran(original, False):
+            return cst.RemoveFromParent()
+        if self.aggressive and isinstance(updated.orelse, (cst.Else, type(None))):
+            body_ran = self._block_ran(original.body)
+            else_ran = original.orelse is not None and self._block_ran(original.orelse.body)
+            if body_ran and not else_ran:
+                return updated.with_changes(orelse=None)
+        return updated
+
+    def on_leave(self, original, updated):
+        if isinstance(original, cst.BaseCompoundStatement) and not isinstance(original, (cst.If, cst.FunctionDef)):
+            # whole range: some headers (`try:`) compile to no instruction of their own
+            if not self._ran(original, False):
+                return cst.RemoveFromParent()
+        return super().on_leave(original, updated)
+
+
+def cut(source: str, lines: set[int], aggressive: bool) -> str | None:
+    from reducer.passes.base import parses, render
+    try:
+        wrapper = MetadataWrapper(cst.parse_module(source))
+        out = render(wrapper.visit(_Cut(lines, aggressive)))
+    except (cst.ParserSyntaxError, cst.CSTValidationError, ValueError):
+        return None
+    return out if parses(out) else None
+
+
+def _first_cut(gate: Any) -> None:
+    trace: TraceData | None = gate.trace
+    if trace is None or not trace.lines or gate.best != trace.source:
+        return      # nothing recorded (or the best is no longer the traced text): nothing to cut
+    for aggressive in (True, False):
+        candidate = cut(trace.source, trace.lines, aggressive)
+        if candidate is not None and candidate != gate.best and gate.consider(candidate):
+            return
+
+
+def _make_pass():
+    from reducer.passes import Pass
+    return Pass("first_cut", _first_cut)
+
+
+first_cut_pass = _make_pass()

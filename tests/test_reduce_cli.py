@@ -1,0 +1,146 @@
+"""`reprobot reduce` as a user runs it: the first step, bad input, exit codes."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from reducer.errors import ExitCode
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def reprobot(*args: str, cwd: Path, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bot", *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=timeout)
+
+
+def write(path: Path, code: str) -> Path:
+    path.write_text(textwrap.dedent(code))
+    return path
+
+
+def test_first_step_stores_the_failure(tmp_path):
+    write(tmp_path / "worker.py", """
+        import logging
+        logging.basicConfig()
+        def load(n):
+            return {}[n]
+        try:
+            load(22)
+        except Exception:
+            logging.exception("Worker error")
+    """)
+    proc = reprobot("reduce", "worker.py", "--no-reduce", "--out", "store", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "KeyError: <N>" in proc.stdout
+    (folder,) = (tmp_path / "store").iterdir()
+    sig = json.loads((folder / "signature.json").read_text())
+    assert folder.name == f"worker-{sig['signature']['id']}"
+    assert sig["signature"]["exc_type"] == "KeyError"
+    assert sig["record"]["message"] == "22"
+    assert len(sig["runs"]) == 2
+    assert (folder / "original.py").read_text() == (tmp_path / "worker.py").read_text()
+    assert "KeyError: 22" in (folder / "traceback.txt").read_text()
+
+
+def test_several_failures_listed_and_picked(tmp_path):
+    write(tmp_path / "two.py", """
+        import logging
+        for exc in (KeyError(1), TypeError("bad kwarg 'x'")):
+            try:
+                raise exc
+            except Exception:
+                logging.exception("job failed")
+    """)
+    proc = reprobot("reduce", "two.py", "--no-reduce", "--pick", "2", "--out", "s", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "choose with --pick N" in proc.stdout
+    (folder,) = (tmp_path / "s").iterdir()
+    assert json.loads((folder / "signature.json").read_text())["signature"]["exc_type"] == "TypeError"
+
+
+def test_script_arguments_pass_through(tmp_path):
+    write(tmp_path / "a.py", """
+        import sys
+        if sys.argv[1:] == ["--model", "tiny"]:
+            raise NotImplementedError("tiny")
+    """)
+    ok = reprobot("reduce", "a.py", "--no-reduce", "--out", "s", cwd=tmp_path)
+    assert ok.returncode == ExitCode.NO_FAILURE
+    proc = reprobot("reduce", "a.py", "--no-reduce", "--out", "s", "--", "--model", "tiny", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("name,content,code,words", [
+    ("missing.py", None, ExitCode.FILE_MISSING, "no such file"),
+    ("bin.py", b"\x7fELF\x00\x00\x01", ExitCode.NOT_PYTHON, "not a Python script"),
+    ("broken.py", b"def f(:\n    pass\n", ExitCode.NOT_PYTHON, "does not parse (line 1"),
+    ("fine.py", b"print('ok')\n", ExitCode.NO_FAILURE, "nothing to reduce"),
+    ("hang.py", b"import time\ntime.sleep(60)\n", ExitCode.TIMEOUT, "timed out"),
+])
+def test_bad_input_one_line_and_distinct_exit(tmp_path, name, content, code, words):
+    if content is not None:
+        (tmp_path / name).write_bytes(content)
+    proc = reprobot("reduce", name, "--out", "s", "--timeout", "2", cwd=tmp_path)
+    assert proc.returncode == code
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_interpreter(tmp_path):
+    write(tmp_path / "a.py", "raise ValueError\n")
+    proc = reprobot("reduce", "a.py", "--python", "/no/such/python", cwd=tmp_path)
+    assert proc.returncode == ExitCode.NO_INTERPRETER
+    assert proc.stderr.strip() == "reprobot: interpreter not found or not executable: /no/such/python"
+
+
+def test_flaky_failure_is_refused(tmp_path):
+    counter = tmp_path / "counter"
+    write(tmp_path / "flaky.py", """
+        import os, pathlib
+        c = pathlib.Path(os.environ["FLAKY_COUNTER"])
+        n = int(c.read_text()) if c.exists() else 0
+        c.write_text(str(n + 1))
+        if n % 2 == 0:
+            raise ConnectionError("only sometimes")
+    """)
+    proc = reprobot("reduce", "flaky.py", "--out", "s", cwd=tmp_path, env={"FLAKY_COUNTER": str(counter)})
+    assert proc.returncode == ExitCode.FLAKY
+    assert "flaky: run 1 failed with ConnectionError" in proc.stderr
+    assert "run 2 exited 0 without a traceback" in proc.stderr
+
+
+@pytest.mark.slow
+def test_real_hf_stack_gemma4_clippable_linear(tmp_path):
+    """A tiny Gemma4 from a config + get_peft_model: peft's real unsupported-module error."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("peft")
+    write(tmp_path / "lora.py", """
+        from transformers import (Gemma4AudioConfig, Gemma4Config, Gemma4ForConditionalGeneration,
+                                  Gemma4TextConfig, Gemma4VisionConfig)
+        from peft import LoraConfig, get_peft_model
+        text = Gemma4TextConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                num_attention_heads=2, num_key_value_heads=1, head_dim=32,
+                                vocab_size_per_layer_input=128, hidden_size_per_layer_input=16,
+                                layer_types=["sliding_attention", "full_attention"], sliding_window=32)
+        vision = Gemma4VisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                    num_attention_heads=2, num_key_value_heads=2, head_dim=16,
+                                    use_clipped_linears=True)
+        audio = Gemma4AudioConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, output_proj_dims=32)
+        model = Gemma4ForConditionalGeneration(Gemma4Config(text_config=text, vision_config=vision, audio_config=audio))
+        get_peft_model(model, LoraConfig(target_modules=["q_proj", "v_proj"]))
+    """)
+    proc = reprobot("reduce", "lora.py", "--no-reduce", "--out", "s", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (folder,) = (tmp_path / "s").iterdir()
+    sig = json.loads((folder / "signature.json").read_text())["signature"]
+    assert sig["exc_type"] == "ValueError"
+    assert sig["message"].startswith("Target module Gemma4ClippableLinear(...) is not supported.")
+    assert sig["frames"][0] == "peft/tuners/lora/model.py:_create_new_module"

@@ -1,0 +1,162 @@
+"""The runner on small real scripts: swallowed errors, children, hangs, crashes, isolation."""
+from __future__ import annotations
+
+import os
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from reducer.errors import ExitCode, ReprobotError
+from reducer.oracle import Oracle
+from reducer.runner import Runner, RunSpec, _BoundedBuffer
+from reducer.signature import MatchOptions, signature_of
+
+
+def make_runner(tmp_path: Path, code: str = "", **kw) -> tuple[Runner, str]:
+    script = tmp_path / "main.py"
+    source = textwrap.dedent(code)
+    script.write_text(source)
+    return Runner(RunSpec(script=script, **kw)), source
+
+
+def test_logged_and_swallowed_exception_is_a_failure(tmp_path):
+    runner, src = make_runner(tmp_path, """
+        import logging
+        logging.basicConfig()
+        try:
+            {}[22]
+        except Exception:
+            logging.getLogger("worker").exception("Worker error")
+        print("worker loop goes on")
+    """)
+    out = runner.run(src)
+    assert out.returncode == 0
+    assert out.failed and out.tracebacks[0].exc_type == "KeyError"
+    assert "worker loop goes on" in out.stdout
+
+
+def test_child_process_crash_and_whole_group_killed(tmp_path):
+    runner, src = make_runner(tmp_path, """
+        import subprocess, sys, time
+        # A grandchild that would outlive us, and a child that crashes.
+        subprocess.Popen([sys.executable, "-c", "import time, pathlib; time.sleep(3); pathlib.Path('late').write_text('x')"])
+        subprocess.run([sys.executable, "-c", "raise MemoryError('child ran out')"])
+        time.sleep(60)
+    """, timeout=2.0)
+    keep = tmp_path / "scratch"
+    out = runner.run(src, keep_dir=keep)
+    assert out.timed_out and out.returncode is None
+    assert [(r.exc_type, r.message) for r in out.tracebacks] == [("MemoryError", "child ran out")]
+    time.sleep(3.5)
+    assert not (keep / "work" / "late").exists(), "the grandchild survived the kill"
+
+
+def test_hang_is_killed_at_timeout(tmp_path):
+    runner, src = make_runner(tmp_path, "import time\ntime.sleep(100)\n", timeout=1.0)
+    start = time.monotonic()
+    out = runner.run(src)
+    assert out.timed_out and not out.failed
+    assert time.monotonic() - start < 10
+
+
+def test_segfault_is_a_crash_failure(tmp_path):
+    runner, src = make_runner(tmp_path, "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    out = runner.run(src)
+    assert out.signal == "SIGSEGV" and out.returncode == -11
+    (rec,) = out.tracebacks
+    assert rec.kind == "crash" and rec.message == "Segmentation fault"
+
+
+def test_sigkill_without_dump_still_counts(tmp_path):
+    runner, src = make_runner(tmp_path, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    (rec,) = runner.run(src).tracebacks
+    assert (rec.exc_type, rec.message) == ("Signal", "SIGKILL")
+
+
+def test_sibling_imports_relative_paths_and_args(tmp_path):
+    (tmp_path / "helpers.py").write_text("def load():\n    return open('data/cfg.txt').read()\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "cfg.txt").write_text("layers=22")
+    runner, src = make_runner(tmp_path, """
+        import sys
+        from helpers import load
+        raise LookupError(load() + " " + " ".join(sys.argv[1:]))
+    """, args=("--n", "3"))
+    (rec,) = runner.run(src).tracebacks
+    assert rec.message == "layers=22 --n 3"
+
+
+def test_each_run_gets_a_fresh_scratch_dir_and_tmpdir(tmp_path):
+    runner, src = make_runner(tmp_path, """
+        import os, pathlib, tempfile
+        marker = pathlib.Path("left-behind")
+        if marker.exists():
+            raise FileExistsError("an earlier run leaked")
+        marker.write_text("x")
+        pathlib.Path(tempfile.gettempdir(), "t").write_text("y")
+        raise RuntimeError(os.environ["TMPDIR"].endswith("tmp") and os.environ["PYTHONFAULTHANDLER"])
+    """)
+    first, second = runner.run(src), runner.run(src)
+    assert first.tracebacks[0].exc_type == second.tracebacks[0].exc_type == "RuntimeError"
+    assert first.tracebacks[0].message == "1"
+    assert not (tmp_path / "left-behind").exists()
+
+
+def test_output_is_bounded_but_keeps_the_traceback(tmp_path):
+    runner, src = make_runner(tmp_path, """
+        import sys
+        for _ in range(40000):
+            sys.stderr.write("x" * 99 + "\\n")
+        raise KeyError("at the end")
+    """)
+    out = runner.run(src)
+    assert len(out.stderr) < 1_400_000
+    assert "bytes of output elided" in out.stderr
+    assert out.tracebacks[0].message == "'at the end'"
+
+
+def test_bounded_buffer_keeps_head_and_tail():
+    buf = _BoundedBuffer(head=4, tail=4)
+    for chunk in (b"abc", b"defgh", b"ijkl"):
+        buf.feed(chunk)
+    assert buf.text() == "abcd\n[... reprobot: 4 bytes of output elided ...]\nijkl"
+
+
+def test_stop_early_once_the_target_appears(tmp_path):
+    runner, src = make_runner(tmp_path, """
+        import logging, time
+        logging.basicConfig()
+        try:
+            {}[1]
+        except KeyError:
+            logging.exception("failed")
+        time.sleep(30)  # a worker loop waiting for the next job
+    """, timeout=60)
+    target_out = runner.run(src, timeout=3)
+    target = signature_of(target_out.tracebacks[0])
+    oracle = Oracle(runner, target, MatchOptions(), timeout=60)
+    start = time.monotonic()
+    verdict = oracle.test(src)
+    assert verdict.interesting and verdict.outcome.stopped_early
+    assert time.monotonic() - start < 10
+    assert oracle.runs == 1
+
+
+def test_missing_interpreter_and_script(tmp_path):
+    with pytest.raises(ReprobotError) as e:
+        make_runner(tmp_path, "pass", python=str(tmp_path / "no-python"))
+    assert e.value.exit_code == ExitCode.NO_INTERPRETER
+    with pytest.raises(ReprobotError) as e:
+        Runner(RunSpec(script=tmp_path / "absent.py"))
+    assert e.value.exit_code == ExitCode.FILE_MISSING
+
+
+def test_clean_env_hides_secrets(tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", "not-for-the-script")
+    runner, src = make_runner(tmp_path, """
+        import os
+        raise ValueError(repr(os.environ.get("GITHUB_TOKEN")))
+    """, clean_env=True, env={"PATH": os.environ["PATH"]})
+    assert runner.run(src).tracebacks[0].message == "None"

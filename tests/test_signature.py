@@ -1,0 +1,148 @@
+"""What "the same failure" means: equivalences and non-equivalences of Signatures."""
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from reducer.normalize import library_path, normalize_message
+from reducer.outcome import Frame, Outcome, TracebackRecord
+from reducer.signature import MatchOptions, Signature, distinct_failures, matches, signature_of
+from reducer.tracebacks import parse_tracebacks
+
+DATA = Path(__file__).parent / "data" / "tracebacks"
+
+
+def seed(name: str) -> TracebackRecord:
+    (rec,) = parse_tracebacks((DATA / name).read_text())
+    return rec
+
+
+def to_posix(text: str) -> str:
+    """The same traceback as a Linux venv would print it."""
+    def repl(m: re.Match) -> str:
+        return "/usr/lib/python3.12/site-packages/" + m.group(1).replace("\\", "/")
+    text = re.sub(r"E:\\Folder\\gemma_env\\Lib\\site-packages\\([^\u201d\"]+)", repl, text)
+    return text.replace("E:\\Folder\\inference_worker.py", "/home/someone/inference_worker.py")
+
+
+def test_keyerror_22_and_13_match():
+    text = (DATA / "seed_keyerror_22.txt").read_text()
+    (a,) = parse_tracebacks(text)
+    (b,) = parse_tracebacks(text.replace("KeyError: 22", "KeyError: 13"))
+    assert a.message != b.message
+    assert signature_of(a) == signature_of(b)
+    assert signature_of(a).message == "<N>"
+
+
+def test_windows_and_posix_paths_give_one_signature():
+    text = (DATA / "seed_meta_tensor.txt").read_text()
+    (win,) = parse_tracebacks(text)
+    (posix,) = parse_tracebacks(to_posix(text))
+    assert posix.frames[3].path == "/usr/lib/python3.12/site-packages/peft/peft_model.py"
+    assert signature_of(win) == signature_of(posix)
+    assert signature_of(win).id == signature_of(posix).id
+
+
+def test_line_numbers_do_not_matter():
+    text = (DATA / "seed_meta_tensor.txt").read_text()
+    (a,) = parse_tracebacks(text)
+    (b,) = parse_tracebacks(re.sub(r"line (\d+)", lambda m: f"line {int(m.group(1)) + 7}", text))
+    assert [f.lineno for f in a.frames] != [f.lineno for f in b.frames]
+    assert signature_of(a) == signature_of(b)
+
+
+def test_meta_tensor_and_is_hf_initialized_stay_apart():
+    meta, hf_init = seed("seed_meta_tensor.txt"), seed("seed_is_hf_initialized.txt")
+    assert signature_of(meta) != signature_of(hf_init)
+    # Even with the message ignored and no frames, the exception type differs.
+    loose = MatchOptions(frames=0, ignore_message=True)
+    assert signature_of(meta, loose) != signature_of(hf_init, loose)
+    # And the message keeps the quoted keyword: another kwarg is another bug.
+    other = TracebackRecord(hf_init.exc_type, hf_init.message.replace("_is_hf_initialized", "device"),
+                            hf_init.frames, "")
+    assert signature_of(other) != signature_of(hf_init)
+
+
+def test_user_frames_are_excluded():
+    rec = seed("seed_meta_tensor.txt")
+    sig = signature_of(rec, MatchOptions(frames=50))
+    assert not any("inference_worker" in f for f in sig.frames)
+    assert sig.frames[0] == "torch_meta_registrations.py:meta_local_scalar_dense"
+    assert "accelerate/hooks.py:attach_align_device_hook_on_blocks" in sig.frames
+    # The recursion printed four times and "repeated 3 more times" counts once.
+    assert sig.frames.count("accelerate/hooks.py:attach_align_device_hook_on_blocks") == 1
+
+
+def test_frames_option_controls_strictness():
+    rec = seed("seed_meta_tensor.txt")
+    assert len(signature_of(rec, MatchOptions(frames=1)).frames) == 1
+    assert len(signature_of(rec, MatchOptions(frames=5)).frames) == 5
+    frames = tuple(rec.frames)
+    # A different caller above the innermost three frames: same by default, different at 8.
+    changed = TracebackRecord(rec.exc_type, rec.message,
+                              (Frame("/x/site-packages/trl/trainer.py", 1, "train"),) + frames[3:], "")
+    assert signature_of(changed) == signature_of(rec)
+    assert signature_of(changed, MatchOptions(frames=20)) != signature_of(rec, MatchOptions(frames=20))
+
+
+def test_ignore_message_option():
+    rec = seed("seed_is_hf_initialized.txt")
+    other = TracebackRecord(rec.exc_type, "Int8Params.__new__() got an unexpected keyword argument 'x'",
+                            rec.frames, "")
+    assert signature_of(rec) != signature_of(other)
+    assert signature_of(rec, MatchOptions(ignore_message=True)) == signature_of(other, MatchOptions(ignore_message=True))
+
+
+def test_device_index_kept_unless_asked():
+    a = TracebackRecord("RuntimeError", "Expected all tensors to be on the same device, but found at "
+                        "least two devices, cuda:0 and cpu!", (), "")
+    b = TracebackRecord(a.exc_type, a.message.replace("cuda:0", "cuda:1"), (), "")
+    assert signature_of(a) != signature_of(b)
+    opts = MatchOptions(normalize_devices=True)
+    assert signature_of(a, opts) == signature_of(b, opts)
+
+
+def test_oom_sizes_normalised_device_kept():
+    msg = ("CUDA out of memory. Tried to allocate 20.00 MiB. GPU 1 has a total capacity of 4.00 GiB of "
+           "which 0 bytes is free.")
+    assert normalize_message(msg) == ("CUDA out of memory. Tried to allocate <N> MiB. GPU 1 has a total "
+                                      "capacity of <N> GiB of which <N> bytes is free.")
+
+
+def test_normalisation_placeholders():
+    assert normalize_message("cannot open /tmp/tmpk2j3h4x_/w.py at 0x7f3a2b") == "cannot open <PATH> at <ADDR>"
+    assert normalize_message(r"offload dir E:\Folder\offload_temp missing") == "offload dir <PATH> missing"
+    assert normalize_message("<module 'peft' from '/a/b/peft/__init__.py'> has no x") == "<module 'peft'> has no x"
+    assert normalize_message("Target module Gemma4ClippableLinear(\n  (linear): Linear(in_features=32)\n) "
+                             "is not supported") == "Target module Gemma4ClippableLinear(...) is not supported"
+    assert normalize_message("'model.layers.13.mlp'") == "'model.layers.<N>.mlp'"
+    assert normalize_message("Params4bit float16") == "Params4bit float16"
+
+
+def test_library_path_forms():
+    assert library_path(r"E:\Folder\gemma_env\Lib\site-packages\peft\peft_model.py") == "peft/peft_model.py"
+    assert library_path("/usr/lib/python3.12/dist-packages/peft/peft_model.py") == "peft/peft_model.py"
+    assert library_path("/usr/lib/python3.12/multiprocessing/process.py") == "multiprocessing/process.py"
+    assert library_path(".../accelerate/hooks.py") == "accelerate/hooks.py"
+    assert library_path("/home/u/project/worker.py") is None
+    assert library_path("<frozen runpy>") is None
+
+
+def test_signature_prints_on_one_line_and_hashes_stably():
+    sig = Signature("KeyError", "<N>", ("transformers/models/gemma4/modeling_gemma4.py:forward",))
+    assert sig.one_line() == "KeyError: <N> @ transformers/models/gemma4/modeling_gemma4.py:forward"
+    assert "\n" not in signature_of(seed("seed_meta_tensor.txt")).one_line()
+    # The id is a pure function of the content: the same on every machine and run.
+    canon = '["KeyError","<N>",["transformers/models/gemma4/modeling_gemma4.py:forward"]]'
+    assert sig.id == hashlib.sha256(canon.encode()).hexdigest()[:10] == "f54e3449f2"
+    assert Signature.from_dict(sig.to_dict()) == sig
+
+
+def test_distinct_failures_and_match():
+    meta, keyerr = seed("seed_meta_tensor.txt"), seed("seed_keyerror_22.txt")
+    outcome = Outcome(returncode=0, wall_time=1.0, tracebacks=[meta, keyerr, meta])
+    choices = distinct_failures(outcome)
+    assert [s for s, _ in choices] == [signature_of(meta), signature_of(keyerr)]
+    assert matches(outcome, signature_of(keyerr))
+    assert not matches(Outcome(returncode=1, wall_time=1.0, tracebacks=[meta]), signature_of(keyerr))
