@@ -86,6 +86,9 @@ def find_failure(spec: FailureSpec) -> Failure:
     first = runner.run(spec.source)
     choices = distinct_failures(first, spec.options)
     if not choices:
+        if first.timed_out and first.timeout_reason != "wall clock":
+            raise ReprobotError(f"{spec.script}: hung ({first.timeout_reason}) without another failure",
+                                ExitCode.TIMEOUT)
         if first.timed_out:
             raise ReprobotError(f"{spec.script}: timed out after {spec.timeout:.0f}s without a traceback "
                                 f"(raise --timeout, or make it fail sooner)", ExitCode.TIMEOUT)

@@ -88,6 +88,7 @@ class Outcome:
     timed_out: bool = False
     stopped_early: bool = False  # killed on purpose once the target signature appeared
     signal: str | None = None     # e.g. "SIGSEGV" when the process died by a signal
+    timeout_reason: str | None = None  # "wall clock" or what reported a hang (an NCCL watchdog)
     tracebacks: list[TracebackRecord] = field(default_factory=list)
 
     @property
@@ -101,5 +102,6 @@ class Outcome:
             "timed_out": self.timed_out,
             "stopped_early": self.stopped_early,
             "signal": self.signal,
+            "timeout_reason": self.timeout_reason,
             "tracebacks": [t.to_dict() for t in self.tracebacks],
         }

@@ -8,6 +8,7 @@ PYTHONFAULTHANDLER=1 so hard crashes leave a Python stack.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -32,6 +33,9 @@ _LINK_ABOVE_BYTES = 4 * 1024 * 1024
 _MAX_COPIED_FILES = 2000
 _OUTPUT_HEAD = 256 * 1024
 _OUTPUT_TAIL = 1024 * 1024
+# A collective that timed out is a hang seen by a watchdog, not a bug's signature: the
+# same script hangs at whichever collective it reaches first.
+_NCCL_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|NCCL.*tim(ed|ing) out", re.IGNORECASE)
 
 
 @dataclass
@@ -250,9 +254,15 @@ class Runner:
         returncode = None if (timed_out or stopped) else proc.returncode
         # stderr first: uncaught exceptions and logging's default handler both go there.
         records = parse_tracebacks(stderr, "stderr") + parse_tracebacks(stdout, "stdout")
+        timeout_reason = "wall clock" if timed_out else None
+        hangs = [r for r in records if _NCCL_TIMEOUT.search(r.message)]
+        if hangs:
+            records = [r for r in records if r not in hangs]
+            timed_out, timeout_reason = True, "NCCL collective timeout"
         sig = _signal_name(returncode)
         if sig and not any(r.kind == "crash" for r in records):
             # Died by a signal without a faulthandler dump (SIGKILL from the OOM killer, say).
             records.append(TracebackRecord("Signal", sig, (), f"process killed by {sig}", "stderr", "crash"))
         return Outcome(returncode=returncode, wall_time=wall, stdout=stdout, stderr=stderr,
-                       timed_out=timed_out, stopped_early=stopped, signal=sig, tracebacks=records)
+                       timed_out=timed_out, stopped_early=stopped, signal=sig, tracebacks=records,
+                       timeout_reason=timeout_reason)

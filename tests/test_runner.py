@@ -160,3 +160,13 @@ def test_clean_env_hides_secrets(tmp_path, monkeypatch):
         raise ValueError(repr(os.environ.get("GITHUB_TOKEN")))
     """, clean_env=True, env={"PATH": os.environ["PATH"]})
     assert runner.run(src).tracebacks[0].message == "None"
+
+
+def test_nccl_watchdog_timeout_is_reported_as_a_timeout(tmp_path):
+    runner, src = make_runner(tmp_path, """
+        raise RuntimeError("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+                           "OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600004 milliseconds before timing out.")
+    """)
+    out = runner.run(src)
+    assert out.timed_out and out.timeout_reason == "NCCL collective timeout"
+    assert not out.failed
