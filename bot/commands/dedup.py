@@ -1,0 +1,86 @@
+"""`reprobot dedup`: upstream issues already filed about a failure (never labels or closes any).
+
+    reprobot dedup repros/<id>           rank the index; writes repros/<id>/related.json
+    reprobot dedup --traceback FILE|-    the same for a pasted traceback, nothing written
+With GITHUB_TOKEN set (and not --no-search), GitHub's issue search for the exact error text
+adds candidates the index does not have (30 searches a minute at most).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+console = Console(highlight=False, soft_wrap=True)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("dedup", help="find the upstream issues already filed about a failure",
+                       description="Rank indexed upstream issues (and GitHub search hits) against a failure.")
+    p.add_argument("repro_dir", nargs="?", help="repro folder (repros/<id>)")
+    p.add_argument("--traceback", metavar="FILE", help="a pasted traceback instead ('-' reads stdin)")
+    p.add_argument("--db", metavar="PATH", help="index file (default: the user's cache directory)")
+    p.add_argument("--top", type=int, default=5, help="how many to show (default: 5)")
+    p.add_argument("--repo", metavar="OWNER/NAME", help="target repository (default: what `route` decides)")
+    p.add_argument("--no-search", action="store_true", help="do not use GitHub search, even with a token")
+    p.add_argument("--api-url", help="GitHub API URL (default: $REPROBOT_GITHUB_API or api.github.com)")
+    p.add_argument("--json", action="store_true", help="print related.json to stdout")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from bot.dedup import dedup
+    from bot.gh import github_client, token_from_env
+    from bot.index import IssueIndex
+    from bot.route import load_failure, route
+    from bot.store import ReproDir, safe, write_json_atomic
+
+    failure = load_failure(args.repro_dir, args.traceback)
+    if not failure.versions and failure.raw_text:
+        from bot.index import mentioned_versions
+
+        # A forum post usually states its versions next to the traceback.
+        failure.versions = mentioned_versions(failure.raw_text)
+    target = args.repo or route(failure).target
+    client = None
+    if not args.no_search and token_from_env():
+        # Search is an extra: a short timeout and one retry, so no network costs seconds, not minutes.
+        client = github_client(api_url=args.api_url, max_wait=15, timeout=10, retries=1)
+    with IssueIndex.open(args.db) as index:
+        result = dedup(index, failure, target_repo=target, client=client, top=max(1, args.top))
+    data = result.to_dict()
+    if failure.repro_dir is not None:
+        write_json_atomic(ReproDir(failure.repro_dir).related_json, json.loads(safe(json.dumps(data))))
+    if args.json:
+        print(safe(json.dumps(data, indent=2)))
+        return 0
+    if not result.results:
+        if result.indexed == 0:
+            console.print("the issue index is empty: fill it with `reprobot index sync --repo OWNER/NAME` "
+                          "or `reprobot index import FILE`" + ("" if result.searched else "; GitHub search not used"))
+        else:
+            console.print(f"no related issue found among {result.indexed} indexed"
+                          + ("" if result.searched else " (GitHub search not used)"))
+    else:
+        table = Table(title=f"related upstream issues ({result.indexed} indexed"
+                            + (", GitHub search" if result.searched else "") + ")")
+        for col, just in (("#", "right"), ("score", "right"), ("state", "left"), ("issue", "left"),
+                          ("title", "left"), ("why", "left")):
+            table.add_column(col, justify=just)  # type: ignore[arg-type]
+        for n, r in enumerate(result.results, 1):
+            state = ("PR merged" if r.is_pr and r.likely_fixed_in else ("PR " if r.is_pr else "") + r.state)
+            short = f"{r.repo.split('/')[-1]}#{r.number}"
+            table.add_row(str(n), f"{r.score:.2f}", state, f"[link={escape(r.url)}]{escape(short)}[/link]",
+                          escape(r.title[:80]), escape(safe(r.reason)))
+        console.print(table)
+        for n, r in enumerate(result.results, 1):
+            fixed = f"  (likely fixed in {r.likely_fixed_in})" if r.likely_fixed_in and not r.is_pr else ""
+            console.print(f"  {n}. {escape(r.url)}{escape(fixed)}", soft_wrap=True)
+    if result.search_note:
+        console.print(f"[dim]{escape(safe(result.search_note))}[/]")
+    if failure.repro_dir is not None:
+        console.print(f"written to [bold]{escape(safe(str(ReproDir(failure.repro_dir).related_json)))}[/]")
+    return 0

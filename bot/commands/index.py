@@ -1,0 +1,112 @@
+"""`reprobot index`: the local issue index (SQLite + FTS5) that `dedup` searches.
+
+    reprobot index sync --repo OWNER/NAME [--full]   fetch issues and PRs through PyGithub (GITHUB_TOKEN)
+    reprobot index import FILE [--repo OWNER/NAME]   load a JSON list of GitHub REST issue objects
+    reprobot index status                            what is indexed, and up to when
+All take --db PATH (default: the user's cache directory).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from reducer.errors import ExitCode, ReprobotError
+
+console = Console(highlight=False, soft_wrap=True)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("index", help="build the local issue index that dedup searches",
+                       description="A local SQLite/FTS5 index of upstream issues and PRs.")
+    isub = p.add_subparsers(dest="index_command", metavar="ACTION", required=True)
+
+    def common(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--db", metavar="PATH", help="index file (default: the user's cache directory)")
+        q.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    s = isub.add_parser("sync", help="fetch issues/PRs updated since the last sync (needs GITHUB_TOKEN)")
+    s.add_argument("--repo", required=True, metavar="OWNER/NAME", action="append",
+                   help="repository to sync (repeatable)")
+    s.add_argument("--full", action="store_true", help="ignore the last sync and fetch everything")
+    s.add_argument("--no-comments", action="store_true",
+                   help="do not read closed issues' comments (they say what fixed them)")
+    s.add_argument("--comment-budget", type=int, default=200, metavar="N",
+                   help="read the comments of at most N closed issues per run (default: 200)")
+    s.add_argument("--api-url", help="GitHub API URL (default: $REPROBOT_GITHUB_API or api.github.com)")
+    common(s)
+    s.set_defaults(func=run_sync)
+
+    i = isub.add_parser("import", help="load a JSON list of GitHub REST issue objects (offline)")
+    i.add_argument("file", help="JSON file: a list of issue objects (or a search result with 'items')")
+    i.add_argument("--repo", metavar="OWNER/NAME", help="repository, when the objects do not say")
+    common(i)
+    i.set_defaults(func=run_import)
+
+    st = isub.add_parser("status", help="what is indexed")
+    common(st)
+    st.set_defaults(func=run_status)
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from bot.index import IssueIndex, import_file
+
+    with IssueIndex.open(args.db) as index:
+        stats = import_file(index, args.file, args.repo)
+        total = index.count()
+    out = {"added": stats.added, "updated": stats.updated, "repos": sorted(stats.repos), "total": total}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        console.print(f"imported {stats.added} new, {stats.updated} updated issue(s) "
+                      f"({', '.join(sorted(stats.repos)) or 'none'}); {total} in the index")
+    return 0
+
+
+def run_sync(args: argparse.Namespace) -> int:
+    from bot.gh import github_client
+    from bot.index import IssueIndex, sync
+
+    client = github_client(api_url=args.api_url, require_token=True)
+    results = []
+    with IssueIndex.open(args.db) as index:
+        for repo in args.repo:
+            def progress(st) -> None:
+                if not args.json:
+                    console.print(f"  {st.repo}: page {st.pages}, {st.fetched} fetched (up to {st.watermark})")
+            stats = sync(index, repo, client=client, full=args.full, comments=not args.no_comments,
+                         comment_budget=max(0, args.comment_budget), progress=progress)
+            results.append({"repo": stats.repo, "since": stats.since, "fetched": stats.fetched,
+                            "pages": stats.pages, "comments_fetched": stats.comments_fetched,
+                            "watermark": stats.watermark, "indexed": index.count(stats.repo)})
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        for r in results:
+            console.print(f"{r['repo']}: {r['fetched']} issue(s)/PR(s) fetched"
+                          + (f" since {r['since']}" if r["since"] else " (full)")
+                          + f"; {r['indexed']} indexed, next sync from {r['watermark']}")
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    from bot.index import IssueIndex
+
+    with IssueIndex.open(args.db, create=False) as index:
+        repos = index.repos()
+    if args.json:
+        print(json.dumps(repos, indent=2))
+        return 0
+    if not repos:
+        raise ReprobotError("the issue index is empty: run `reprobot index import` or `index sync`",
+                            ExitCode.NO_FAILURE)
+    table = Table(title="issue index")
+    for col in ("repository", "issues+PRs", "last sync (updated_at watermark)", "synced at"):
+        table.add_column(col)
+    for r in repos:
+        table.add_row(escape(r["repo"]), str(r["n"]), str(r["last_sync"] or "-"), str(r["synced_at"] or "-"))
+    console.print(table)
+    return 0

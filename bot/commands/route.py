@@ -1,0 +1,66 @@
+"""`reprobot route`: which upstream repository should hear about a failure, and why.
+
+    reprobot route repros/<id>             route a reduction; writes repros/<id>/route.json
+    reprobot route --traceback FILE|-      route a pasted traceback (a forum post), nothing written
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+console = Console(highlight=False, soft_wrap=True)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("route", help="pick the upstream repository (with reasons, cross-links, who can help)",
+                       description="Decide which of huggingface/transformers, peft, accelerate or "
+                                   "bitsandbytes-foundation/bitsandbytes owns a failure, or say it is none of them.")
+    p.add_argument("repro_dir", nargs="?", help="repro folder (repros/<id>)")
+    p.add_argument("--traceback", metavar="FILE", help="route a pasted traceback instead ('-' reads stdin)")
+    p.add_argument("--json", action="store_true", help="print route.json to stdout")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from bot.route import load_failure, route
+    from bot.store import ReproDir, safe, write_json_atomic
+
+    failure = load_failure(args.repro_dir, args.traceback)
+    result = route(failure)
+    data = result.to_dict()
+    data["source"] = "repro folder" if failure.repro_dir else "pasted traceback"
+    if failure.repro_dir is not None:
+        write_json_atomic(ReproDir(failure.repro_dir).route_json, json.loads(safe(json.dumps(data))))
+    if args.json:
+        print(safe(json.dumps(data, indent=2)))
+        return 0
+    print_route(data, safe)
+    if failure.repro_dir is not None:
+        console.print(f"written to [bold]{escape(safe(str(ReproDir(failure.repro_dir).route_json)))}[/]")
+    return 0
+
+
+def print_route(data: dict, safe) -> None:
+    target = data["target"]
+    head = f"[bold green]{target}[/]" if target else "[bold yellow]not one of ours[/]"
+    console.print(f"target: {head}")
+    console.print(f"  {escape(safe(data['verdict']))}")
+    table = Table(title="candidates", show_lines=False)
+    table.add_column("repository")
+    table.add_column("score", justify="right")
+    table.add_column("reasons")
+    for row in data["ranked"]:
+        table.add_row(escape(row["repo"]), f"{row['score']:.1f}", escape(safe("\n".join(row["reasons"]))))
+    console.print(table)
+    facts = [("raised in", data.get("raised_in")), ("entry point", data.get("entry_point")),
+             ("boundary", data.get("boundary")), ("model family", data.get("model_family")),
+             ("cross-links", ", ".join(data.get("cross_links") or []) or None),
+             ("areas", ", ".join(data.get("areas") or []) or None),
+             ("who can help", " ".join(data.get("who_can_help") or []) or None)]
+    for label, value in facts:
+        if value:
+            console.print(f"[bold]{label}:[/] {escape(safe(str(value)))}")

@@ -1,0 +1,610 @@
+"""Routing: which upstream repository should hear about this failure, and why.
+
+Evidence is read from the failing traceback (and, for a repro folder, from repro.py):
+
+* which package RAISED (the innermost library frame; when torch raised, the package of
+  ours whose code made the failing torch call);
+* which package's API the user CALLED (the entry point: the outermost library frame);
+* a call that CROSSED a package boundary with arguments the callee rejects
+  (``TypeError: X() got an unexpected keyword argument``): the caller owns the bug;
+* which MODEL FAMILY is on the path (``transformers/models/<family>/``);
+* an INTEGRATION failure crossing three of the stack's packages on a transformers model is
+  filed where the integration is wired (transformers), with the others cross-linked.
+
+Each piece of evidence adds points to a candidate, with a reason a human can check. Failures
+that are torch's own, huggingface_hub's, or the user's code get "not one of ours": a wrong
+repository wastes more maintainer time than no routing at all.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from reducer.errors import ExitCode, ReprobotError
+from reducer.normalize import library_path, package_of
+from reducer.outcome import Frame, TracebackRecord
+from reducer.signature import PLUMBING
+from reducer.tracebacks import parse_tracebacks
+
+TARGETS: dict[str, str] = {
+    "transformers": "huggingface/transformers",
+    "peft": "huggingface/peft",
+    "accelerate": "huggingface/accelerate",
+    "bitsandbytes": "bitsandbytes-foundation/bitsandbytes",
+}
+REPO_KEYS = {v: k for k, v in TARGETS.items()}
+# Who owns the failures that are not ours, so the verdict can say where to go instead.
+ELSEWHERE: dict[str, str] = {
+    "torch": "pytorch/pytorch",
+    "huggingface_hub": "huggingface/huggingface_hub",
+    "safetensors": "huggingface/safetensors",
+    "tokenizers": "huggingface/tokenizers",
+    "datasets": "huggingface/datasets",
+    "diffusers": "huggingface/diffusers",
+    "trl": "huggingface/trl",
+    "user code": "",
+}
+# Names in a message that say which package a callee belongs to (the message of a
+# rejected call names the callee, not its module).
+CALLEE_PACKAGES: dict[str, str] = {
+    "Params4bit": "bitsandbytes", "Int8Params": "bitsandbytes", "Linear4bit": "bitsandbytes",
+    "Linear8bitLt": "bitsandbytes", "QuantState": "bitsandbytes", "LinearFP4": "bitsandbytes",
+    "LinearNF4": "bitsandbytes", "MatmulLtState": "bitsandbytes", "Embedding4bit": "bitsandbytes",
+    "AlignDevicesHook": "accelerate", "Accelerator": "accelerate", "dispatch_model": "accelerate",
+    "init_empty_weights": "accelerate", "set_module_tensor_to_device": "accelerate",
+    "PeftModel": "peft", "LoraConfig": "peft", "LoraModel": "peft", "PeftConfig": "peft",
+    "get_peft_model": "peft",
+    "PreTrainedModel": "transformers", "BitsAndBytesConfig": "transformers", "Trainer": "transformers",
+    "GenerationConfig": "transformers", "PretrainedConfig": "transformers",
+    "Parameter": "torch", "Tensor": "torch", "Module": "torch",
+}
+_REJECTED_CALL = re.compile(
+    r"(?P<callee>[A-Za-z_][\w.]*)\(\) (?:got an unexpected keyword argument '(?P<kw>\w+)'"
+    r"|got multiple values for (?:keyword )?argument '(?P<multi>\w+)'"
+    r"|missing \d+ required (?:positional|keyword-only) arguments?: (?P<missing>.+)"
+    r"|takes (?:from )?\d+ (?:to \d+ )?positional arguments? but \d+ (?:were|was) given)")
+# Exceptions huggingface_hub raises for a wrong repo id, a missing token or no network:
+# the user's setup, not a bug in the stack.
+_HUB_ERRORS = re.compile(r"(RepositoryNotFound|GatedRepo|RevisionNotFound|EntryNotFound|LocalEntryNotFound|"
+                         r"HfHubHTTP|OfflineMode)Error$")
+# torch subsystems whose internal errors are torch's own (compiler, distributed runtime).
+_TORCH_OWN = re.compile(r"^torch/(_dynamo|_inductor|_export|fx|distributed/elastic|_subclasses/fake_tensor)")
+_TORCH_OWN_EXC = re.compile(r"(torch\._dynamo\.exc\.|InductorError|BackendCompilerFailed|TorchRuntimeError)")
+_OOM = re.compile(r"(OutOfMemoryError|MemoryError)$")
+_OOM_MESSAGE = re.compile(r"^(CUDA|XPU|MPS|HIP) out of memory|^\[enforce fail.*\] .*out of memory", re.IGNORECASE)
+_FAMILY_DIR = re.compile(r"^transformers/models/(?P<family>[\w]+)/")
+_FAMILY_CLASS = re.compile(
+    r"\b(?P<stem>[A-Z][A-Za-z0-9_]*?)(?:ForConditionalGeneration|For[A-Z][A-Za-z0-9]+|LMHeadModel|PreTrainedModel|"
+    r"TextModel|VisionModel|Model|ClippableLinear|DecoderLayer|Attention|Config)\b")
+MULTIMODAL_HINTS = ("vl", "vision", "llava", "idefics", "paligemma", "mllama", "smolvlm", "gemma3", "gemma4",
+                    "pixtral", "blip", "kosmos", "florence", "internvl", "qwen2_5_omni", "aria")
+
+# Weights of each kind of evidence; documented in the reasons each adds.
+W_RAISED = 4.0          # innermost library frame is this package
+W_CALLED_TORCH = 3.5    # this package's own code made the torch call that raised
+W_TORCH_PASSTHROUGH = 1.5
+W_ENTRY = 2.0           # the user called this package's API
+W_BOUNDARY = 5.0        # caller passed arguments the callee rejects
+W_CALLEE = -1.0
+W_FAMILY = 1.5
+W_INTEGRATION = 4.0
+W_FRAMES = 0.5          # present anywhere on the path
+W_IMPORTED = 0.5        # the repro uses this package's API
+
+
+@dataclass
+class Failure:
+    """What route and dedup read: the failing record, and what the repro folder adds."""
+
+    record: TracebackRecord
+    source: str                      # "repro folder <path>" | "pasted traceback"
+    repro_source: str | None = None  # repro.py, when routed from a folder
+    versions: dict[str, str] = field(default_factory=dict)  # env.json: package -> version
+    repro_dir: Path | None = None
+    raw_text: str | None = None      # the pasted text, when routed from --traceback
+
+
+def pick_record(records: list[TracebackRecord]) -> TracebackRecord:
+    """The failure a pasted text is about: the last exception printed (a chained
+    traceback ends with the one that escaped), preferring ones with frames."""
+    if not records:
+        raise ReprobotError("no Python traceback found in the input (expected 'Traceback (most recent call last):')",
+                            ExitCode.BAD_INPUT)
+    with_frames = [r for r in records if r.frames]
+    return (with_frames or records)[-1]
+
+
+def failure_from_text(text: str) -> Failure:
+    return Failure(pick_record(parse_tracebacks(text)), "pasted traceback", raw_text=text)
+
+
+def read_traceback_arg(arg: str) -> str:
+    """``--traceback FILE`` or ``-`` for stdin."""
+    if arg == "-":
+        return sys.stdin.read()
+    p = Path(arg)
+    if not p.is_file():
+        raise ReprobotError(f"{arg}: no such file", ExitCode.FILE_MISSING)
+    try:
+        return p.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise ReprobotError(f"{arg}: cannot read ({e.strerror})", ExitCode.FILE_MISSING) from None
+
+
+def env_versions(env: Any) -> dict[str, str]:
+    """package -> version from env.json, tolerant of its shape (``packages: {name: {version}}``)."""
+    out: dict[str, str] = {}
+    if not isinstance(env, dict):
+        return out
+    for key in ("packages", "versions"):
+        section = env.get(key)
+        if isinstance(section, dict):
+            for name, info in section.items():
+                if isinstance(info, str):
+                    out[name.lower()] = info
+                elif isinstance(info, dict) and isinstance(info.get("version"), str):
+                    out[name.lower()] = info["version"]
+    return out
+
+
+def failure_from_repro(path: str | Path) -> Failure:
+    from bot.store import ReproDir
+
+    d = ReproDir.open(path)
+    data = d.read_json(d.signature_json)
+    if not isinstance(data, dict) or not isinstance(data.get("record"), dict):
+        raise ReprobotError(f"{d.signature_json}: has no traceback record; run `reprobot reduce` again",
+                            ExitCode.BAD_INPUT)
+    try:
+        record = TracebackRecord.from_dict(data["record"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise ReprobotError(f"{d.signature_json}: malformed record ({e})", ExitCode.BAD_INPUT) from None
+    repro = d.repro.read_text(encoding="utf-8") if d.repro.is_file() else None
+    versions = env_versions(d.read_json(d.env_json)) if d.env_json.is_file() else {}
+    return Failure(record, "repro folder", repro, versions, d.path)
+
+
+def load_failure(path: str | None, traceback_arg: str | None) -> Failure:
+    """The CLI's two inputs: a repro folder, or ``--traceback FILE|-``."""
+    if traceback_arg is not None:
+        if path:
+            raise ReprobotError("give a repro folder or --traceback, not both", ExitCode.USAGE)
+        return failure_from_text(read_traceback_arg(traceback_arg))
+    if not path:
+        raise ReprobotError("give a repro folder (repros/<id>) or --traceback FILE ('-' for stdin)", ExitCode.USAGE)
+    return failure_from_repro(path)
+
+
+# --- evidence ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PathFrame:
+    """A frame with what routing needs: its package (None: user code) and package path."""
+
+    frame: Frame
+    package: str | None
+    rel: str | None
+
+    @property
+    def key(self) -> str:
+        return f"{self.rel}:{self.frame.func}"
+
+    @property
+    def plumbing(self) -> bool:
+        return self.key in PLUMBING
+
+
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"<frozen", "runpy"}
+
+
+_MANGLED = re.compile(r"^(?P<pkg>torch|transformers|peft|accelerate|bitsandbytes|huggingface_hub)_(?P<rest>[^/]+\.py)$")
+
+
+def _unmangle(rel: str | None, pkg: str | None) -> tuple[str | None, str | None]:
+    """Forums render ``torch\\_meta_registrations.py`` as ``torch_meta_registrations.py``
+    (markdown eats the backslash of ``\\_``): put the package back."""
+    m = _MANGLED.match(rel or "")
+    if m:
+        return f"{m.group('pkg')}/_{m.group('rest')}", m.group("pkg")
+    return rel, pkg
+
+
+# A source checkout installed in editable mode ("pip install -e"): .../transformers/src/transformers/x.py,
+# .../bitsandbytes/bitsandbytes/x.py, .../pytorch/torch/x.py. Not site-packages, still the library.
+_CHECKOUT = re.compile(r"[\\/](?:src[\\/](?=(?:transformers|peft|accelerate|huggingface_hub)[\\/])"
+                       r"|bitsandbytes[\\/](?=bitsandbytes[\\/])|pytorch[\\/](?=torch[\\/]))")
+
+
+def _checkout_rel(path: str) -> tuple[str | None, str | None]:
+    hits = list(_CHECKOUT.finditer(path or ""))
+    if not hits:
+        return None, None
+    rel = path[hits[-1].end():].replace("\\", "/")
+    return rel, rel.split("/", 1)[0]
+
+
+def path_frames(record: TracebackRecord) -> list[PathFrame]:
+    """Frames outermost first; stdlib frames dropped (they never own a bug here)."""
+    out = []
+    for f in record.frames:
+        rel = library_path(f.path)
+        pkg = package_of(f.path) if rel else None
+        if rel is None:
+            # Routing a library frame as "user code" would say "not one of ours" wrongly.
+            rel, pkg = _checkout_rel(f.path)
+        rel, pkg = _unmangle(rel, pkg)
+        if pkg and pkg in _STDLIB and pkg not in TARGETS:
+            continue
+        out.append(PathFrame(f, pkg, rel))
+    return out
+
+
+def _call_text(line: str) -> str | None:
+    """``model = PeftModel.from_pretrained(`` -> ``PeftModel.from_pretrained``."""
+    m = None
+    for m in re.finditer(r"([A-Za-z_][\w.]*)\s*\(", line):
+        if m.group(1) not in ("print", "len", "str", "int", "float", "list", "dict", "tuple"):
+            break
+    return m.group(1) if m else None
+
+
+_NOT_FAMILIES = frozenset(["auto", "peft", "lora", "pretrained", "bitsandbytes", "generation", "base", "training", "quanto", "gptq", "awq", "hqq", "torch", "hf", "fbgemm", "compressed", "accelerator", "ia3", "adalora", "prefix", "prompt", "multihead", "self", "cross", "flash", "sdpa", "eager", "quantization", "cache", "text", "vision", "audio"])
+
+
+def _family_name(stem: str) -> str | None:
+    """``Qwen2VL`` -> ``qwen2_vl`` (a known family's spelling when maintainers.json lists it)."""
+    name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", stem).lower().strip("_")
+    if not name or name.replace("_", "") in _NOT_FAMILIES or name.split("_")[0] in _NOT_FAMILIES:
+        return None
+    squash = name.replace("_", "")
+    for names in maintainers().get("family_kinds", {}).values():
+        for known in names:
+            if known.replace("_", "") == squash:
+                return known
+    return name
+
+
+def model_families(frames: list[PathFrame], message: str, repro_source: str | None) -> list[str]:
+    """Model families on the path: transformers/models/<family>/ frames first, then class
+    names in the message and in repro.py (``Gemma4ForConditionalGeneration`` -> gemma4)."""
+    fams: list[str] = []
+    for pf in reversed(frames):
+        m = _FAMILY_DIR.match(pf.rel or "")
+        if m and m.group("family") not in fams:
+            fams.append(m.group("family"))
+    for text in [message] + ([repro_source] if repro_source else []):
+        for m in _FAMILY_CLASS.finditer(text or ""):
+            fam = _family_name(m.group("stem"))
+            if fam and fam not in fams:
+                fams.append(fam)
+    return fams
+
+
+def repro_packages(source: str | None) -> dict[str, list[str]]:
+    """Our packages the repro imports, with the names it takes from each."""
+    out: dict[str, list[str]] = {}
+    if not source:
+        return out
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return out
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            top = node.module.split(".")[0]
+            if top in TARGETS:
+                out.setdefault(top, []).extend(a.name for a in node.names)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                top = a.name.split(".")[0]
+                if top in TARGETS:
+                    out.setdefault(top, [])
+    return out
+
+
+@dataclass
+class Candidate:
+    owner: str                       # package name or "user code"
+    score: float = 0.0
+    reasons: list[str] = field(default_factory=list)
+    _points: list[float] = field(default_factory=list)
+
+    def add(self, points: float, reason: str) -> None:
+        self.score += points
+        self.reasons.append(reason)
+        self._points.append(points)
+
+    @property
+    def strongest(self) -> str:
+        """The reason that carried the most weight (what the verdict quotes)."""
+        return self.reasons[max(range(len(self.reasons)), key=lambda i: self._points[i])] if self.reasons else ""
+
+    @property
+    def repo(self) -> str | None:
+        return TARGETS.get(self.owner) or ELSEWHERE.get(self.owner) or None
+
+
+@dataclass
+class RouteResult:
+    target: str | None
+    ranked: list[dict[str, Any]]
+    cross_links: list[str]
+    who_can_help: list[str]
+    entry_point: str | None
+    raised_in: str | None
+    verdict: str
+    areas: list[str] = field(default_factory=list)
+    model_family: str | None = None
+    boundary: str | None = None
+    source: str = ""
+    # Mentions for a draft in each repository involved (the target and the cross-links).
+    who_can_help_by_repo: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "ranked": self.ranked, "cross_links": self.cross_links,
+                "who_can_help": self.who_can_help, "entry_point": self.entry_point,
+                "raised_in": self.raised_in, "verdict": self.verdict, "areas": self.areas,
+                "model_family": self.model_family, "boundary": self.boundary, "source": self.source,
+                "who_can_help_by_repo": self.who_can_help_by_repo}
+
+
+def route(failure: Failure) -> RouteResult:
+    record = failure.record
+    frames = path_frames(record)
+    lib = [pf for pf in frames if pf.package]
+    ours_on_path = [pf.package for pf in lib if pf.package in TARGETS]
+    cands: dict[str, Candidate] = {}
+
+    def cand(owner: str) -> Candidate:
+        return cands.setdefault(owner, Candidate(owner))
+
+    # 1. who raised
+    innermost = frames[-1] if frames else None
+    raised_in: str | None = None
+    if innermost is None:
+        raised_in = None
+    elif innermost.package is None:
+        raised_in = "user code"
+        # The file's base name only: the user's directories are nobody's business.
+        name = re.split(r"[\\/]", innermost.frame.path)[-1] or "the script"
+        cand("user code").add(W_RAISED, f"raised in the user's own code ({name}, in {innermost.frame.func})")
+    else:
+        raised_in = innermost.package
+        where = f"{innermost.rel}:{innermost.frame.func}"
+        if innermost.package in TARGETS:
+            cand(innermost.package).add(W_RAISED, f"raised in {innermost.package} ({where})")
+        elif innermost.package == "torch":
+            own = _TORCH_OWN.match(innermost.rel or "") or _TORCH_OWN_EXC.search(record.exc_type)
+            # Who handed torch the failing input: the innermost non-torch, non-plumbing frame.
+            caller = next((pf for pf in reversed(frames) if pf.package != "torch" and not pf.plumbing), None)
+            if own:
+                cand("torch").add(W_RAISED + 1, f"raised inside torch's own machinery ({where})")
+            elif caller is not None and caller.package in TARGETS:
+                cand("torch").add(W_TORCH_PASSTHROUGH, f"raised inside torch ({where})")
+                cand(caller.package).add(W_CALLED_TORCH, f"{caller.package} made the failing torch call "
+                                                         f"({caller.rel}:{caller.frame.func})")
+            elif caller is not None and caller.package is None:
+                cand("torch").add(W_TORCH_PASSTHROUGH, f"raised inside torch ({where})")
+                cand("user code").add(W_CALLED_TORCH, "the user's code made the failing torch call "
+                                                      f"(in {caller.frame.func})")
+            else:
+                cand("torch").add(W_RAISED, f"raised inside torch ({where})")
+        elif innermost.package == "huggingface_hub" or _HUB_ERRORS.search(record.exc_type):
+            cand("huggingface_hub").add(W_RAISED + (2 if _HUB_ERRORS.search(record.exc_type) else 0),
+                                        f"raised by huggingface_hub ({record.exc_type.rsplit('.', 1)[-1]}): "
+                                        "a repo id, token, network or cache problem")
+        else:
+            cand(innermost.package).add(W_RAISED, f"raised in {innermost.package} ({where})")
+
+    # An exhausted resource is the run's budget, not a bug in the stack (the fix is a smaller
+    # batch, offloading or a bigger GPU); it outweighs whoever made the allocating call.
+    if _OOM.search(record.exc_type) or _OOM_MESSAGE.search(record.message or ""):
+        cand("user code").add(W_RAISED + W_ENTRY + 1, "out of memory: a resource limit of this run, not a bug "
+                                                      "(reduce batch or sequence size, offload, or quantize)")
+
+    # 2. entry point: the outermost library frame, and the user's line that called it
+    entry_point: str | None = None
+    first_lib = next((i for i, pf in enumerate(frames) if pf.package), None)
+    if first_lib is not None:
+        top = frames[first_lib]
+        called = None
+        if first_lib > 0 and frames[first_lib - 1].package is None:
+            user = frames[first_lib - 1].frame
+            line = user.line
+            if not line and failure.repro_source and user.lineno and re.split(r"[\\/]", user.path)[-1] == "repro.py":
+                rows = failure.repro_source.splitlines()
+                line = rows[user.lineno - 1] if 0 < user.lineno <= len(rows) else ""
+            called = _call_text(line or "")
+        entry_point = called or f"{top.frame.func} ({top.rel})"
+        if top.package in TARGETS and top.package != raised_in:
+            cand(top.package).add(W_ENTRY, f"the repro calls {top.package}'s API ({entry_point})")
+        elif top.package in TARGETS:
+            cand(top.package).add(W_ENTRY / 2, f"the repro calls {top.package}'s API directly ({entry_point})")
+
+    # 3. a call across a package boundary with arguments the callee rejects
+    boundary: str | None = None
+    m = _REJECTED_CALL.search(record.message or "")
+    if record.exc_type.endswith("TypeError") and m and innermost is not None and innermost.package:
+        callee_name = m.group("callee")
+        head = callee_name.split(".")[0]
+        callee_pkg = CALLEE_PACKAGES.get(head) or _package_named_in_frames(head, lib)
+        caller_pkg = innermost.package
+        arg = m.group("kw") or m.group("multi") or (m.group("missing") or "").strip() or "its arguments"
+        if callee_pkg and callee_pkg != caller_pkg and caller_pkg in TARGETS:
+            boundary = (f"{caller_pkg} ({innermost.rel}:{innermost.frame.func}) passed {arg!s} to "
+                        f"{callee_pkg}'s {callee_name}(), which rejects it")
+            cand(caller_pkg).add(W_BOUNDARY, f"the call crossed from {caller_pkg} into {callee_pkg} with an argument "
+                                             f"the callee rejects ({arg}): the caller owns the call")
+            if callee_pkg in TARGETS or callee_pkg in ELSEWHERE:
+                cand(callee_pkg).add(W_CALLEE, f"{callee_pkg}'s {callee_name}() is the callee that rejected {arg}")
+
+    # 4. model family
+    families = model_families(frames, record.message or "", failure.repro_source)
+    family = families[0] if families else None
+    if family:
+        in_model_code = innermost is not None and _FAMILY_DIR.match(innermost.rel or "")
+        if in_model_code:
+            cand("transformers").add(W_FAMILY, f"the failing line is {family} model code "
+                                               f"(transformers/models/{family}/)")
+        elif any(_FAMILY_DIR.match(pf.rel or "") for pf in lib):
+            cand("transformers").add(W_FAMILY / 2, f"{family} model code is on the path")
+
+    # 5. presence on the path and in the repro
+    imported = repro_packages(failure.repro_source)
+    for pkg in dict.fromkeys(ours_on_path):
+        cand(pkg).add(W_FRAMES, f"{sum(1 for p in ours_on_path if p == pkg)} frame(s) in {pkg}")
+    for pkg, names in imported.items():
+        if pkg not in ours_on_path:
+            shown = ", ".join(sorted(set(names))[:3])
+            cand(pkg).add(W_IMPORTED, f"the repro uses {pkg}" + (f" ({shown})" if shown else ""))
+
+    # 6. integration across the stack on a transformers model
+    involved = set(ours_on_path) | set(imported)
+    # Only when torch rejected state the integration produced (or transformers itself raised):
+    # a package of ours that raised directly keeps the issue.
+    if (len(involved) >= 3 and "transformers" in involved and boundary is None
+            and raised_in not in ("user code", "huggingface_hub")
+            and (raised_in not in TARGETS or raised_in == "transformers")):
+        cand("transformers").add(W_INTEGRATION, f"the failure crosses {len(involved)} of the stack's packages "
+                                                f"({', '.join(sorted(involved))}) on a transformers model: file "
+                                                "where the integration is wired, cross-link the rest")
+
+    ranked = sorted(cands.values(), key=lambda c: (-c.score, c.owner))
+    top_cand = ranked[0] if ranked else None
+    cross = [TARGETS[p] for p in dict.fromkeys(ours_on_path + ([_boundary_callee(boundary)] if boundary else []))
+             if p in TARGETS]
+    areas = detect_areas(record, frames, failure.repro_source, family)
+    if top_cand is None:
+        verdict = "no frames to route by: not enough evidence to name a repository"
+        target = None
+    elif top_cand.owner in TARGETS:
+        target = TARGETS[top_cand.owner]
+        runner_up = next((c for c in ranked[1:] if c.owner in TARGETS), None)
+        margin = f" (next: {runner_up.owner}, {runner_up.score:.1f})" if runner_up else ""
+        verdict = f"file at {target}: {top_cand.strongest}{margin}"
+    else:
+        target = None
+        where = ELSEWHERE.get(top_cand.owner) or ""
+        verdict = (f"not one of ours: {top_cand.strongest}"
+                   + (f"; report it at {where}" if where else "; check the script's own code"))
+    cross = [r for r in cross if r != target]
+    who = who_can_help(target, areas, family) if target else []
+    by_repo = {repo: who_can_help(repo, areas, family) for repo in ([target] if target else []) + cross}
+    return RouteResult(
+        target=target,
+        ranked=[{"repo": c.repo or c.owner, "score": round(c.score, 2), "reasons": c.reasons} for c in ranked],
+        cross_links=cross, who_can_help=who, entry_point=entry_point, raised_in=raised_in,
+        verdict=verdict, areas=areas, model_family=family, boundary=boundary, source=failure.source,
+        who_can_help_by_repo=by_repo)
+
+
+def _package_named_in_frames(name: str, lib: list[PathFrame]) -> str | None:
+    """A callee named like a frame's function or module (``dispatch_model`` in accelerate)."""
+    low = name.lower()
+    for pf in lib:
+        if pf.frame.func == name or (pf.rel or "").rsplit("/", 1)[-1].removesuffix(".py") == low:
+            return pf.package
+    return None
+
+
+def _boundary_callee(boundary: str | None) -> str:
+    if not boundary:
+        return ""
+    m = re.search(r"to (\w+)'s ", boundary)
+    return m.group(1) if m else ""
+
+
+# --- who can help ------------------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def maintainers() -> dict[str, Any]:
+    """bot/data/maintainers.json: handles per repository and area (edit that file, not code)."""
+    try:
+        text = resources.files("bot").joinpath("data/maintainers.json").read_text(encoding="utf-8")
+        data = json.loads(text)
+    except (OSError, json.JSONDecodeError) as e:
+        raise ReprobotError(f"bot/data/maintainers.json unreadable ({e})", ExitCode.BAD_INPUT) from None
+    return data
+
+
+_AREA_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("bitsandbytes/", "quantization"),
+    ("transformers/quantizers/", "quantization"),
+    ("transformers/integrations/bitsandbytes", "quantization"),
+    ("accelerate/big_modeling", "big-model inference"),
+    ("accelerate/hooks", "big-model inference"),
+    ("accelerate/utils/modeling", "model loading"),
+    ("peft/", "peft integration"),
+    ("transformers/integrations/peft", "peft integration"),
+    ("transformers/modeling_utils", "model loading"),
+    ("transformers/core_model_loading", "model loading"),
+    ("transformers/generation/", "generate"),
+    ("transformers/trainer", "trainer"),
+    ("accelerate/accelerator", "distributed"),
+    ("accelerate/state", "distributed"),
+    ("torch/distributed", "distributed"),
+)
+
+
+def detect_areas(record: TracebackRecord, frames: list[PathFrame], repro_source: str | None,
+                 family: str | None) -> list[str]:
+    """The maintainers' areas this failure touches, nearest the raise site first."""
+    areas: list[str] = []
+
+    def hit(area: str) -> None:
+        if area not in areas:
+            areas.append(area)
+
+    for pf in reversed(frames):
+        if not pf.package or pf.plumbing:
+            continue
+        rel = pf.rel or ""
+        fam = _FAMILY_DIR.match(rel)
+        if fam:
+            hit(f"model family: {fam.group('family')}")
+        for prefix, area in _AREA_PREFIXES:
+            if rel.startswith(prefix):
+                hit(area)
+    text = " ".join([record.exc_type, record.message or "", repro_source or ""])
+    if re.search(r"Params4bit|Int8Params|Linear4bit|Linear8bitLt|quant_state|BitsAndBytesConfig|"
+                 r"load_in_4bit|load_in_8bit", text):
+        hit("quantization")
+    if re.search(r"device_map|offload|meta tensor|same device", text):
+        hit("big-model inference")
+    if family and not any(a.startswith("model family") for a in areas):
+        hit(f"model family: {family}")
+    return areas
+
+
+def family_kind(family: str) -> str:
+    data = maintainers().get("family_kinds", {})
+    for kind, names in data.items():
+        if family in names:
+            return kind
+    if any(h in family for h in MULTIMODAL_HINTS):
+        return "multimodal models"
+    return "text models"
+
+
+def who_can_help(target: str, areas: list[str], family: str | None) -> list[str]:
+    """Handles to mention, for the target repository, from the areas matched."""
+    data = maintainers()
+    repo = data.get("repos", {}).get(target, {})
+    area_map: dict[str, list[str]] = repo.get("areas", {})
+    out: list[str] = []
+    for area in areas:
+        key = family_kind(family) if area.startswith("model family") and family else area
+        out.extend(area_map.get(key, []))
+    if not out:
+        out.extend(repo.get("default", []))
+    seen: dict[str, None] = {}
+    for h in out:
+        seen.setdefault(h if h.startswith("@") else "@" + h, None)
+    return list(seen)[: int(data.get("max_mentions", 4))]
