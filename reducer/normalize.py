@@ -8,19 +8,24 @@ import re
 # Where installed packages live, on POSIX and Windows, in venvs, conda and system Pythons.
 _SITE = re.compile(r"[\\/](?:site|dist)-packages[\\/]", re.IGNORECASE)
 # The standard library: .../lib/python3.12/..., ...\Lib\... (Windows), .../lib64/python3.11/...
+# Editable installs of the stack (pip install -e ~/transformers) run from a source
+# checkout: ".../transformers/src/transformers/trainer.py" is still a library frame.
+_CHECKOUT = re.compile(r"[\\/]src[\\/](?=(?:transformers|peft|accelerate|bitsandbytes|huggingface_hub|"
+                       r"safetensors|tokenizers|trl|diffusers|datasets|torch)[\\/])")
 _STDLIB = re.compile(r"[\\/](?:lib(?:64)?[\\/]python\d+(?:\.\d+)?t?|Lib)[\\/]", re.IGNORECASE)
 
 
 def library_path(path: str) -> str | None:
     """Package-relative path of a library frame ("peft/peft_model.py"), or None for
     the user's own code and for synthetic frames (<frozen ...>, <string>)."""
-    if not path or path.startswith("<"):
+    if not path or (path.startswith("<") and not path.startswith(("<env>/", "<env>\\"))):
         return None
-    for elided in (".../", "...\\", "\u2026/", "\u2026\\"):
-        # Pasted tracebacks often elide the environment: ".../peft/peft_model.py".
+    for elided in (".../", "...\\", "\u2026/", "\u2026\\", "<env>/", "<env>\\"):
+        # Pasted tracebacks often elide the environment: ".../peft/peft_model.py"; reprobot's
+        # own scrubber (bot/scrub.py) writes stored tracebacks as "<env>/peft/peft_model.py".
         if path.startswith(elided):
             return path[len(elided):].replace("\\", "/") or None
-    hits = list(_SITE.finditer(path))
+    hits = list(_SITE.finditer(path)) or list(_CHECKOUT.finditer(path))
     if hits:
         rel = path[hits[-1].end():]
     else:

@@ -126,6 +126,8 @@ def test_library_path_forms():
     assert library_path("/usr/lib/python3.12/multiprocessing/process.py") == "multiprocessing/process.py"
     assert library_path(".../accelerate/hooks.py") == "accelerate/hooks.py"
     assert library_path("/home/u/project/worker.py") is None
+    assert library_path("/home/u/transformers/src/transformers/trainer.py") == "transformers/trainer.py"
+    assert library_path("/home/u/myproj/src/myproj/train.py") is None
     assert library_path("<frozen runpy>") is None
 
 
