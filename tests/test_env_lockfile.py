@@ -1,0 +1,192 @@
+"""Lockfile pieces that need no virtualenv: pins, torch's index, the closure, the launcher."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.lockfile import (MODULES_ENV, Dist, Environment, find_imported_modules, modules_launcher_source,
+                          torch_index)
+from reducer.errors import ExitCode, ReprobotError
+
+MARKERS_311 = {"implementation_name": "cpython", "implementation_version": "3.11.7", "os_name": "posix",
+               "platform_machine": "x86_64", "platform_release": "6.1", "platform_system": "Linux",
+               "platform_version": "#1", "python_full_version": "3.11.7",
+               "platform_python_implementation": "CPython", "python_version": "3.11", "sys_platform": "linux"}
+
+
+def test_pins_per_install_kind() -> None:
+    assert Dist("numpy", "2.0.2").pin() == "numpy==2.0.2"
+    vcs = Dist("accelerate", "1.14.0.dev0", kind="vcs", vcs="git", url="https://github.com/huggingface/accelerate",
+               commit="a" * 40)
+    assert vcs.pin() == f"accelerate @ git+https://github.com/huggingface/accelerate@{'a' * 40}"
+    assert not vcs.hashable
+    sub = Dist("pkg", "1", kind="vcs", vcs="git", url="https://example.org/r.git", commit="b" * 40,
+               subdirectory="python")
+    assert sub.pin().endswith("@" + "b" * 40 + "#subdirectory=python")
+    remote = Dist("wheelpkg", "1.0", kind="archive", url="https://example.org/wheelpkg-1.0-py3-none-any.whl")
+    assert remote.pin() == "wheelpkg @ https://example.org/wheelpkg-1.0-py3-none-any.whl"
+    edit = Dist("peft", "0.20.0.dev0", kind="editable", url="file:///src/peft")
+    assert edit.pin().startswith("# peft==0.20.0.dev0  (editable install from file:///src/peft")
+    assert Dist("x", "1", kind="conda", installer="conda").hashable
+
+
+@pytest.mark.parametrize("version, index", [
+    ("2.8.0+cu129", "https://download.pytorch.org/whl/cu129"),
+    ("2.10.0+cu128", "https://download.pytorch.org/whl/cu128"),
+    ("2.13.0+cpu", "https://download.pytorch.org/whl/cpu"),
+    ("2.5.1+rocm6.2", "https://download.pytorch.org/whl/rocm6.2"),
+    ("2.8.0", None),                 # PyPI's own build
+    ("2.8.0+gitabc123", None),       # a source build: no index to name
+])
+def test_torch_index_from_the_local_tag(version: str, index: str | None) -> None:
+    assert torch_index([Dist("numpy", "2.0"), Dist("torch", version)]) == index
+
+
+def _env(dists: list[Dist], module_map: dict[str, list[str]] | None = None) -> Environment:
+    return Environment(dists={d.key: d for d in dists}, markers=MARKERS_311, python_version="3.11.7",
+                       module_map=module_map or {})
+
+
+def test_closure_follows_markers_and_extras() -> None:
+    env = _env([
+        Dist("transformers", "5.6.2", requires=("huggingface-hub>=1.0", "numpy>=1.17",
+                                                "torch>=2.2; extra == 'torch'", "tzdata; sys_platform == 'win32'",
+                                                "tomli; python_version < '3.11'")),
+        Dist("huggingface_hub", "1.12.0", requires=("filelock", "hf-xet; platform_machine == 'x86_64'")),
+        Dist("hf-xet", "1.1.0"), Dist("filelock", "3.20.0"), Dist("numpy", "2.0.2"),
+        Dist("torch", "2.10.0+cu128", requires=("filelock",)), Dist("tzdata", "2025.1"), Dist("tomli", "2.0"),
+        Dist("peft", "0.19.1", requires=("transformers[torch]", "missingdep>=1")),
+    ])
+    closure, missing = env.closure([env.dists["transformers"]])
+    assert [d.key for d in closure] == ["filelock", "hf-xet", "huggingface-hub", "numpy", "transformers"]
+    assert missing == []
+    # peft asks for transformers[torch]: the extra pulls torch in.
+    closure, missing = env.closure([env.dists["peft"]])
+    assert "torch" in [d.key for d in closure]
+    assert "tzdata" not in [d.key for d in closure] and "tomli" not in [d.key for d in closure]
+    assert missing == ["missingdep (required by peft)"]
+
+
+def test_roots_are_the_imported_distributions() -> None:
+    env = _env([Dist("PyYAML", "6.0.2"), Dist("pip", "24.0"), Dist("numpy", "2.0.2")],
+               {"yaml": ["PyYAML"], "_yaml": ["PyYAML"], "pip": ["pip"], "numpy": ["numpy"]})
+    roots = env.roots_for(["yaml", "yaml.loader", "_yaml", "pip", "local_helper", "numpy.linalg"])
+    assert [d.name for d in roots] == ["numpy", "PyYAML"]
+
+
+def _launch(tmp_path: Path, script: str, extra: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, list]:
+    (tmp_path / "helper_mod.py").write_text("VALUE = 1\n")
+    (tmp_path / "main.py").write_text(script)
+    launcher = tmp_path / "launcher.py"
+    launcher.write_text(modules_launcher_source())
+    out = tmp_path / "mods.json"
+    env = dict(os.environ, **{MODULES_ENV: str(out)}, **(extra or {}))
+    proc = subprocess.run([sys.executable, str(launcher), str(tmp_path / "main.py"), "arg1"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=60)
+    return proc, json.loads(out.read_text())
+
+
+def test_launcher_records_modules_and_keeps_the_failure(tmp_path: Path) -> None:
+    proc, mods = _launch(tmp_path, "import sys, email.parser, helper_mod\nprint(sys.argv[1:], __name__)\n"
+                                   "raise KeyError(22)\n")
+    assert proc.returncode == 1
+    assert "['arg1'] __main__" in proc.stdout
+    assert proc.stderr.rstrip().endswith("KeyError: 22")
+    assert "email" in mods and "helper_mod" in mods
+    assert "email.parser" not in mods  # top-level names only
+    assert mods == sorted(mods)
+
+
+def test_launcher_writes_on_sys_exit(tmp_path: Path) -> None:
+    proc, mods = _launch(tmp_path, "import json\nraise SystemExit(3)\n")
+    assert proc.returncode == 3 and "json" in mods
+
+
+def test_find_imported_modules_runs_a_scratch_copy(tmp_path: Path) -> None:
+    (tmp_path / "sibling.py").write_text("import csv\n")
+    script = tmp_path / "repro.py"
+    script.write_text("import sibling\nopen('written-here.txt', 'w').write('x')\nraise ValueError('boom')\n")
+    mods = find_imported_modules(sys.executable, script)
+    assert {"sibling", "csv"} <= set(mods)
+    assert not (tmp_path / "written-here.txt").exists()  # ran in the copy, not the user's folder
+
+
+def test_launcher_rides_along_a_runner_run_without_changing_the_signature(tmp_path: Path) -> None:
+    # The lead's oracle can record the modules on a run it makes anyway.
+    from reducer.runner import Runner, RunSpec
+    from reducer.signature import distinct_failures
+    script = tmp_path / "r.py"
+    script.write_text("import json\njson.loads('{')\n")
+    launcher = tmp_path / "launcher.py"
+    launcher.write_text(modules_launcher_source())
+    out = tmp_path / "mods.json"
+    runner = Runner(RunSpec(script=script, timeout=60))
+    plain = distinct_failures(runner.run(script.read_text()))
+    launched = distinct_failures(runner.run(script.read_text(), launcher=[str(launcher)],
+                                            extra_env={MODULES_ENV: str(out)}))
+    assert plain[0][0] == launched[0][0]
+    assert "json" in json.loads(out.read_text())
+
+
+def test_find_imported_modules_errors(tmp_path: Path) -> None:
+    with pytest.raises(ReprobotError) as e:
+        find_imported_modules(sys.executable, tmp_path / "nope.py")
+    assert e.value.exit_code == ExitCode.FILE_MISSING
+    script = tmp_path / "r.py"
+    script.write_text("import time\ntime.sleep(30)\n")
+    with pytest.raises(ReprobotError) as e:
+        find_imported_modules(sys.executable, script, timeout=1)
+    assert e.value.exit_code == ExitCode.BAD_INPUT
+    with pytest.raises(ReprobotError) as e:
+        find_imported_modules(str(tmp_path / "no-python"), script)
+    assert e.value.exit_code == ExitCode.NO_INTERPRETER
+
+
+@pytest.mark.slow
+def test_torch_build_records_its_index(tmp_path: Path) -> None:
+    # reprobot's own interpreter has a local-tagged torch (2.x+cpu in the test environment).
+    from importlib.metadata import version
+
+    from bot.lockfile import write_lock
+    from bot.store import ReproDir
+    tv = version("torch")
+    if "+" not in tv:
+        pytest.skip(f"torch {tv} has no local build tag here")
+    index = "https://download.pytorch.org/whl/" + tv.split("+", 1)[1]
+    repro = ReproDir(tmp_path / "r")
+    repro.path.mkdir()
+    repro.repro.write_text("import torch\n")
+    result = write_lock(repro, sys.executable, ["torch", "torch.nn"])
+    assert result.roots == ["torch"]
+    assert index in result.index_urls
+    assert f"--extra-index-url {index}" in repro.requirements_in.read_text().splitlines()
+    assert f"torch=={tv}" in repro.requirements_in.read_text().splitlines()
+    lock = repro.requirements_lock.read_text()
+    # Compiled where that index is reachable; else a snapshot that says why, and still names it.
+    assert f"--extra-index-url {index}" in lock.splitlines()
+    if result.mode == "snapshot":
+        assert lock.startswith("# requirements.lock — SNAPSHOT, NOT COMPILED: ")
+        assert f"torch=={tv}" in lock.splitlines()
+    else:
+        assert f"torch=={tv} \\" in lock.splitlines()
+
+
+@pytest.mark.slow
+def test_index_package_depending_on_a_vcs_install_still_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # python-dateutil (from the index) needs six, here installed from git at a dev version: the
+    # hashed part gets the closest release of six not above it, so --require-hashes can install.
+    from bot.lockfile import DEFAULT_INDEX, compile_lock, index_reachable
+    reason = index_reachable(DEFAULT_INDEX)
+    assert reason is None, f"this test needs PyPI: {reason}"
+    dateutil = Dist("python-dateutil", "2.9.0.post0", requires=("six>=1.5",))
+    six = Dist("six", "1.17.1.dev0", kind="vcs", vcs="git", url="https://example.invalid/six", commit="c" * 40)
+    text = compile_lock([dateutil], [dateutil, six], DEFAULT_INDEX, None, timeout=300)
+    lines = text.splitlines()
+    assert "python-dateutil==2.9.0.post0 \\" in lines
+    assert "six==1.17.0 \\" in lines
+    assert "example.invalid" not in text
