@@ -44,10 +44,12 @@ def _trace(failure: Failure):
 
 
 def reduce_failure(failure: Failure, repro: ReproDir, *, jobs: int = 1, gpus: str | None = None,
-                   max_time: float | None = None, resume: bool = False, trace: bool = True) -> int:
-    pool = GpuPool(parse_gpus(gpus))
-    if len(pool) and jobs > len(pool):
-        console.print(f"[yellow]--jobs {jobs} > {len(pool)} GPUs: candidates queue for a free GPU[/]")
+                   jobs_per_gpu: int = 1, max_time: float | None = None, resume: bool = False,
+                   trace: bool = True) -> int:
+    pool = GpuPool(parse_gpus(gpus), per_gpu=jobs_per_gpu)
+    if len(pool) and jobs > pool.slots:
+        console.print(f"[yellow]--jobs {jobs} > {pool.slots} GPU slots: candidates queue for a free GPU "
+                      f"(--jobs-per-gpu lets small candidates share one)[/]")
     oracle = Oracle(failure.runner, failure.signature, failure.spec.options,
                     timeout=candidate_timeout(failure.wall_time), gpus=pool)
     start_source, seen, stats = (None, {}, None)

@@ -73,44 +73,75 @@ def compute_pids(gpu: str) -> set[int] | None:
     return pids
 
 
-def wait_released(gpu: str, baseline: set[int] | None, timeout: float = 30.0) -> bool:
-    """Wait until no process but those present at baseline holds memory on the GPU."""
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except (ProcessLookupError, PermissionError):
+        return None
+
+
+def wait_released(gpu: str, baseline: set[int] | None, killed_pgid: int | None = None,
+                  timeout: float = 30.0) -> bool:
+    """Wait until the killed candidate holds no memory on the GPU.
+
+    A listed process that is dead (its memory is still being torn down) or that belongs to
+    the killed candidate's process group is the candidate's; anything present at baseline,
+    or alive in another group (a candidate sharing the GPU), is not.
+    """
     if baseline is None:
         return True  # nothing to check with: not an NVIDIA machine
     deadline = time.monotonic() + timeout
     while True:
         now = compute_pids(gpu)
-        if now is None or now <= baseline:
+        if now is None:
+            return True
+        stale = {p for p in now - baseline if _pgid(p) is None or _pgid(p) == killed_pgid}
+        if not stale:
             return True
         if time.monotonic() > deadline:
             return False
         time.sleep(0.2)
 
 
-class GpuPool:
-    """Hands each concurrent candidate its own GPU; a GPU goes back only once released."""
+class Slot:
+    """One candidate's claim on a GPU; the oracle notes the process group it ran in."""
 
-    def __init__(self, gpus: list[str]) -> None:
+    def __init__(self, gpu: str | None) -> None:
+        self.gpu = gpu
+        self.pgid: int | None = None
+
+
+class GpuPool:
+    """Hands each concurrent candidate a GPU; a slot goes back only once its memory is released.
+
+    ``per_gpu`` > 1 lets several small candidates share one GPU (a tiny model on an 80 GB
+    card); the default gives each parallel job its own GPU.
+    """
+
+    def __init__(self, gpus: list[str], per_gpu: int = 1) -> None:
         self.gpus = list(gpus)
         self._free: queue.Queue[str] = queue.Queue()
         self._baseline: dict[str, set[int] | None] = {}
         for g in self.gpus:
             self._baseline[g] = compute_pids(g)
-            self._free.put(g)
+        for _ in range(max(1, per_gpu)):
+            for g in self.gpus:
+                self._free.put(g)
+        self.slots = len(self.gpus) * max(1, per_gpu)
         self.unreleased = 0
 
     def __len__(self) -> int:
         return len(self.gpus)
 
     @contextmanager
-    def acquire(self) -> Iterator[str | None]:
+    def acquire(self) -> Iterator[Slot]:
         if not self.gpus:
-            yield None
+            yield Slot(None)
             return
-        gpu = self._free.get()
+        slot = Slot(self._free.get())
         try:
-            yield gpu
+            yield slot
         finally:
-            if not wait_released(gpu, self._baseline[gpu]):
-                self.unreleased += 1  # counted and reported; the GPU is still reused
-            self._free.put(gpu)
+            if not wait_released(slot.gpu, self._baseline[slot.gpu], slot.pgid):
+                self.unreleased += 1  # counted and reported in reduction.json; the GPU is reused
+            self._free.put(slot.gpu)

@@ -43,11 +43,12 @@ class Oracle:
         return find_match(records, self.target, self.options) is not None
 
     def test(self, source: str) -> Verdict:
-        with self.gpus.acquire() as gpu:
+        with self.gpus.acquire() as slot:
             outcome = self.runner.run(
                 source, timeout=self.timeout,
-                extra_env={"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else None,
+                extra_env={"CUDA_VISIBLE_DEVICES": slot.gpu} if slot.gpu is not None else None,
                 stop_when=self._hit if self.stop_early else None)
+            slot.pgid = outcome.pid
         with self._lock:
             self.runs += 1
             self.run_seconds += outcome.wall_time

@@ -89,6 +89,7 @@ class Outcome:
     stopped_early: bool = False  # killed on purpose once the target signature appeared
     signal: str | None = None     # e.g. "SIGSEGV" when the process died by a signal
     timeout_reason: str | None = None  # "wall clock" or what reported a hang (an NCCL watchdog)
+    pid: int | None = None  # the run's process (group) id, to check its GPU memory is released
     tracebacks: list[TracebackRecord] = field(default_factory=list)
 
     @property

@@ -265,4 +265,4 @@ class Runner:
             records.append(TracebackRecord("Signal", sig, (), f"process killed by {sig}", "stderr", "crash"))
         return Outcome(returncode=returncode, wall_time=wall, stdout=stdout, stderr=stderr,
                        timed_out=timed_out, stopped_early=stopped, signal=sig, tracebacks=records,
-                       timeout_reason=timeout_reason)
+                       timeout_reason=timeout_reason, pid=proc.pid)

@@ -120,5 +120,46 @@ def test_no_gpus_means_no_pinning(tmp_path, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert visible_gpus() == []
     pool = GpuPool([])
-    with pool.acquire() as gpu:
-        assert gpu is None
+    with pool.acquire() as slot:
+        assert slot.gpu is None
+
+
+def test_a_live_candidate_sharing_the_gpu_is_not_waited_for(fake_smi):
+    import subprocess
+    import sys
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
+    try:
+        fake_smi.write_text(f"GPU-aaaa, {other.pid}\n")
+        # Alive, in a group that is not the killed candidate's: another job's memory.
+        assert wait_released("0", baseline=set(), killed_pgid=os.getpgid(os.getpid()), timeout=0.5)
+        # The killed candidate's own group still listed: wait (and give up, reported).
+        assert not wait_released("0", baseline=set(), killed_pgid=other.pid, timeout=0.5)
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_jobs_per_gpu_lets_small_candidates_share(fake_smi):
+    fake_smi.write_text("")
+    pool = GpuPool(["0"], per_gpu=2)
+    assert pool.slots == 2
+    inside: list[int] = []
+    peak = [0]
+    lock = threading.Lock()
+
+    def job() -> None:
+        with pool.acquire() as slot:
+            assert slot.gpu == "0"
+            with lock:
+                inside.append(1)
+                peak[0] = max(peak[0], len(inside))
+            time.sleep(0.3)
+            with lock:
+                inside.pop()
+
+    threads = [threading.Thread(target=job) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert peak[0] == 2

@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, default=1, help="candidates evaluated in parallel")
     p.add_argument("--gpus", default=None,
                    help="GPUs for candidate runs, e.g. 0,1 (default: all visible); each job is pinned to one")
+    p.add_argument("--jobs-per-gpu", type=int, default=1,
+                   help="candidates that may share one GPU at a time (default: 1)")
     p.add_argument("--max-time", type=float, default=None, help="bound on the whole reduction, in seconds")
     p.add_argument("--resume", action="store_true", help="continue an interrupted reduction of this script")
     p.add_argument("--no-trace", action="store_true", help="skip the trace-guided first cut")
@@ -51,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if args.no_reduce:
         return 0
     from bot.reduction import reduce_failure  # the engine is only loaded when it is used
-    reduce_failure(failure, repro, jobs=args.jobs, gpus=args.gpus, max_time=args.max_time,
+    reduce_failure(failure, repro, jobs=args.jobs, gpus=args.gpus, jobs_per_gpu=args.jobs_per_gpu,
+                   max_time=args.max_time,
                    resume=args.resume, trace=not args.no_trace)
     return 0
