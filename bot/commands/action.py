@@ -1,0 +1,113 @@
+"""`reprobot action gate|reproduce|publish`: the GitHub Action's steps (see docs/ACTION.md)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from bot.action_event import DEFAULT_LABEL, load_event
+from bot.action_reproduce import DEFAULT_MAX_BODY, DEFAULT_MAX_TIME, DEFAULT_TIMEOUT
+from reducer.errors import ExitCode, ReprobotError
+
+console = Console(highlight=False, soft_wrap=True)
+
+
+def _positive(kind: type):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+        return value
+    return parse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("action", help="the GitHub Action's steps (gate, reproduce, publish)",
+                       description="Steps of the discussion-labelled workflow. Each reads the event from "
+                                   "--event or $GITHUB_EVENT_PATH; none takes event text on the command line.")
+    steps = p.add_subparsers(dest="step", metavar="STEP", required=True)
+
+    def common(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--event", type=Path, default=None, help="event payload (default: $GITHUB_EVENT_PATH)")
+        q.add_argument("--label", default=None,
+                       help=f"label that triggers a run (default: $REPROBOT_LABEL, else {DEFAULT_LABEL})")
+
+    g = steps.add_parser("gate", help="may this event run? (writes allowed=true|false to $GITHUB_OUTPUT)")
+    common(g)
+    g.add_argument("--api-url", default=None, help="GitHub API URL (default: $REPROBOT_GITHUB_API or GitHub)")
+    g.set_defaults(func=run_gate)
+
+    r = steps.add_parser("reproduce", help="extract the script from the discussion and reduce it (no token)")
+    common(r)
+    r.add_argument("--out", type=Path, required=True, help="artifact folder to write (result.json, repro/)")
+    r.add_argument("--max-body", type=_positive(int), default=DEFAULT_MAX_BODY,
+                   help=f"largest discussion body accepted, bytes (default: {DEFAULT_MAX_BODY})")
+    r.add_argument("--max-time", type=_positive(float), default=DEFAULT_MAX_TIME,
+                   help=f"bound on the whole reduction, seconds (default: {DEFAULT_MAX_TIME:g})")
+    r.add_argument("--timeout", type=_positive(float), default=DEFAULT_TIMEOUT,
+                   help=f"bound on one run of the script, seconds (default: {DEFAULT_TIMEOUT:g})")
+    r.add_argument("--runs", type=_positive(int), default=2, help="runs that must fail before reducing (default: 2)")
+    r.add_argument("--python", default=sys.executable, help="interpreter that runs the script")
+    r.add_argument("--install-deps", action="store_true",
+                   help="pip-install the dependency hints found in the post (plain requirements only)")
+    r.add_argument("--pass-env", action="append", default=[], metavar="NAME",
+                   help="pass this environment variable to the script too (never a secret)")
+    r.add_argument("--offline", action="store_true",
+                   help="pin the environment without asking the package index (runner without network)")
+    r.add_argument("--keep-scratch", action="store_true", help="leave the scratch folder behind (debugging)")
+    r.set_defaults(func=run_reproduce)
+
+    u = steps.add_parser("publish", help="post (or edit) the reply from an artifact folder")
+    common(u)
+    u.add_argument("--artifact", type=Path, required=True, help="the folder `reproduce` wrote")
+    u.add_argument("--api-url", default=None, help="GitHub API URL (default: $REPROBOT_GITHUB_API or GitHub)")
+    u.add_argument("--dry-run", action="store_true", help="print the reply instead of posting it")
+    u.set_defaults(func=run_publish)
+
+
+def run_gate(args: argparse.Namespace) -> int:
+    from bot.action import gate, set_output
+    from bot.gh import github_client
+
+    event = load_event(args.event)
+    decision = gate(event, github_client(api_url=args.api_url, require_token=True), args.label)
+    set_output("allowed", "true" if decision.allowed else "false")
+    console.print(("allowed: " if decision.allowed else "not allowed: ") + escape(decision.reason))
+    return 0
+
+
+def run_reproduce(args: argparse.Namespace) -> int:
+    from bot.action import ReproduceOptions, reproduce
+
+    event = load_event(args.event)
+    if args.out.exists() and not args.out.is_dir():
+        raise ReprobotError(f"{args.out}: exists and is not a folder", ExitCode.USAGE)
+    opts = ReproduceOptions(out=args.out, label=args.label, max_body=args.max_body, max_time=args.max_time,
+                            timeout=args.timeout, runs=args.runs, install_deps=args.install_deps,
+                            python=args.python, pass_env=tuple(args.pass_env), keep_scratch=args.keep_scratch,
+                            offline=args.offline)
+    result = reproduce(event, opts)
+    console.print(f"status: [bold]{result.status}[/]" + (f" ({escape(result.detail)})" if result.detail else ""))
+    console.print(f"artifact: {escape(str(args.out))}")
+    return 0
+
+
+def run_publish(args: argparse.Namespace) -> int:
+    from bot.action import publish
+    from bot.gh import github_client
+
+    event = load_event(args.event)
+    if not args.artifact.is_dir():
+        raise ReprobotError(f"{args.artifact}: artifact folder not found", ExitCode.FILE_MISSING)
+    client = None if args.dry_run else github_client(api_url=args.api_url, write=True)
+    outcome = publish(event, args.artifact, client, label=args.label, dry_run=args.dry_run)
+    if args.dry_run and outcome.body is not None:
+        console.print(outcome.body, markup=False)
+    console.print(escape(outcome.reason))
+    return 0
