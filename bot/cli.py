@@ -14,13 +14,15 @@ from reducer.errors import ExitCode, ReprobotError
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that subcommand's module is imported, so that
+    `reprobot reduce` on a GPU box does not need PyGithub's crypto stack to start."""
     parser = argparse.ArgumentParser(
         prog="reprobot",
         description="Turn a failing Hugging Face script into a minimal repro and a ready-to-file issue.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in NAMES:
+    for name in [only] if only in NAMES else NAMES:
         try:
             module = importlib.import_module(f"bot.commands.{name}")
         except ModuleNotFoundError as e:
@@ -32,8 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     # Everything after "--" belongs to the user's script, never to reprobot.
     passthrough: list[str] = []
     if "--" in argv:
