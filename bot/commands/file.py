@@ -1,0 +1,149 @@
+"""`reprobot file [REPRO_DIR] --dry-run | --submit`: preview a draft exactly as it would be
+filed, validated against the target form; or file it, when a person says so."""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.markup import escape
+from rich.panel import Panel
+from rich.prompt import Confirm
+from rich.rule import Rule
+
+from bot.draft import Draft, build_draft, load_draft, write_draft
+from bot.filing import already_filed, check_safe, submission_body, submit
+from bot.forms import REPO_KEYS, field_values, get_form
+from bot.scrub import Finding, scrub
+from bot.store import DEFAULT_ROOT, ReproDir
+from reducer.errors import ExitCode, ReprobotError
+
+console = Console(highlight=False)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("file", help="preview (--dry-run) or file (--submit) the drafted issue",
+                       description="Show the draft as it would be filed, validated against the target "
+                                   "repository's form, with the pre-filled URL (--dry-run); or create the "
+                                   "issue on GitHub (--submit, needs GITHUB_TOKEN and your confirmation).")
+    p.add_argument("repro_dir", type=Path, nargs="?", default=None,
+                   help="a repro folder (default: the most recent one under ./repros)")
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--dry-run", action="store_true", help="preview only; nothing is sent")
+    mode.add_argument("--submit", action="store_true", help="create the issue on GitHub")
+    p.add_argument("--repo", choices=REPO_KEYS, metavar="KEY",
+                   help="which repository's draft (default: routing's target, or the only draft)")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation before filing")
+    p.set_defaults(func=run)
+
+
+def latest_repro(root: Path = DEFAULT_ROOT) -> Path:
+    folders = [p.parent for p in root.glob("*/signature.json")] if root.is_dir() else []
+    if not folders:
+        raise ReprobotError(f"no repro folder under {root}/; pass one, or run `reprobot reduce` first",
+                            ExitCode.FILE_MISSING)
+    return max(folders, key=lambda p: (p / "signature.json").stat().st_mtime)
+
+
+def pick_repo(repro: ReproDir, requested: str | None) -> str:
+    if requested:
+        return requested
+    if repro.route_json.is_file():
+        target = repro.read_json(repro.route_json).get("target")
+        if target:
+            return get_form(str(target)).key
+    drafted = [k for k in REPO_KEYS if repro.draft_md(k).is_file()]
+    if len(drafted) == 1:
+        return drafted[0]
+    raise ReprobotError("which repository? no routing target in route.json"
+                        + (f" and drafts for {', '.join(drafted)}" if drafted else "") + "; pass --repo KEY",
+                        ExitCode.USAGE)
+
+
+def prepared(repro: ReproDir, key: str) -> tuple[Draft, list[Finding], list[Finding]]:
+    """The draft to show or file: the stored one (a person may have edited it) or a fresh one.
+    Returns (draft with private details scrubbed again, scrubbed now, secrets in the stored text)."""
+    if repro.draft_md(key).is_file() and repro.draft_json(key).is_file():
+        draft = load_draft(repro.path, key)
+    else:
+        draft = build_draft(repro.path, key)
+        write_draft(repro.path, draft)
+    again = scrub(draft.body)
+    title = scrub(draft.title)
+    secrets = title.secrets + again.secrets
+    fresh = replace(draft, body=again.text, title=title.text, fields=field_values(get_form(key), again.text))
+    return fresh, title.findings + again.findings, secrets
+
+
+def _show_findings(title: str, findings: list[Finding]) -> None:
+    if not findings:
+        return
+    console.print(f"[bold]{title}[/]")
+    for f in findings:
+        mark = "[red]secret[/]" if f.secret else "private"
+        console.print(f"  {mark} {escape(str(f))}")
+
+
+def run(args: argparse.Namespace) -> int:
+    repro = ReproDir.open(args.repro_dir if args.repro_dir is not None else latest_repro())
+    key = pick_repo(repro, args.repo)
+    form = get_form(key)
+    if args.submit:
+        prior = already_filed(repro, form.repo)
+        if prior is not None:
+            console.print(f"already filed: {prior.url}")
+            return 0
+    draft, now, secrets = prepared(repro, key)
+    check = draft.validate()
+
+    if args.dry_run:
+        console.print(Rule(f"{form.repo}: issue preview"))
+        console.print(Panel(escape(draft.title), title="title", expand=False))
+        console.print(Markdown(submission_body(draft)))
+        console.print(Rule())
+        _show_findings("Scrubbed when drafted:", draft.scrubbed)
+        _show_findings("Scrubbed now (the draft was edited):", now)
+        if secrets:
+            console.print(f"[red]--submit would refuse: {len(secrets)} secret pattern(s) in the stored draft[/]")
+        for note in draft.notes:
+            console.print(f"[yellow]note:[/] {escape(note)}")
+        for fid in check.unconfirmed:
+            console.print(f"[yellow]to confirm:[/] {escape(form.field(fid).label)} is reprobot's proposal; "
+                          f"edit {escape(repro.draft_md(key).as_posix())}")
+        if check.ok:
+            console.print(f"[green]valid[/] against the {escape(form.repo)} bug-report form")
+        else:
+            for p in check.problems:
+                console.print(f"[red]invalid:[/] {escape(str(p))}")
+        url = draft.prefill_url()
+        console.print(f"[bold]URL[/] ({escape(url.instruction)}):")
+        console.print(url.url, soft_wrap=True, markup=False)
+        return 0 if check.ok and not secrets else (ExitCode.UNSAFE if secrets else ExitCode.BAD_INPUT)
+
+    # --submit
+    if secrets:
+        first = secrets[0]
+        raise ReprobotError(f"refusing to file: {first.kind} {first.preview} at line {first.line} of "
+                            f"draft-{key}.md; remove it, or re-run `reprobot draft`", ExitCode.UNSAFE)
+    if not check.ok:
+        raise ReprobotError(f"draft-{key}.md does not fill the {form.repo} form: "
+                            + "; ".join(map(str, check.problems)), ExitCode.BAD_INPUT)
+    check_safe(draft.title, submission_body(draft))
+    from bot.gh import github_client
+
+    client = github_client(write=True)  # one-line NO_TOKEN error without GITHUB_TOKEN
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise ReprobotError("--submit files a public issue: confirm interactively, or pass --yes", ExitCode.USAGE)
+        for fid in check.unconfirmed:
+            console.print(f"[yellow]{escape(form.field(fid).label)} is reprobot's proposal:[/] "
+                          + escape(str(draft.fields.get(fid, ""))[-300:]))
+        if not Confirm.ask(f"File [bold]{escape(draft.title)}[/] on {escape(form.repo)}?", default=False):
+            console.print("not filed")
+            return 0
+    result = submit(repro, draft, client)
+    console.print(result.message)
+    return 0

@@ -1,0 +1,497 @@
+"""A draft issue from a repro folder: title, the target form's fields, rendered markdown and
+JSON, and the pre-filled ``issues/new`` URL.
+
+Only evidence from the folder goes in: the signature and traceback of real runs, the reduced
+script, reduction.json's figures, env.json, route.json and related.json. What is missing is
+said so in the draft's notes (and System Info is left marked as missing), never made up.
+Everything is scrubbed (bot/scrub.py) before it is returned, shown or written.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+import shlex
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from bot.forms import CONFIRM_MARK, MISSING_MARK, FieldValue, Form, Validation, field_values, get_form, validate
+from bot.scrub import Finding, scrub
+from bot.store import ReproDir, write_json_atomic, write_text_atomic
+from reducer.errors import ExitCode, ReprobotError
+from reducer.normalize import _collapse_multiline_reprs, library_path
+from reducer.outcome import Frame, TracebackRecord
+from reducer.signature import PLUMBING, MatchOptions, Signature, find_match
+from reducer.tracebacks import parse_tracebacks
+
+TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+MARKER_PREFIX = "<!-- reprobot:sig="
+TITLE_MAX = 120          # GitHub allows 256; titles past ~120 are cut in every list view
+URL_MAX = 8000           # beyond this, browsers and GitHub's front end start refusing URLs
+LOCK_MAX_CHARS = 12_000  # an issue body is capped at 65,536 characters
+INNER_FRAMES = 6         # innermost library frames always shown
+
+
+def body_digest(text: str) -> str:
+    """Recorded with a draft so a later run can tell a draft a person edited."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def edited_by_hand(repro: ReproDir, key: str) -> bool:
+    md, js = repro.draft_md(key), repro.draft_json(key)
+    if not md.is_file() or not js.is_file():
+        return False
+    written = repro.read_json(js).get("body_sha256")
+    return bool(written) and written != body_digest(md.read_text(encoding="utf-8"))
+
+
+def marker(sig_id: str) -> str:
+    """The hidden idempotency marker: lets filing (and dedup) find an issue already filed."""
+    return f"{MARKER_PREFIX}{sig_id} -->"
+
+
+@dataclass
+class Draft:
+    repo_key: str
+    repo: str
+    title: str
+    body: str
+    fields: dict[str, FieldValue]
+    signature_id: str
+    notes: list[str] = field(default_factory=list)
+    scrubbed: list[Finding] = field(default_factory=list)
+    template: str = "bug-report.yml"
+
+    @property
+    def form(self) -> Form:
+        return get_form(self.repo_key)
+
+    def validate(self) -> Validation:
+        return validate(self.form, self.body)
+
+    def prefill_url(self) -> "PrefillURL":
+        return prefill_url(self.repo, self.template, self.title, self.fields, self.repo_key)
+
+    def to_json(self) -> dict[str, Any]:
+        url = self.prefill_url()
+        return {"repo": self.repo, "repo_key": self.repo_key, "template": self.template, "title": self.title,
+                "signature_id": self.signature_id, "fields": self.fields, "notes": self.notes,
+                "scrubbed": [f.to_dict() for f in self.scrubbed],
+                "url": url.url, "url_complete": url.complete, "body_sha256": body_digest(self.body)}
+
+
+# --- the pre-filled URL -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PrefillURL:
+    url: str
+    complete: bool      # False: only the title is pre-filled; the fields are to be pasted
+    instruction: str
+
+
+def prefill_url(repo: str, template: str, title: str, fields: dict[str, FieldValue], repo_key: str,
+                limit: int = URL_MAX) -> PrefillURL:
+    """``https://github.com/<repo>/issues/new?template=...&title=...&<field-id>=...``.
+
+    Text fields only: GitHub pre-fills form fields by id from the query, but documents no
+    syntax for checkboxes, so those are ticked by hand. Past ``limit`` characters the URL
+    carries the title only and the instruction says to paste the sections of the draft.
+    """
+    base = f"https://github.com/{repo}/issues/new?"
+    head = [("template", template), ("title", title)]
+    texts = [(k, v) for k, v in fields.items() if isinstance(v, str) and v.strip()]
+    full = base + urllib.parse.urlencode(head + texts, quote_via=urllib.parse.quote)
+    checkbox_note = ("tick the checkboxes as in the draft" if any(isinstance(v, list) and v for v in fields.values())
+                     else "")
+    if len(full) <= limit:
+        return PrefillURL(full, True, "open the URL, review, " + (checkbox_note + ", " if checkbox_note else "")
+                          + "and submit")
+    short = base + urllib.parse.urlencode(head, quote_via=urllib.parse.quote)
+    return PrefillURL(short, False, f"the filled form is too long for a URL ({len(full)} characters): open the URL "
+                      f"and paste each section of draft-{repo_key}.md into the field of the same name"
+                      + (", then " + checkbox_note if checkbox_note else ""))
+
+
+# --- reading the folder -----------------------------------------------------------------------
+
+def _read_optional_json(repro: ReproDir, path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    data = repro.read_json(path)
+    if not isinstance(data, dict):
+        raise ReprobotError(f"{path}: expected a JSON object, found {type(data).__name__}", ExitCode.BAD_INPUT)
+    return data
+
+
+RELATED_SHOWN = 5
+
+
+def _related_items(related: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """dedup's best matches, the fields the template shows, entries without a number dropped."""
+    out: list[dict[str, Any]] = []
+    for r in (related or {}).get("results") or []:
+        if not isinstance(r, dict) or not r.get("repo") or not isinstance(r.get("number"), int):
+            continue
+        out.append({"repo": str(r["repo"]), "number": r["number"], "title": str(r.get("title") or ""),
+                    "state": str(r.get("state") or "unknown"), "is_pr": bool(r.get("is_pr")),
+                    "likely_fixed_in": r.get("likely_fixed_in"), "reason": str(r.get("reason") or "")})
+    return out[:RELATED_SHOWN]
+
+
+def _pick_record(repro: ReproDir, sig: Signature, options: MatchOptions, stored: dict[str, Any] | None
+                 ) -> TracebackRecord:
+    """The repro's own failure (traceback.txt), the record matching the signature; else the
+    original run's record from signature.json."""
+    if repro.traceback_txt.is_file():
+        records = parse_tracebacks(repro.traceback_txt.read_text(encoding="utf-8", errors="replace"))
+        hit = find_match(records, sig, options)
+        if hit is not None:
+            return hit
+    if stored:
+        return TracebackRecord.from_dict(stored)
+    raise ReprobotError(f"{repro.path}: no traceback matching signature {sig.id} in traceback.txt or signature.json",
+                        ExitCode.BAD_INPUT)
+
+
+def one_line_message(record: TracebackRecord) -> str:
+    """The message on one line: multi-line module reprs collapsed to ``Name(...)``."""
+    msg = _collapse_multiline_reprs(record.message.strip())
+    return re.sub(r"\s+", " ", msg).strip()
+
+
+def _script_frames(record: TracebackRecord, script: str) -> list[int]:
+    return [i for i, f in enumerate(record.frames) if Path(f.path.replace("\\", "/")).name == script]
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    name = ".".join(reversed(parts))
+    return ".".join(name.split(".")[-2:]) if name.startswith("self.") else name
+
+
+def _called_name(line: str, callee: str | None = None) -> str | None:
+    """The dotted name of the call on a source line that enters the library: the one named like
+    the library function the traceback shows next (``callee``), else the outermost call."""
+    text = line.strip()
+    calls: list[str] = []
+    for candidate in (text, text.rstrip("(,[{\\") + ")" if text.endswith(("(", ",")) else None):
+        if not candidate:
+            continue
+        try:
+            tree = ast.parse(candidate)
+        except SyntaxError:
+            continue
+        calls = [n for n in (_dotted(c.func) for c in ast.walk(tree) if isinstance(c, ast.Call)) if n]
+        break
+    if not calls:
+        m = re.search(r"([A-Za-z_][\w.]*)\s*\(", text)
+        return m.group(1) if m else None
+    if callee:
+        for name in calls:
+            if name.rsplit(".", 1)[-1] == callee:
+                return name
+        if callee == "__init__":
+            for name in calls:
+                if name.rsplit(".", 1)[-1][:1].isupper():
+                    return name
+    return calls[0]
+
+
+def entry_point(record: TracebackRecord, script: str, route: dict[str, Any] | None) -> str | None:
+    """The library API the script called: route.json's word, else the call on the script's
+    innermost line that leads into the next frame, else the first library function on the stack."""
+    if route and route.get("entry_point"):
+        return str(route["entry_point"])
+    idx = _script_frames(record, script)
+    if idx and record.frames[idx[-1]].line:
+        nxt = record.frames[idx[-1] + 1].func if idx[-1] + 1 < len(record.frames) else None
+        name = _called_name(record.frames[idx[-1]].line, nxt)
+        if name:
+            return name
+    for f in record.frames:
+        if library_path(f.path):
+            return f.func
+    return None
+
+
+def make_title(entry: str | None, record: TracebackRecord) -> str:
+    msg = one_line_message(record)
+    head = f"{entry}: {record.exc_type}" if entry else record.exc_type
+    title = f"{head}: {msg}" if msg else head
+    if len(title) > TITLE_MAX and msg:
+        # The first sentence is usually the part that names the bug.
+        first = re.split(r"(?<=[^.])\.\s", msg, maxsplit=1)[0].rstrip(".")
+        title = f"{head}: {first}"
+    if len(title) > TITLE_MAX:
+        title = title[:TITLE_MAX - 1].rsplit(" ", 1)[0] + "\u2026"
+    return title
+
+
+@dataclass
+class TrimmedTraceback:
+    text: str
+    omitted: int
+    causes: list[str]
+
+
+def _frame_text(f: Frame, script: str) -> str:
+    path = script if Path(f.path.replace("\\", "/")).name == script else f.path
+    out = f'  File "{path}", line {f.lineno if f.lineno is not None else "?"}, in {f.func}'
+    return out + (f"\n    {f.line.strip()}" if f.line.strip() else "")
+
+
+def trim_traceback(record: TracebackRecord, script: str, inner: int = INNER_FRAMES) -> TrimmedTraceback:
+    """The frames that matter: the script's own, the library call each makes, and the innermost
+    ``inner`` frames; launcher frames above the script and plumbing in between are left out."""
+    frames = list(record.frames)
+    idx = _script_frames(record, script)
+    start = idx[0] if idx else 0
+    keep: set[int] = set(range(max(start, len(frames) - inner), len(frames)))
+    for i in idx:
+        keep.update({i, i + 1})
+    lines = ["Traceback (most recent call last):"]
+    omitted = gap = 0
+    for i in range(start, len(frames)):
+        f = frames[i]
+        rel = library_path(f.path)
+        if i in keep and not (rel and f"{rel}:{f.func}" in PLUMBING and i < len(frames) - 2):
+            if gap:
+                lines.append(f"  [... {gap} frame{'s' if gap > 1 else ''} omitted ...]")
+                gap = 0
+            lines.append(_frame_text(f, script))
+        else:
+            gap += 1
+            omitted += 1
+    if gap:
+        lines.append(f"  [... {gap} frame{'s' if gap > 1 else ''} omitted ...]")
+    msg_lines = record.message.rstrip().splitlines()
+    if len(msg_lines) > 40:
+        msg_lines = msg_lines[:20] + [f"[... {len(msg_lines) - 30} lines omitted ...]"] + msg_lines[-10:]
+    message = "\n".join(msg_lines)
+    lines.append(f"{record.exc_type}: {message}" if message else record.exc_type)
+    return TrimmedTraceback("\n".join(lines), omitted, [c.headline for c in record.chain])
+
+
+def _lockfile(repro: ReproDir) -> tuple[str | None, bool]:
+    """requirements.lock, without pip-compile's comments and hashes when it is long."""
+    if not repro.requirements_lock.is_file():
+        return None, False
+    text = repro.requirements_lock.read_text(encoding="utf-8", errors="replace").strip()
+    if not any(ln.strip() and not ln.lstrip().startswith("#") for ln in text.splitlines()):
+        return None, False  # pins nothing (a script using the standard library only)
+    if len(text) <= LOCK_MAX_CHARS // 2:
+        return text, False
+    kept = [ln.split(" \\")[0].rstrip() for ln in text.splitlines()
+            if ln.strip() and not ln.lstrip().startswith(("#", "--hash"))]
+    out = "\n".join(kept)
+    if len(out) > LOCK_MAX_CHARS:
+        out = out[:LOCK_MAX_CHARS].rsplit("\n", 1)[0] + "\n# [... truncated; the full file is in the repro folder]"
+    return out, True
+
+
+def _system_info(env: dict[str, Any] | None, repo_key: str, notes: list[str]) -> str | None:
+    if env is None:
+        notes.append("env.json is missing: System Info is not filled (run `reprobot env` on this folder)")
+        return None
+    try:
+        from bot.envinfo import system_info
+    except ImportError:
+        notes.append("bot/envinfo.py is not available: System Info is a plain listing of env.json, "
+                     "not the repository's own format")
+        return _plain_env(env)
+    return system_info(env, repo_key).strip() or None
+
+
+def _plain_env(env: dict[str, Any], prefix: str = "") -> str:
+    rows: list[str] = []
+    for key, value in env.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            sub = _plain_env(value, name + ".")
+            if sub:
+                rows.append(sub)
+        elif isinstance(value, list):
+            if value and all(not isinstance(v, (dict, list)) for v in value):
+                rows.append(f"- {name}: {', '.join(map(str, value))}")
+        elif value not in (None, ""):
+            rows.append(f"- {name}: {value}")
+    return "\n".join(rows)
+
+
+def _evidence(repro: ReproDir, sig_data: dict[str, Any], reduction: dict[str, Any] | None,
+              reduced: bool, sig: Signature, notes: list[str]) -> list[str]:
+    """Sentences about how the repro was obtained, each backed by a figure in the folder."""
+    out: list[str] = []
+    runs = sig_data.get("runs") or []
+    if reduced and reduction:
+        before, after = reduction.get("size_before") or {}, reduction.get("size_after") or {}
+        s_before, s_after = reduction.get("statements_before"), reduction.get("statements_after")
+        if isinstance(s_before, int) and isinstance(s_after, int) and s_after > 0:
+            size = f" from {reduction['statements_before']} to {reduction['statements_after']} statements"
+        elif isinstance(before.get("lines"), int) and isinstance(after.get("lines"), int):
+            size = f" from {before['lines']} to {after['lines']} lines"
+        else:
+            size = ""
+        runs_n = f" in {reduction['runs']} runs" if isinstance(reduction.get("runs"), int) else ""
+        status = reduction.get("status")
+        out.append(f"Reduced automatically{size}{runs_n}; every kept step was re-run and failed the same way"
+                   + ("." if status == "done" else
+                      f" (the reduction stopped before the end: {status}; this is the smallest script so far)."))
+    elif not reduced:
+        notes.append("repro.py is missing: the original script is shown, not reduced (run `reprobot reduce`)")
+        out.append("The script below is the original, not reduced.")
+    if runs:
+        out.append(f"The original script failed this way in {len(runs)} of {len(runs)} runs before reduction.")
+    frames = " < ".join(f"`{f}`" for f in sig.frames)
+    out.append(f"Failure signature `{sig.id}`: `{sig.exc_type}`" + (f" raised at {frames}" if frames else "") + ".")
+    return out
+
+
+def _expected(entry: str | None, record: TracebackRecord) -> str:
+    call = f"`{entry}(...)`" if entry else "The script"
+    return f"{call} should complete without raising `{record.exc_type}`."
+
+
+class _Renderer:
+    def __init__(self, directory: Path = TEMPLATES_DIR) -> None:
+        if not directory.is_dir():
+            raise ReprobotError(f"templates folder not found at {directory}", ExitCode.FILE_MISSING)
+        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(directory)), autoescape=False,
+                                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                                      undefined=jinja2.StrictUndefined)
+        self.env.filters["fence"] = fence
+
+    def render(self, repo_key: str, context: dict[str, Any]) -> str:
+        text = self.env.get_template(f"{repo_key}.md.j2").render(**context)
+        # Templates stay readable with blank lines around blocks; the output gets one at most.
+        return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
+
+
+def fence(text: str, lang: str = "") -> str:
+    """A code block whose fence is longer than any backtick run inside ``text``."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    body = re.sub(r"\A(?:[ \t]*\n)+", "", text.rstrip())  # blank lines a reduction left at the top
+    return f"{ticks}{lang}\n{body}\n{ticks}"
+
+
+def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | None = None) -> Draft:
+    """The draft for ``repo_key`` from the repro folder, scrubbed. ``names``: host/user names to
+    scrub (default: this machine's)."""
+    repro = ReproDir.open(folder)
+    form = get_form(repo_key)
+    sig_data = repro.read_json(repro.signature_json)
+    try:
+        sig = Signature.from_dict(sig_data["signature"])
+        options = MatchOptions.from_dict(sig_data.get("options") or {})
+    except (KeyError, TypeError, AttributeError, ValueError):
+        raise ReprobotError(f"{repro.signature_json}: not a reprobot signature file", ExitCode.BAD_INPUT) from None
+    record = _pick_record(repro, sig, options, sig_data.get("record"))
+    script = str(sig_data.get("script") or "repro.py")
+    notes: list[str] = []
+
+    reduced = repro.repro.is_file()
+    source_path = repro.repro if reduced else repro.original
+    if not source_path.is_file():
+        raise ReprobotError(f"{repro.path}: neither repro.py nor original.py is there", ExitCode.BAD_INPUT)
+    source = source_path.read_text(encoding="utf-8", errors="replace")
+    reduction = _read_optional_json(repro, repro.reduction_json)
+    route = _read_optional_json(repro, repro.route_json)
+    related = _read_optional_json(repro, repro.related_json)
+    env = _read_optional_json(repro, repro.env_json)
+
+    if route is None:
+        notes.append("route.json is missing: no who-can-help handles or cross-links (run `reprobot route`)")
+    elif route.get("target") and str(route["target"]).lower() != form.repo.lower():
+        notes.append(f"routing chose {route['target']} as the place to file first, not {form.repo}")
+    if related is None:
+        notes.append("related.json is missing: related upstream issues were not searched (run `reprobot dedup`)")
+    lock, lock_stripped = _lockfile(repro)
+    if lock is None and repro.requirements_lock.is_file():
+        notes.append("requirements.lock pins no packages (the repro uses the standard library only): not shown")
+    elif lock is None:
+        notes.append("requirements.lock is missing: the environment is not pinned (run `reprobot env`)")
+
+    entry = entry_point(record, script, route)
+    args = [str(a) for a in sig_data.get("args") or []]
+    cross = []
+    if route:
+        reasons = {str(r.get("repo", "")).lower(): list(r.get("reasons") or []) for r in route.get("ranked") or []}
+        cross = [{"repo": c, "reasons": reasons.get(str(c).lower(), [])}
+                 for c in route.get("cross_links") or [] if str(c).lower() != form.repo.lower()]
+        if route.get("target") and str(route["target"]).lower() != form.repo.lower():
+            t = str(route["target"])
+            cross.insert(0, {"repo": t, "reasons": reasons.get(t.lower(), [])})
+    # The form asks to tag fewer than 3 people; only handles routing named for this repo's form.
+    who = [h for h in (route or {}).get("who_can_help") or [] if str(h).startswith("@")][:2]
+    # Routing names maintainers of its target: they are no help on another repository's form.
+    target = str((route or {}).get("target") or "").lower()
+    if not any(f.id == "who-can-help" for f in form.fields) or target != form.repo.lower():
+        who = []
+
+    context = {
+        "form": form,
+        "notes": notes,
+        "repro_name": repro.path.name,
+        "system_info": _system_info(env, repo_key, notes),
+        "missing_mark": MISSING_MARK,
+        "who_can_help": who,
+        "evidence": _evidence(repro, sig_data, reduction, reduced, sig, notes),
+        "script": source,
+        "script_name": script,
+        "command": shlex.join(["python", script, *args]),
+        "lock": lock,
+        "lock_stripped": lock_stripped,
+        "traceback": trim_traceback(record, script),
+        "related": _related_items(related),
+        "cross_links": cross,
+        "marker": marker(sig.id),
+        "confirm_mark": CONFIRM_MARK,
+        "expected": _expected(entry, record),
+    }
+    body_raw = _Renderer().render(repo_key, context)
+    title_raw = make_title(entry, record)
+    body = scrub(body_raw, names=names)
+    title = scrub(title_raw, names=names)
+    return Draft(repo_key=repo_key, repo=form.repo, title=title.text, body=body.text,
+                 fields=field_values(form, body.text), signature_id=sig.id, notes=notes,
+                 scrubbed=title.findings + body.findings, template=form.template)
+
+
+def write_draft(folder: str | Path, draft: Draft) -> tuple[Path, Path]:
+    repro = ReproDir.open(folder)
+    md, js = repro.draft_md(draft.repo_key), repro.draft_json(draft.repo_key)
+    write_text_atomic(md, draft.body)
+    write_json_atomic(js, draft.to_json())
+    return md, js
+
+
+def load_draft(folder: str | Path, repo_key: str) -> Draft:
+    """A draft as stored (the person may have edited the .md): body from draft-<repo>.md,
+    title and bookkeeping from draft-<repo>.json; fields re-read from the edited body."""
+    repro = ReproDir.open(folder)
+    md, js = repro.draft_md(repo_key), repro.draft_json(repo_key)
+    if not md.is_file() or not js.is_file():
+        raise ReprobotError(f"{repro.path}: no draft for {repo_key}; "
+                            f"run `reprobot draft {repro.path} --repo {repo_key}`", ExitCode.FILE_MISSING)
+    meta = repro.read_json(js)
+    body = md.read_text(encoding="utf-8")
+    form = get_form(repo_key)
+    return Draft(repo_key=repo_key, repo=form.repo, title=str(meta.get("title", "")), body=body,
+                 fields=field_values(form, body), signature_id=str(meta.get("signature_id", "")),
+                 notes=list(meta.get("notes", [])),
+                 scrubbed=[Finding.from_dict(f) for f in meta.get("scrubbed", [])], template=form.template)
+
+
+__all__ = ["Draft", "PrefillURL", "build_draft", "write_draft", "load_draft", "prefill_url", "marker",
+           "make_title", "entry_point", "trim_traceback", "fence"]

@@ -1,0 +1,176 @@
+"""Filing a draft on GitHub, once.
+
+Idempotency has three layers, because a POST that times out or gets a 502 may still have
+created the issue:
+1. ``filed.json`` in the repro folder records every issue filed (or found) for it; a second
+   submit answers "already filed: <url>" without touching the network.
+2. The body carries a hidden marker ``<!-- reprobot:sig=<id> -->``; before creating, GitHub is
+   asked for an issue holding it (search, plus the filer's own recent issues, which unlike
+   search are not subject to indexing lag).
+3. The POST is sent exactly once (bot/gh.py's write client never retries a POST). When it
+   fails, only the safe GETs of step 2 are repeated to learn whether it landed.
+Labels and assignees are never sent: upstream drops them for non-maintainers.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from github import Github, GithubException
+
+from bot.draft import MARKER_PREFIX, Draft, marker
+from bot.scrub import find_secrets
+from bot.store import ReproDir, write_json_atomic
+from reducer.errors import ExitCode, ReprobotError
+
+# reprobot's own editing aids in a draft (notes, "confirm this" prompts): not for upstream.
+_OWN_COMMENTS = re.compile(r"<!-- reprobot:(?:notes|confirm|missing)\b.*?-->[ \t]*\n?", re.DOTALL)
+RECENT = timedelta(days=2)  # how far back the filer's own issues are checked for the marker
+
+
+@dataclass(frozen=True)
+class FiledIssue:
+    repo: str
+    number: int
+    url: str
+    signature_id: str
+    title: str
+    filed_at: str
+    created: bool  # False: an issue with the marker already existed and was adopted
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"repo": self.repo, "number": self.number, "url": self.url, "signature_id": self.signature_id,
+                "title": self.title, "filed_at": self.filed_at, "created": self.created}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "FiledIssue":
+        return cls(str(d["repo"]), int(d["number"]), str(d["url"]), str(d.get("signature_id", "")),
+                   str(d.get("title", "")), str(d.get("filed_at", "")), bool(d.get("created", True)))
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    issue: FiledIssue
+    status: str  # "created" | "already-filed" | "found-existing" | "created-despite-error"
+
+    @property
+    def message(self) -> str:
+        if self.status == "created":
+            return f"filed: {self.issue.url}"
+        if self.status == "created-despite-error":
+            return f"filed (GitHub reported an error, but the issue exists): {self.issue.url}"
+        return f"already filed: {self.issue.url}"
+
+
+def submission_body(draft: Draft) -> str:
+    """The body as sent: reprobot's editing comments removed, the signature marker kept (and
+    put back if a person deleted it while editing)."""
+    body = _OWN_COMMENTS.sub("", draft.body).lstrip("\n")
+    if marker(draft.signature_id) not in body:
+        body = body.rstrip("\n") + "\n\n" + marker(draft.signature_id) + "\n"
+    return body
+
+
+def check_safe(title: str, body: str) -> None:
+    """Fail closed: refuse to send anything in which a secret pattern survives."""
+    found = find_secrets(title + "\n" + body)
+    if found:
+        first = found[0]
+        where = "title" if first.line == 1 else f"body line {first.line - 1}"
+        raise ReprobotError(f"refusing to file: {first.kind} {first.preview} in the {where} "
+                            f"({len(found)} secret pattern{'s' if len(found) > 1 else ''}); remove it from the "
+                            f"draft or re-run `reprobot draft`", ExitCode.UNSAFE)
+
+
+def read_filed(repro: ReproDir) -> list[FiledIssue]:
+    if not repro.filed_json.is_file():
+        return []
+    data = repro.read_json(repro.filed_json)
+    return [FiledIssue.from_dict(d) for d in (data.get("issues") or [])]
+
+
+def already_filed(repro: ReproDir, repo: str) -> FiledIssue | None:
+    for issue in read_filed(repro):
+        if issue.repo.lower() == repo.lower():
+            return issue
+    return None
+
+
+def _record(repro: ReproDir, issue: FiledIssue) -> None:
+    issues = [i for i in read_filed(repro) if i.repo.lower() != issue.repo.lower()] + [issue]
+    write_json_atomic(repro.filed_json, {"issues": [i.to_dict() for i in issues]})
+
+
+def find_marked(client: Github, repo: str, sig_id: str) -> Any | None:
+    """An issue in ``repo`` whose body holds this signature's marker, or None.
+
+    Search first (finds it whoever filed it); then the token owner's issues updated in the
+    last days, read directly, since search can lag behind a create by a minute or more.
+    """
+    from bot.gh import search_throttle
+
+    needle = marker(sig_id)
+    search_throttle(client).acquire()
+    query = f'repo:{repo} is:issue in:body "{MARKER_PREFIX[5:]}{sig_id}"'
+    # islice, not [:30]: PyGithub's slice of an empty result raises IndexError.
+    for item in itertools.islice(client.search_issues(query), 30):
+        if needle in (item.body or ""):
+            return item
+    try:
+        login = client.get_user().login
+    except GithubException:
+        return None
+    since = datetime.now(timezone.utc) - RECENT
+    gh_repo = client.get_repo(repo)
+    for item in itertools.islice(gh_repo.get_issues(state="all", creator=login, since=since), 100):  # type: ignore[arg-type]
+        if item.pull_request is None and needle in (item.body or ""):
+            return item
+    return None
+
+
+def _filed(repo: str, item: Any, draft: Draft, created: bool) -> FiledIssue:
+    return FiledIssue(repo, int(item.number), str(item.html_url), draft.signature_id, str(item.title),
+                      datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), created)
+
+
+def submit(repro: ReproDir, draft: Draft, client: Github) -> SubmitResult:
+    """File ``draft`` on GitHub unless it is already there; record the URL in filed.json."""
+    from bot.gh import github_errors
+
+    prior = already_filed(repro, draft.repo)
+    if prior is not None:
+        return SubmitResult(prior, "already-filed")
+    body = submission_body(draft)
+    check_safe(draft.title, body)
+    with github_errors(f"checking {draft.repo} for an issue already filed"):
+        existing = find_marked(client, draft.repo, draft.signature_id)
+    if existing is not None:
+        issue = _filed(draft.repo, existing, draft, created=False)
+        _record(repro, issue)
+        return SubmitResult(issue, "found-existing")
+    try:
+        with github_errors(f"filing on {draft.repo}"):
+            # Title and body only: no labels, no assignees. Sent once, never retried.
+            created = client.get_repo(draft.repo).create_issue(title=draft.title, body=body)
+    except ReprobotError as e:
+        if e.exit_code != ExitCode.NETWORK:
+            raise
+        # The POST may have landed before the error: look (GETs only), never send it again.
+        try:
+            with github_errors("checking whether the issue was created"):
+                landed = find_marked(client, draft.repo, draft.signature_id)
+        except ReprobotError:
+            landed = None
+        if landed is not None:
+            issue = _filed(draft.repo, landed, draft, created=True)
+            _record(repro, issue)
+            return SubmitResult(issue, "created-despite-error")
+        raise ReprobotError(f"{e.message}; the request was not re-sent. The issue may still appear: run the same "
+                            f"`reprobot file --submit` later, it looks for the marker before filing",
+                            ExitCode.NETWORK) from None
+    issue = _filed(draft.repo, created, draft, created=True)
+    _record(repro, issue)
+    return SubmitResult(issue, "created")

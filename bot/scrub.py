@@ -1,0 +1,334 @@
+"""Scrubbing: remove credentials and personal details from anything reprobot prints, stores or files.
+
+Two families of findings:
+- *secrets* (tokens, keys, PEM blocks, auth headers, ``*_TOKEN=`` assignments): filing refuses
+  to go ahead while one is present (``find_secrets``);
+- *private* details (home directories and user names, drive paths, host names, e-mail
+  addresses): replaced so the text stays readable, never a reason to refuse.
+Site-packages prefixes are shortened to ``<env>/`` because they carry the user's home and
+environment name and say nothing a maintainer needs.
+
+All patterns are matched on the original text; overlaps are resolved by priority (the order of
+``_RULES``), so ``HF_TOKEN=hf_...`` is reported once, as the token. A ``Finding`` never holds
+the secret: only a kind, a redacted preview (public prefix + length) and a line number.
+"""
+from __future__ import annotations
+
+import bisect
+import getpass
+import os
+import re
+import socket
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+# --- the rules --------------------------------------------------------------------------
+
+# Characters a wrapped token can continue with on the next line.
+_TOKEN_CHARS = r"A-Za-z0-9_\-"
+
+
+@dataclass(frozen=True)
+class _TokenKind:
+    kind: str
+    prefix: str        # the public, documented prefix: safe to show in a preview
+    pattern: str       # full single-line pattern
+    full_len: int      # typical total length; a shorter piece at a line end may be wrapped
+    chars: str = r"A-Za-z0-9"
+    head: str = ""     # regex of the prefix, when it is not the literal prefix
+
+    @property
+    def head_re(self) -> str:
+        return self.head or re.escape(self.prefix)
+
+
+_TOKENS: tuple[_TokenKind, ...] = (
+    # Hugging Face user access tokens: "hf_" + 34 letters/digits.
+    _TokenKind("hf_token", "hf_", r"\bhf_[A-Za-z0-9]{30,}\b", 37),
+    _TokenKind("github_token", "github_pat_", r"\bgithub_pat_[A-Za-z0-9_]{22,}\b", 93, r"A-Za-z0-9_"),
+    # Classic and app tokens: ghp_ (personal), gho_ (OAuth), ghu_/ghs_ (app), ghr_ (refresh).
+    _TokenKind("github_token", "gh?_", r"\bgh[pousr]_[A-Za-z0-9]{30,}\b", 40, head=r"gh[pousr]_"),
+    _TokenKind("aws_access_key", "AKIA", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b", 20,
+               r"A-Z0-9", head=r"(?:AKIA|ASIA)"),
+    # OpenAI-style secret keys: "sk-", "sk-proj-", "sk-ant-", ... (Anthropic uses the same shape).
+    _TokenKind("openai_key", "sk-", r"(?<![\w-])sk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{20,}(?![\w-])", 51,
+               _TOKEN_CHARS),
+    _TokenKind("jwt", "eyJ", r"\beyJ[A-Za-z0-9_\-]{6,}\.eyJ[A-Za-z0-9_\-]{6,}\.[A-Za-z0-9_\-]{6,}", 0),
+)
+
+_PEM = re.compile(r"-----BEGIN ([A-Z0-9 ]{1,40})-----.*?(?:-----END \1-----|\Z)", re.DOTALL)
+# AWS secret access keys have no prefix: only recognisable next to their name.
+_AWS_SECRET = re.compile(r"(?i)(aws_secret_access_key[ \t]*[=:][ \t]*[\"']?)([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])")
+_AUTH_HEADER = re.compile(
+    r"(?i)([\"']?(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:(?:bearer|token|basic|digest)\s+)?)"
+    r"([^\s\"',}]+)")
+# Env-style assignments: HF_TOKEN=..., OPENAI_API_KEY: ..., os.environ["GH_TOKEN"] = "...".
+# A value starting with $ or < is a reference or a placeholder, not a secret.
+_ENV_ASSIGN = re.compile(
+    r"\b([A-Z][A-Z0-9_]*_(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD|PAT))[\"']?\]?[ \t]*[=:][ \t]*[\"']?"
+    r"(?![$<{%])([^\s\"',;)}]{4,})")
+# Code-style assignments (api_key="...", hub_token='...'): only a quoted credential-looking literal,
+# so tokenizer code such as pad_token = "<pad>" or eos_token=tok.eos_token is left alone.
+_CODE_ASSIGN = re.compile(
+    r"(?i)\b([a-z_]*(?:_token|_key|_secret|password|passwd))[ \t]*[=:][ \t]*[\"']"
+    r"(?=[^\"'\s]*\d)(?=[^\"'\s]*[A-Za-z])([A-Za-z0-9_\-./+=]{16,})[\"']")
+
+# Site-packages (and dist-packages) prefixes, POSIX and Windows; the rest of the path is kept.
+_SITE_POSIX = re.compile(r"(?<![\w.~<>-])(?:/[^/\s\"'<>:]+)*/(?:site|dist)-packages/")
+_SITE_WIN = re.compile(r"(?<![\w])[A-Za-z]:\\(?:[^\\/\n\"'<>|*?:]+\\)*?(?:site|dist)-packages\\", re.IGNORECASE)
+_PATH_REST = re.compile(r"[^\s\"'<>|*?:,]*")
+_HOME_POSIX = re.compile(r"(?<![\w.-])(?:/mnt/[a-z])?(?:/home|/Users|/var/home)/([^/\s\"'<>:]+)"
+                         r"|(?<![\w.-])/root(?![\w.-])")
+_HOME_WIN = re.compile(r"(?<![\w])[A-Za-z]:[\\/](?:Users|Documents and Settings)[\\/]([^\\/\n\"'<>|*?:]+)",
+                       re.IGNORECASE)
+# Any other absolute drive path (the seed's E:\Folder\...): its folders go, the file name stays.
+_DRIVE_DIRS = re.compile(r"(?<![\w])[A-Za-z]:[\\/](?:[^\\/\n\"'<>|*?:]+[\\/])+")
+_DRIVE_ONLY = re.compile(r"(?<![\w])[A-Za-z]:\\[^\\/\s\"'<>|*?:]+(?=[\s\"']|$)")
+_EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b")
+# Host names that only make sense inside someone's network. One-dot names ending in .local or .home
+# are left alone: those read like Python attribute access (threading.local).
+_INTERNAL_HOST = re.compile(
+    r"(?<![\w.-])(?:[a-z0-9-]+\.){2,}(?:internal|local|lan|corp|intra|intranet|home|localdomain)(?![\w.(-])"
+    r"|(?<![\w.-])[a-z0-9-]+\.(?:internal|lan|corp|intranet|localdomain)(?![\w.(-])", re.IGNORECASE)
+_PRIVATE_IP = re.compile(
+    r"(?<![\w.])(?:10(?:\.\d{1,3}){3}|192\.168(?:\.\d{1,3}){2}|172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2})(?![\w.])")
+
+# Local names that are too generic to scrub wherever they appear as words.
+_GENERIC_NAMES = frozenset({"", "root", "user", "runner", "admin", "ubuntu", "localhost", "home", "test",
+                            "docker", "vagrant", "ec2-user", "jovyan", "colab", "kaggle", "node", "main", "work",
+                            "data", "server", "host", "linux", "debian", "fedora", "desktop", "laptop", "master",
+                            "worker", "train", "model", "cuda", "python", "default", "container", "sandbox"})
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing scrubbed or found: its kind and a redacted preview, never the value itself."""
+
+    kind: str
+    preview: str
+    line: int          # 1-based line in the scrubbed input
+    secret: bool       # True: a credential (filing refuses while one is present)
+    replacement: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "preview": self.preview, "line": self.line, "secret": self.secret,
+                "replacement": self.replacement}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> "Finding":
+        return cls(str(d["kind"]), str(d["preview"]), int(d["line"]), bool(d["secret"]),  # type: ignore[arg-type]
+                   str(d.get("replacement", "")))
+
+    def __str__(self) -> str:
+        arrow = f" -> {self.replacement}" if self.replacement else ""
+        return f"line {self.line}: {self.kind} {self.preview}{arrow}"
+
+
+@dataclass
+class ScrubResult:
+    text: str
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def secrets(self) -> list[Finding]:
+        return [f for f in self.findings if f.secret]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.findings)
+
+
+@dataclass(frozen=True)
+class _Hit:
+    start: int
+    end: int
+    kind: str
+    preview: str
+    replacement: str
+    secret: bool
+
+
+def _redacted(value: str, shown: str = "") -> str:
+    """A preview that names the kind without revealing the value: public prefix + length."""
+    return f"{shown}\u2026({len(value)} chars)"
+
+
+def _secret_hit(kind: str, start: int, end: int, value: str, shown: str = "") -> _Hit:
+    return _Hit(start, end, kind, _redacted(value, shown), f"<redacted:{kind}>", True)
+
+
+# --- the finders, in priority order -------------------------------------------------------
+
+def _find_pem(text: str) -> Iterable[_Hit]:
+    for m in _PEM.finditer(text):
+        label = m.group(1).strip()
+        yield _Hit(m.start(), m.end(), "pem_block", f"-----BEGIN {label}-----\u2026({len(m.group())} chars)",
+                   f"<redacted:pem_block {label}>", True)
+
+
+def _find_split_tokens(text: str) -> Iterable[_Hit]:
+    """A token wrapped across a line break (terminal width, a forum's pasted traceback):
+    the piece at the end of one line is shorter than the token, the next line continues it."""
+    lines = text.split("\n")
+    offsets = [0]
+    for line in lines[:-1]:
+        offsets.append(offsets[-1] + len(line) + 1)
+    for tk in _TOKENS:
+        if not tk.full_len:
+            continue
+        tail_re = re.compile(rf"(?<![\w-]){tk.head_re}[{tk.chars}]*$")
+        full_re = re.compile(tk.pattern)
+        for i, line in enumerate(lines[:-1]):
+            tail = tail_re.search(line)
+            if not tail or len(tail.group()) >= tk.full_len:
+                continue
+            nxt = lines[i + 1]
+            lead = re.match(rf"[ \t>|]*([{tk.chars}]+)", nxt)
+            if not lead:
+                continue
+            need = tk.full_len - len(tail.group())
+            cont = lead.group(1)[:need] if tk.kind != "openai_key" else lead.group(1)
+            if not full_re.fullmatch(tail.group() + cont):
+                continue
+            whole = tail.group() + cont
+            preview = _redacted(whole, whole[:4] if tk.head else tk.prefix) + " split across lines"
+            a = offsets[i] + tail.start()
+            yield _Hit(a, a + len(tail.group()), tk.kind, preview, f"<redacted:{tk.kind}>", True)
+            b = offsets[i + 1] + lead.start(1)
+            yield _Hit(b, b + len(cont), tk.kind, preview, "", True)
+
+
+def _find_tokens(text: str) -> Iterable[_Hit]:
+    for tk in _TOKENS:
+        for m in re.finditer(tk.pattern, text):
+            shown = m.group()[:4] if tk.head else tk.prefix
+            yield _secret_hit(tk.kind, m.start(), m.end(), m.group(), shown)
+
+
+def _find_labelled_secrets(text: str) -> Iterable[_Hit]:
+    for m in _AWS_SECRET.finditer(text):
+        yield _secret_hit("aws_secret_key", m.start(2), m.end(2), m.group(2))
+    for m in _AUTH_HEADER.finditer(text):
+        if m.group(2).startswith("<redacted"):
+            continue
+        yield _secret_hit("authorization_header", m.start(2), m.end(2), m.group(2))
+    for m in _ENV_ASSIGN.finditer(text):
+        yield _secret_hit("secret_assignment", m.start(2), m.end(2), m.group(2), f"{m.group(1)}=")
+    for m in _CODE_ASSIGN.finditer(text):
+        yield _secret_hit("secret_assignment", m.start(2), m.end(2), m.group(2), f"{m.group(1)}=")
+
+
+def _find_site_packages(text: str) -> Iterable[_Hit]:
+    for m in _SITE_POSIX.finditer(text):
+        yield _Hit(m.start(), m.end(), "site_packages", "\u2026/site-packages/", "<env>/", False)
+    for m in _SITE_WIN.finditer(text):
+        # The package-relative rest is kept, with forward slashes like every other frame we show.
+        rest = _PATH_REST.match(text, m.end()).group()  # type: ignore[union-attr]
+        yield _Hit(m.start(), m.end() + len(rest), "site_packages", "\u2026\\site-packages\\",
+                   "<env>/" + rest.replace("\\", "/"), False)
+
+
+def _find_homes(text: str) -> Iterable[_Hit]:
+    for m in _HOME_POSIX.finditer(text):
+        yield _Hit(m.start(), m.end(), "home_dir", m.group().split("/")[1] + "/\u2026", "~", False)
+    for m in _HOME_WIN.finditer(text):
+        yield _Hit(m.start(), m.end(), "home_dir", "Users\\\u2026", "~", False)
+
+
+def _find_drive_paths(text: str) -> Iterable[_Hit]:
+    for m in _DRIVE_DIRS.finditer(text):
+        yield _Hit(m.start(), m.end(), "drive_path", m.group()[:3] + "\u2026", "<path>" + m.group()[-1], False)
+    for m in _DRIVE_ONLY.finditer(text):
+        yield _Hit(m.start(), m.end(), "drive_path", m.group()[:3] + "\u2026", "<path>", False)
+
+
+def _find_contacts(text: str) -> Iterable[_Hit]:
+    for m in _EMAIL.finditer(text):
+        yield _Hit(m.start(), m.end(), "email", "\u2026@" + m.group().rsplit(".", 1)[-1], "<email>", False)
+    for m in _INTERNAL_HOST.finditer(text):
+        yield _Hit(m.start(), m.end(), "hostname", "\u2026." + m.group().rsplit(".", 1)[-1], "<host>", False)
+    for m in _PRIVATE_IP.finditer(text):
+        yield _Hit(m.start(), m.end(), "private_ip", m.group().split(".")[0] + ".\u2026", "<ip>", False)
+
+
+def local_identity() -> tuple[str, ...]:
+    """This machine's host name (long and short) and the user's login name: scrubbed wherever
+    they appear as words, unless they are too generic to be personal."""
+    names: set[str] = set()
+    try:
+        host = socket.gethostname()
+        names.update({host, host.split(".")[0]})
+    except OSError:
+        pass
+    for getter in (getpass.getuser, lambda: os.environ.get("USER", ""), lambda: os.environ.get("USERNAME", "")):
+        try:
+            names.add(getter())
+        except (KeyError, OSError):
+            continue
+    # Short or generic names would take ordinary words out of tracebacks ("gpu", "worker").
+    return tuple(sorted(n for n in names if len(n) >= 4 and n.lower() not in _GENERIC_NAMES))
+
+
+def _identity_finder(names: Iterable[str]) -> Callable[[str], Iterable[_Hit]]:
+    def find(text: str) -> Iterable[_Hit]:
+        for name in names:
+            for m in re.finditer(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text):
+                yield _Hit(m.start(), m.end(), "local_name", name[0] + "\u2026", "<user-or-host>", False)
+    return find
+
+
+_SECRET_FINDERS: tuple[Callable[[str], Iterable[_Hit]], ...] = (
+    _find_pem, _find_split_tokens, _find_tokens, _find_labelled_secrets)
+_PRIVATE_FINDERS: tuple[Callable[[str], Iterable[_Hit]], ...] = (
+    _find_site_packages, _find_homes, _find_drive_paths, _find_contacts)
+
+
+def _resolve(text: str, finders: Iterable[Callable[[str], Iterable[_Hit]]]) -> list[_Hit]:
+    """All hits, earlier finders winning overlaps; returned in text order."""
+    taken: list[tuple[int, int]] = []  # sorted, non-overlapping
+    kept: list[_Hit] = []
+    for finder in finders:
+        for hit in sorted(finder(text), key=lambda h: (h.start, -(h.end - h.start))):
+            i = bisect.bisect_left(taken, (hit.start, hit.end))
+            if i > 0 and taken[i - 1][1] > hit.start:
+                continue
+            if i < len(taken) and taken[i][0] < hit.end:
+                continue
+            taken.insert(i, (hit.start, hit.end))
+            kept.append(hit)
+    return sorted(kept, key=lambda h: h.start)
+
+
+def _findings(text: str, hits: list[_Hit]) -> list[Finding]:
+    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    out: list[Finding] = []
+    for h in hits:
+        if h.secret and not h.replacement:  # the second half of a split token: reported once
+            continue
+        line = bisect.bisect_right(line_starts, h.start)
+        out.append(Finding(h.kind, h.preview, line, h.secret, h.replacement))
+    return out
+
+
+def find_secrets(text: str) -> list[Finding]:
+    """Credentials present in ``text`` (empty list when none): filing refuses while any remain."""
+    return _findings(text, _resolve(text, _SECRET_FINDERS))
+
+
+def scrub(text: str, *, names: Iterable[str] | None = None) -> ScrubResult:
+    """``text`` with secrets redacted and private details replaced, and what was found.
+
+    ``names``: host/user names to scrub as words; default: this machine's (``local_identity()``).
+    Idempotent: scrubbing the result again finds nothing.
+    """
+    finders = (*_SECRET_FINDERS, *_PRIVATE_FINDERS,
+               _identity_finder(local_identity() if names is None else names))
+    hits = _resolve(text, finders)
+    parts: list[str] = []
+    pos = 0
+    for h in hits:
+        parts.append(text[pos:h.start])
+        parts.append(h.replacement)
+        pos = h.end
+    parts.append(text[pos:])
+    return ScrubResult("".join(parts), _findings(text, hits))

@@ -1,0 +1,162 @@
+"""`reprobot file --submit` against a local GitHub (tests/fakegithub.py): files once, never
+re-sends a POST, finds its own marker, refuses unsafe or incomplete drafts."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.draft import marker
+from reducer.errors import ExitCode
+from tests.draft_support import copy_repro
+from tests.fakegithub import FakeGitHub
+
+REPO = "huggingface/peft"
+ISSUES = r"^/repos/huggingface/peft/issues$"
+
+
+@pytest.fixture
+def repro(tmp_path: Path) -> Path:
+    return copy_repro(tmp_path)
+
+
+@pytest.fixture
+def gh(fake_github: FakeGitHub) -> FakeGitHub:
+    fake_github.add_repo(REPO)
+    return fake_github
+
+
+def sig_id(repro: Path) -> str:
+    return json.loads((repro / "signature.json").read_text())["signature"]["id"]
+
+
+def submit(repro: Path) -> int:
+    return main(["file", str(repro), "--submit", "--yes", "--repo", "peft"])
+
+
+def issues_in(gh: FakeGitHub) -> list[dict]:
+    return list(gh.issues[REPO.lower()].values())
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_submit_creates_once_then_says_already_filed(repro: Path, gh: FakeGitHub,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert submit(repro) == 0
+    posts = gh.requests_to("POST", ISSUES)
+    assert len(posts) == 1
+    payload = posts[0].body
+    assert set(payload) == {"title", "body"}  # no labels, no assignees
+    assert marker(sig_id(repro)) in payload["body"]
+    assert "reprobot:notes" not in payload["body"] and "reprobot:confirm" not in payload["body"]
+    assert payload["body"].lstrip().startswith("### System Info")
+    [issue] = issues_in(gh)
+    filed = json.loads((repro / "filed.json").read_text())["issues"]
+    assert filed[0]["url"] == issue["html_url"] and filed[0]["created"] is True
+    assert f"filed: {issue['html_url']}" in flat(capsys.readouterr().out)
+
+    seen = len(gh.requests)
+    assert submit(repro) == 0
+    assert f"already filed: {issue['html_url']}" in flat(capsys.readouterr().out)
+    assert len(gh.requests) == seen  # answered from filed.json: not even a GET
+    assert len(issues_in(gh)) == 1
+
+
+def test_an_issue_with_the_marker_is_adopted_not_duplicated(repro: Path, gh: FakeGitHub,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    existing = gh.add_issue(REPO, title="filed from another machine",
+                            body="### Reproduction\n\n...\n\n" + marker(sig_id(repro)) + "\n")
+    assert submit(repro) == 0
+    assert gh.requests_to("POST", ISSUES) == []
+    assert f"already filed: {existing['html_url']}" in flat(capsys.readouterr().out)
+    filed = json.loads((repro / "filed.json").read_text())["issues"][0]
+    assert filed["number"] == existing["number"] and filed["created"] is False
+
+
+def test_502_after_the_issue_was_created_is_not_retried(repro: Path, gh: FakeGitHub,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    gh.fail_next("POST", ISSUES, 502, after=True)
+    assert submit(repro) == 0
+    assert len(gh.requests_to("POST", ISSUES)) == 1
+    [issue] = issues_in(gh)
+    out = flat(capsys.readouterr().out)
+    assert f"GitHub reported an error, but the issue exists): {issue['html_url']}" in out
+    assert json.loads((repro / "filed.json").read_text())["issues"][0]["number"] == issue["number"]
+
+
+def test_502_before_creation_reports_clearly_and_a_rerun_files_once(repro: Path, gh: FakeGitHub,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    gh.fail_next("POST", ISSUES, 502)
+    assert submit(repro) == ExitCode.NETWORK
+    err = flat(capsys.readouterr().err)
+    assert "GitHub answered 502" in err and "not re-sent" in err and "Traceback" not in err
+    assert len(gh.requests_to("POST", ISSUES)) == 1 and issues_in(gh) == []
+    assert not (repro / "filed.json").exists()
+    assert submit(repro) == 0
+    assert len(gh.requests_to("POST", ISSUES)) == 2 and len(issues_in(gh)) == 1
+
+
+def test_rerun_after_lost_answer_adopts_without_a_second_post(repro: Path, gh: FakeGitHub,
+                                                              capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import bot.filing as filing
+
+    real = filing.find_marked
+    calls = {"n": 0}
+
+    def find_then_lose_github(client, repo, sig):
+        # The check right after the failed POST finds GitHub's search failing too (every retry).
+        calls["n"] += 1
+        if calls["n"] == 2:
+            gh.fail_next("GET", r"^/search/issues$", 502, times=20)
+        return real(client, repo, sig)
+
+    monkeypatch.setattr(filing, "find_marked", find_then_lose_github)
+    gh.fail_next("POST", ISSUES, 502, after=True)
+    assert submit(repro) == ExitCode.NETWORK
+    err = flat(capsys.readouterr().err)
+    assert "not re-sent" in err and "looks for the marker before filing" in err
+    assert len(gh.requests_to("POST", ISSUES)) == 1 and len(issues_in(gh)) == 1
+    assert not (repro / "filed.json").exists()
+    gh.faults.clear()  # GitHub is back
+    # The re-run searches first, finds the marker, and does not POST again.
+    assert submit(repro) == 0
+    assert len(gh.requests_to("POST", ISSUES)) == 1 and len(issues_in(gh)) == 1
+    assert "already filed: https://github.com/huggingface/peft/issues/1" in flat(capsys.readouterr().out)
+
+
+def test_missing_token_is_one_line(repro: Path, gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("GITHUB_TOKEN")
+    assert submit(repro) == ExitCode.NO_TOKEN
+    err = capsys.readouterr().err.strip()
+    assert "GITHUB_TOKEN" in err and len(err.splitlines()) <= 2 and "Traceback" not in err
+    assert gh.requests == []
+
+
+def test_a_secret_in_the_draft_fails_closed(repro: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["draft", str(repro), "--repo", "peft"]) == 0
+    md = repro / "draft-peft.md"
+    token = "gh" + "p_" + "Zq3" * 12
+    md.write_text(md.read_text().replace("Save it as", f"(token {token}) Save it as"))
+    assert submit(repro) == ExitCode.UNSAFE
+    err = flat(capsys.readouterr().err)
+    assert "refusing to file: github_token" in err and token not in err and token[4:16] not in err
+    assert gh.requests == []  # nothing left the machine
+
+
+def test_an_incomplete_draft_is_not_filed(repro: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]) -> None:
+    (repro / "env.json").unlink()
+    assert submit(repro) == ExitCode.BAD_INPUT
+    assert "system-info: required but empty" in flat(capsys.readouterr().err)
+    assert gh.requests == []
+
+
+def test_submit_without_yes_needs_a_terminal(repro: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["file", str(repro), "--submit", "--repo", "peft"]) == ExitCode.USAGE
+    assert "--yes" in capsys.readouterr().err
+    assert gh.requests_to("POST", ISSUES) == []

@@ -1,0 +1,269 @@
+"""bot/scrub.py: every pattern has a case it must catch and a look-alike it must leave alone.
+
+Fake credentials are assembled by concatenation at run time, so no token-shaped literal is
+ever committed (secret scanners would flag it, and so would our own scrubber).
+"""
+from __future__ import annotations
+
+import random
+import string
+
+import pytest
+
+from bot.scrub import Finding, find_secrets, local_identity, scrub
+
+rng = random.Random(1234)
+
+
+def fake(chars: str, n: int) -> str:
+    return "".join(rng.choice(chars) for _ in range(n))
+
+
+ALNUM = string.ascii_letters + string.digits
+UPPER = string.ascii_uppercase + string.digits
+HF = "hf" + "_" + fake(ALNUM, 34)
+GHP = "gh" + "p_" + fake(ALNUM, 36)
+GHO = "gh" + "o_" + fake(ALNUM, 36)
+GHU = "gh" + "u_" + fake(ALNUM, 36)
+GHS = "gh" + "s_" + fake(ALNUM, 36)
+GHR = "gh" + "r_" + fake(ALNUM, 36)
+GH_PAT = "github" + "_pat_" + fake(ALNUM, 22) + "_" + fake(ALNUM, 59)
+AWS_ID = "AK" + "IA" + fake(UPPER, 16)
+AWS_SECRET = fake(ALNUM + "/+", 40)
+OPENAI = "sk" + "-proj-" + fake(ALNUM, 48)
+OPENAI_LEGACY = "sk" + "-" + fake(ALNUM, 48)
+JWT = "ey" + "J" + fake(ALNUM, 20) + "." + "ey" + "J" + fake(ALNUM, 30) + "." + fake(ALNUM + "-_", 43)
+PEM = ("-----BEGIN " + "RSA PRIVATE KEY-----\n" + fake(ALNUM, 64) + "\n" + fake(ALNUM, 64) + "\n"
+       "-----END " + "RSA PRIVATE KEY-----")
+
+NO_NAMES: tuple[str, ...] = ()
+
+
+def kinds(findings: list[Finding]) -> list[str]:
+    return [f.kind for f in findings]
+
+
+def assert_gone(secret: str, text: str) -> None:
+    """The value and any 12-character piece of it are absent."""
+    assert secret not in text
+    for i in range(0, max(1, len(secret) - 12), 6):
+        assert secret[i:i + 12] not in text, secret[i:i + 12]
+
+
+@pytest.mark.parametrize("value,kind", [
+    (HF, "hf_token"), (GHP, "github_token"), (GHO, "github_token"), (GHU, "github_token"),
+    (GHS, "github_token"), (GHR, "github_token"), (GH_PAT, "github_token"), (AWS_ID, "aws_access_key"),
+    (OPENAI, "openai_key"), (OPENAI_LEGACY, "openai_key"), (JWT, "jwt"),
+])
+def test_token_is_redacted_and_reported_without_its_value(value: str, kind: str) -> None:
+    text = f"login failed for {value} (retrying)\n"
+    result = scrub(text, names=NO_NAMES)
+    assert_gone(value, result.text)
+    assert f"<redacted:{kind}>" in result.text
+    assert "login failed for" in result.text and "(retrying)" in result.text
+    assert kinds(result.findings) == [kind]
+    f = result.findings[0]
+    assert f.secret and f.line == 1
+    assert value not in f.preview and value[5:15] not in f.preview and value[-8:] not in f.preview
+    assert f"({len(value)} chars)" in f.preview
+    assert kinds(find_secrets(text)) == [kind]
+    assert find_secrets(result.text) == []
+
+
+@pytest.mark.parametrize("text", [
+    "hf_hub_download(repo_id='x', filename='config.json')",   # hf_ API names
+    "from huggingface_hub import hf_hub_url, hf_api",
+    "hf_" + "a" * 12,                                           # too short to be a token
+    "ghp_" + "x" * 10, "the github_pat_ prefix is documented",
+    "AKIA is how AWS key ids start",
+    "scikit-learn and sk-learn are packages; risk-" + "a" * 30,  # sk- inside a word
+    "eyJhbGciOiJIUzI1NiJ9 alone is a base64 header, not a JWT",
+    "tokenizer.pad_token = tokenizer.eos_token\npad_token_id=0\nmodel.config.eos_token_id = 2",
+    'pad_token="<pad>", eos_token="</s>", cache_key = "layer.0.attn"',
+    "export HF_TOKEN=$HF_TOKEN\nHF_TOKEN=\nOPENAI_API_KEY=${OPENAI_API_KEY}",
+    "os.environ.get('HF_TOKEN')",
+    "KeyError: 22",
+    "-----BEGIN is just a dash run",
+    "Authorization headers are documented at https://docs.github.com",
+])
+def test_look_alikes_are_not_secrets(text: str) -> None:
+    assert find_secrets(text) == []
+    assert scrub(text, names=NO_NAMES).text == text
+
+
+def test_pem_block_is_redacted_whole() -> None:
+    text = "key:\n" + PEM + "\nafter"
+    result = scrub(text, names=NO_NAMES)
+    assert result.text == "key:\n<redacted:pem_block RSA PRIVATE KEY>\nafter"
+    assert kinds(result.findings) == ["pem_block"] and result.findings[0].line == 2
+    # An unterminated block (a truncated paste) is redacted to the end.
+    cut = scrub("x\n" + PEM[:120], names=NO_NAMES)
+    assert "<redacted:pem_block" in cut.text and PEM[40:60] not in cut.text
+
+
+@pytest.mark.parametrize("text,value", [
+    ("curl -H 'Authorization: Bearer " + "abc" + "DEF123456xyz' https://api", "abcDEF123456xyz"),
+    ('headers = {"Authorization": "token ' + "zz9" + 'zz9zz9zz9"}', "zz9zz9zz9zz9"),
+    ("Proxy-Authorization: Basic " + "dXNlcjpw" + "YXNzd29yZA==", "dXNlcjpwYXNzd29yZA=="),
+])
+def test_authorization_header_value_is_redacted(text: str, value: str) -> None:
+    result = scrub(text, names=NO_NAMES)
+    assert value not in result.text and "<redacted:authorization_header>" in result.text
+    assert "authorization" in result.text.lower()
+    assert kinds(find_secrets(text)) == ["authorization_header"]
+
+
+@pytest.mark.parametrize("text,value", [
+    ("WANDB_API_KEY=" + "0123abcd" * 5, "0123abcd" * 5),
+    ("export MY_SERVICE_TOKEN='" + "q1w2e3r4t5y6" + "'", "q1w2e3r4t5y6"),
+    ('os.environ["DB_PASSWORD"] = "' + "hunter2hunter2" + '"', "hunter2hunter2"),
+    ("aws_secret_access_key = " + AWS_SECRET, AWS_SECRET),
+    ('client = Client(api_key="' + "a1b2c3d4e5f6g7h8i9" + '")', "a1b2c3d4e5f6g7h8i9"),
+])
+def test_secret_assignments_are_redacted(text: str, value: str) -> None:
+    result = scrub(text, names=NO_NAMES)
+    assert value not in result.text
+    assert result.secrets and find_secrets(text)
+    assert find_secrets(result.text) == []
+
+
+def test_assignment_holding_a_known_token_is_reported_once_as_that_token() -> None:
+    result = scrub("HF_TOKEN=" + HF, names=NO_NAMES)
+    assert result.text == "HF_TOKEN=<redacted:hf_token>"
+    assert kinds(result.findings) == ["hf_token"]
+
+
+def test_token_split_across_lines_in_a_traceback() -> None:
+    # A terminal (or a forum) wrapped the exception line in the middle of the token.
+    cut = 21
+    text = ("Traceback (most recent call last):\n"
+            '  File "/home/alice/run.py", line 3, in <module>\n'
+            "    login(token)\n"
+            f"ValueError: Invalid token passed: {HF[:cut]}\n"
+            f"{HF[cut:]} is not valid for this repo\n")
+    assert HF not in text  # the whole token never appears on one line
+    found = find_secrets(text)
+    assert kinds(found) == ["hf_token"] and "split across lines" in found[0].preview and found[0].line == 4
+    result = scrub(text, names=NO_NAMES)
+    assert HF[:cut] not in result.text and HF[cut:] not in result.text
+    assert "is not valid for this repo" in result.text
+    assert find_secrets(result.text) == []
+
+
+def test_split_detection_leaves_ordinary_wrapped_lines_alone() -> None:
+    # A complete token at a line end, and a short hf_ name followed by a word: no joining.
+    text = f"token {HF}\nTraceback (most recent call last):\nhf_api\ncall failed\n"
+    result = scrub(text, names=NO_NAMES)
+    assert "Traceback (most recent call last):" in result.text
+    assert "hf_api\ncall failed" in result.text
+    assert kinds(result.findings) == ["hf_token"]
+
+
+WINDOWS_TB = (
+    "Traceback (most recent call last):\n"
+    '  File "E:\\Folder\\inference_worker.py", line 414, in inference_worker_loop\n'
+    "    model = _worker_load_model(cfg)\n"
+    '  File "E:\\Folder\\gemma_env\\Lib\\site-packages\\peft\\peft_model.py", line 582, in from_pretrained\n'
+    "    model.load_adapter(model_id, adapter_name)\n"
+    '  File "C:\\Users\\Jane Doe\\AppData\\Local\\Programs\\Python\\Python311\\Lib\\site-packages'
+    '\\accelerate\\hooks.py",'
+    " line 695, in attach_align_device_hook_on_blocks\n"
+    "RuntimeError: Tensor.item() cannot be called on meta tensors\n")
+
+
+def test_windows_traceback_paths() -> None:
+    result = scrub(WINDOWS_TB, names=NO_NAMES)
+    assert 'File "<env>/peft/peft_model.py", line 582' in result.text
+    assert 'File "<env>/accelerate/hooks.py", line 695' in result.text
+    assert 'File "<path>\\inference_worker.py", line 414' in result.text
+    for private in ("Folder", "gemma_env", "Jane", "Doe", "AppData", "E:\\", "C:\\"):
+        assert private not in result.text
+    assert "RuntimeError: Tensor.item() cannot be called on meta tensors" in result.text
+    assert scrub(result.text, names=NO_NAMES).findings == []  # idempotent
+
+
+def test_windows_home_keeps_the_rest_of_the_path() -> None:
+    assert scrub(r"saved to C:\Users\jdoe\runs\out.bin", names=NO_NAMES).text == r"saved to ~\runs\out.bin"
+    assert scrub("cd C:/Users/jdoe/runs", names=NO_NAMES).text == "cd ~/runs"
+    assert scrub(r'offload_folder=r"E:\Folder\offload_temp"', names=NO_NAMES).text == \
+        r'offload_folder=r"<path>\offload_temp"'
+
+
+@pytest.mark.parametrize("text,expected", [
+    ('File "/home/alice/proj/train.py", line 3', 'File "~/proj/train.py", line 3'),
+    ("cache in /Users/bob/.cache/huggingface", "cache in ~/.cache/huggingface"),
+    ("/root/.cache/huggingface/hub", "~/.cache/huggingface/hub"),
+    ("wsl: /mnt/c/Users/carol/data.json", "wsl: ~/data.json"),
+    ('File "/home/alice/.venv/lib/python3.11/site-packages/peft/peft_model.py", line 9',
+     'File "<env>/peft/peft_model.py", line 9'),
+    ("/opt/conda/envs/x/lib/python3.10/site-packages/torch/nn/modules/module.py",
+     "<env>/torch/nn/modules/module.py"),
+    ("/usr/lib/python3/dist-packages/yaml/__init__.py", "<env>/yaml/__init__.py"),
+])
+def test_posix_homes_and_site_packages(text: str, expected: str) -> None:
+    assert scrub(text, names=NO_NAMES).text == expected
+
+
+@pytest.mark.parametrize("text", [
+    "/usr/lib/python3.11/json/decoder.py", "/tmp/tmpabc/run.py", "/rootfs/x", "https://example.org/home/page",
+    "see docs/home/index.md", "x = threading.local()", "torch.nn.modules.module",
+])
+def test_paths_that_are_not_personal_stay(text: str) -> None:
+    assert scrub(text, names=NO_NAMES).text == text
+
+
+@pytest.mark.parametrize("text,expected,kind", [
+    ("contact jane.doe+hf@example.co.uk today", "contact <email> today", "email"),
+    ("connect to gpu-node-17.cluster.local:29500", "connect to <host>:29500", "hostname"),
+    ("ip-10-0-0-12.ec2.internal refused", "<host> refused", "hostname"),
+    ("build box: ci-runner.corp", "build box: <host>", "hostname"),
+    ("MASTER_ADDR=192.168.1.20", "MASTER_ADDR=<ip>", "private_ip"),
+])
+def test_contacts_and_internal_hosts(text: str, expected: str, kind: str) -> None:
+    result = scrub(text, names=NO_NAMES)
+    assert result.text == expected
+    assert kinds(result.findings) == [kind] and not result.findings[0].secret
+
+
+@pytest.mark.parametrize("text", [
+    "see https://huggingface.co/docs and github.com/huggingface/peft",
+    "@torch.no_grad()\ndef f(): ...", "pip install peft@git+https://x",  # no dot-TLD after @
+    "version 10.0.1, tensor shape 192.168", "Python 3.11.7 on 8.8.8.8",
+])
+def test_public_names_and_numbers_stay(text: str) -> None:
+    assert scrub(text, names=NO_NAMES).text == text
+
+
+def test_machine_names_are_scrubbed_as_words_only() -> None:
+    text = "worker on dgx-alice-01 failed; user jdoe42 at /srv/jdoe42/x; jdoe42x is another word"
+    result = scrub(text, names=("dgx-alice-01", "jdoe42"))
+    assert "dgx-alice-01" not in result.text
+    assert "/srv/<user-or-host>/x" in result.text and "jdoe42x" in result.text
+    assert result.text.count("<user-or-host>") == 3
+
+
+def test_local_identity_is_this_machines_names_minus_generic_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bot.scrub as scrub_mod
+
+    monkeypatch.setattr(scrub_mod.socket, "gethostname", lambda: "dgx-jane-07.lab.example.org")
+    monkeypatch.setattr(scrub_mod.getpass, "getuser", lambda: "jdoe42")
+    monkeypatch.setenv("USER", "jdoe42")
+    monkeypatch.setenv("USERNAME", "runner")
+    assert local_identity() == ("dgx-jane-07", "dgx-jane-07.lab.example.org", "jdoe42")
+    monkeypatch.setattr(scrub_mod.socket, "gethostname", lambda: "gpu")
+    monkeypatch.setattr(scrub_mod.getpass, "getuser", lambda: "root")
+    monkeypatch.setenv("USER", "worker")
+    assert local_identity() == ()
+    # The default of scrub() is that identity.
+    monkeypatch.setattr(scrub_mod.socket, "gethostname", lambda: "dgx-jane-07")
+    assert scrub("host dgx-jane-07 ran out of memory on the gpu").text == \
+        "host <user-or-host> ran out of memory on the gpu"
+
+
+def test_findings_report_lines_and_never_values() -> None:
+    text = f"ok\nHF_TOKEN={HF}\nby jane@example.com\n"
+    result = scrub(text, names=NO_NAMES)
+    assert [(f.kind, f.line) for f in result.findings] == [("hf_token", 2), ("email", 3)]
+    for f in result.findings:
+        assert HF[3:] not in str(f) and "jane" not in str(f)
+    assert Finding.from_dict(result.findings[0].to_dict()) == result.findings[0]
