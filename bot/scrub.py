@@ -332,3 +332,14 @@ def scrub(text: str, *, names: Iterable[str] | None = None) -> ScrubResult:
         pos = h.end
     parts.append(text[pos:])
     return ScrubResult("".join(parts), _findings(text, hits))
+
+
+def scrub_tree(value):
+    """Every string in a JSON-like value scrubbed (keys too); other values kept as they are."""
+    if isinstance(value, str):
+        return scrub(value).text
+    if isinstance(value, dict):
+        return {(scrub_tree(k) if isinstance(k, str) else k): scrub_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub_tree(v) for v in value]
+    return value

@@ -105,16 +105,18 @@ def record_failure(failure: "Failure", root: Path = DEFAULT_ROOT) -> ReproDir:
     d = ReproDir.create(failure.spec.script, failure.signature, root)
     write_text_atomic(d.original, safe(failure.spec.source))
     record = failure.record
-    write_json_atomic(d.signature_json, {
+    from bot.scrub import scrub_tree
+    # Scrubbed whole: an exception message can carry a token or a home path.
+    write_json_atomic(d.signature_json, scrub_tree({
         "signature": failure.signature.to_dict(),
         "options": failure.spec.options.to_dict(),
-        "record": json.loads(safe(json.dumps(record.to_dict()))),
+        "record": record.to_dict(),
         "script": failure.spec.script.name,
-        "args": [safe(a) for a in failure.spec.args],
-        "command": safe(" ".join(["python", failure.spec.script.name, *failure.spec.args])),
+        "args": list(failure.spec.args),
+        "command": " ".join(["python", failure.spec.script.name, *failure.spec.args]),
         "runs": [{"wall_time": round(o.wall_time, 3), "returncode": o.returncode,
                   "timed_out": o.timed_out} for o in failure.outcomes],
         "choices": [s.to_dict() for s, _ in failure.choices],
-    })
+    }))
     write_text_atomic(d.traceback_txt, safe(record.text) + "\n")
     return d
