@@ -21,10 +21,11 @@ from typing import Any
 
 import jinja2
 
+from bot.templating import templates_dir
 from bot.action_result import REPRO_SUBDIR, SILENT, ActionResult
 from reducer.signature import Signature
 
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+TEMPLATES_DIR = templates_dir()
 TEMPLATE = "action_reply.md.j2"
 MARKER_PREFIX = "reprobot:discussion="
 # GitHub refuses comment bodies over 65,536 characters; the parts are capped to stay under.

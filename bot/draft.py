@@ -19,6 +19,7 @@ from typing import Any
 
 import jinja2
 
+from bot.templating import templates_dir
 from bot.forms import CONFIRM_MARK, MISSING_MARK, FieldValue, Form, Validation, field_values, get_form, validate
 from bot.scrub import Finding, scrub
 from bot.store import ReproDir, write_json_atomic, write_text_atomic
@@ -28,7 +29,7 @@ from reducer.outcome import Frame, TracebackRecord
 from reducer.signature import PLUMBING, MatchOptions, Signature, find_match
 from reducer.tracebacks import parse_tracebacks
 
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+TEMPLATES_DIR = templates_dir()
 MARKER_PREFIX = "<!-- reprobot:sig="
 TITLE_MAX = 120          # GitHub allows 256; titles past ~120 are cut in every list view
 URL_MAX = 8000           # beyond this, browsers and GitHub's front end start refusing URLs
