@@ -12,7 +12,7 @@ from bot.store import ReproDir, safe, write_json_atomic, write_text_atomic
 from reducer.errors import ExitCode, ReprobotError
 from reducer.failure import Failure
 from reducer.gpu import GpuPool, parse_gpus
-from reducer.oracle import Oracle, candidate_timeout
+from reducer.oracle import Oracle, candidate_memory, candidate_timeout
 from reducer.search import Progress, Reducer
 from reducer.signature import find_match
 from reducer.size import count_statements
@@ -51,7 +51,8 @@ def reduce_failure(failure: Failure, repro: ReproDir, *, jobs: int = 1, gpus: st
         console.print(f"[yellow]--jobs {jobs} > {pool.slots} GPU slots: candidates queue for a free GPU "
                       f"(--jobs-per-gpu lets small candidates share one)[/]")
     oracle = Oracle(failure.runner, failure.signature, failure.spec.options,
-                    timeout=candidate_timeout(failure.wall_time), gpus=pool)
+                    timeout=candidate_timeout(failure.wall_time), gpus=pool,
+                    max_rss=candidate_memory(failure.peak_rss))
     start_source, seen, stats = (None, {}, None)
     if resume:
         start_source, seen, stats = _load_resume(repro, oracle)

@@ -70,6 +70,10 @@ class Failure:
     def wall_time(self) -> float:
         return max(o.wall_time for o in self.outcomes)
 
+    @property
+    def peak_rss(self) -> int:
+        return max(o.peak_rss for o in self.outcomes)
+
 
 def _describe(outcome: Outcome) -> str:
     if outcome.timed_out:

@@ -19,6 +19,13 @@ def candidate_timeout(original_wall: float) -> float:
     return max(TIMEOUT_FLOOR, original_wall * TIMEOUT_FACTOR + 2.0)
 
 
+def candidate_memory(original_peak_rss: int) -> int | None:
+    """Resident-memory cap for a candidate, from the original's peak (None when unknown)."""
+    if original_peak_rss <= 0:
+        return None
+    return max(3 * original_peak_rss, original_peak_rss + 2 * 1024 ** 3)
+
+
 @dataclass
 class Verdict:
     interesting: bool
@@ -28,8 +35,9 @@ class Verdict:
 class Oracle:
     def __init__(self, runner: Runner, target: Signature, options: MatchOptions,
                  timeout: float | None = None, stop_early: bool = True,
-                 gpus: GpuPool | None = None) -> None:
+                 gpus: GpuPool | None = None, max_rss: int | None = None) -> None:
         self.runner = runner
+        self.max_rss = max_rss
         self.gpus = gpus or GpuPool([])
         self.target = target
         self.options = options
@@ -47,7 +55,7 @@ class Oracle:
             outcome = self.runner.run(
                 source, timeout=self.timeout,
                 extra_env={"CUDA_VISIBLE_DEVICES": slot.gpu} if slot.gpu is not None else None,
-                stop_when=self._hit if self.stop_early else None)
+                stop_when=self._hit if self.stop_early else None, max_rss=self.max_rss)
             slot.pgid = outcome.pid
         with self._lock:
             self.runs += 1

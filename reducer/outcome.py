@@ -90,6 +90,8 @@ class Outcome:
     signal: str | None = None     # e.g. "SIGSEGV" when the process died by a signal
     timeout_reason: str | None = None  # "wall clock" or what reported a hang (an NCCL watchdog)
     pid: int | None = None  # the run's process (group) id, to check its GPU memory is released
+    peak_rss: int = 0        # the process group's peak resident memory, sampled, in bytes
+    over_memory: bool = False  # killed for using far more memory than the original run
     tracebacks: list[TracebackRecord] = field(default_factory=list)
 
     @property
@@ -104,5 +106,7 @@ class Outcome:
             "stopped_early": self.stopped_early,
             "signal": self.signal,
             "timeout_reason": self.timeout_reason,
+            "peak_rss": self.peak_rss,
+            "over_memory": self.over_memory,
             "tracebacks": [t.to_dict() for t in self.tracebacks],
         }

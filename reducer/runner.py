@@ -110,6 +110,33 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+def group_rss(pgid: int) -> int:
+    """Resident memory of every live process in a process group, in bytes (Linux /proc)."""
+    total = 0
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+            # Fields after the parenthesised command name: state ppid pgrp ...; rss is field 24.
+            fields = stat[stat.rindex(b")") + 2:].split()
+            if int(fields[2]) != pgid:
+                continue
+            total += int(fields[21]) * _PAGE
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_MEMORY_POLL = 0.25
+
+
 def _signal_name(returncode: int | None) -> str | None:
     if returncode is None or returncode >= 0:
         return None
@@ -189,7 +216,7 @@ class Runner:
     def run(self, source: str, *, launcher: list[str] | None = None,
             extra_env: dict[str, str] | None = None, timeout: float | None = None,
             stop_when: Callable[[list[TracebackRecord]], bool] | None = None,
-            keep_dir: Path | None = None) -> Outcome:
+            keep_dir: Path | None = None, max_rss: int | None = None) -> Outcome:
         timeout = self.spec.timeout if timeout is None else timeout
         scratch = self._make_scratch(keep_dir)
         try:
@@ -199,7 +226,7 @@ class Runner:
             target.write_text(source, encoding="utf-8")
             cmd = [self.python, *(launcher or []), target.name, *self.spec.args]
             return self._execute(cmd, scratch / "work", self._environment(scratch, extra_env),
-                                 timeout, stop_when)
+                                 timeout, stop_when, max_rss)
         finally:
             if keep_dir is None:
                 shutil.rmtree(scratch, ignore_errors=True)
@@ -211,7 +238,8 @@ class Runner:
         return text.replace(str(work.parent / "tmp"), "<tmp>")
 
     def _execute(self, cmd: list[str], cwd: Path, env: dict[str, str], timeout: float,
-                 stop_when: Callable[[list[TracebackRecord]], bool] | None) -> Outcome:
+                 stop_when: Callable[[list[TracebackRecord]], bool] | None,
+                 max_rss: int | None = None) -> Outcome:
         out, err = _BoundedBuffer(), _BoundedBuffer()
         start = time.monotonic()
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
@@ -221,8 +249,9 @@ class Runner:
                  threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True)]
         for t in pumps:
             t.start()
-        timed_out = stopped = False
+        timed_out = stopped = over_memory = False
         seen_version = -1
+        peak_rss, next_poll = 0, 0.0
         try:
             while True:
                 try:
@@ -230,9 +259,18 @@ class Runner:
                     break
                 except subprocess.TimeoutExpired:
                     pass
-                if time.monotonic() - start > timeout:
+                now = time.monotonic()
+                if now - start > timeout:
                     timed_out = True
                     break
+                if now >= next_poll:
+                    next_poll = now + _MEMORY_POLL
+                    peak_rss = max(peak_rss, group_rss(proc.pid))
+                    if max_rss is not None and peak_rss > max_rss:
+                        # A candidate that made the model far bigger is rejected, not waited on:
+                        # on a 24 GiB box two of them would take the machine down.
+                        over_memory = True
+                        break
                 if stop_when is not None:
                     version = out.version + err.version
                     if version != seen_version:
@@ -251,7 +289,7 @@ class Runner:
                 t.join(timeout=5)
         wall = time.monotonic() - start
         stdout, stderr = self._unscratch(out.text(), cwd), self._unscratch(err.text(), cwd)
-        returncode = None if (timed_out or stopped) else proc.returncode
+        returncode = None if (timed_out or stopped or over_memory) else proc.returncode
         # stderr first: uncaught exceptions and logging's default handler both go there.
         records = parse_tracebacks(stderr, "stderr") + parse_tracebacks(stdout, "stdout")
         timeout_reason = "wall clock" if timed_out else None
@@ -265,4 +303,5 @@ class Runner:
             records.append(TracebackRecord("Signal", sig, (), f"process killed by {sig}", "stderr", "crash"))
         return Outcome(returncode=returncode, wall_time=wall, stdout=stdout, stderr=stderr,
                        timed_out=timed_out, stopped_early=stopped, signal=sig, tracebacks=records,
-                       timeout_reason=timeout_reason, pid=proc.pid)
+                       timeout_reason=timeout_reason, pid=proc.pid, peak_rss=peak_rss,
+                       over_memory=over_memory)

@@ -170,3 +170,30 @@ def test_nccl_watchdog_timeout_is_reported_as_a_timeout(tmp_path):
     out = runner.run(src)
     assert out.timed_out and out.timeout_reason == "NCCL collective timeout"
     assert not out.failed
+
+
+def test_memory_blowup_is_killed_not_waited_on(tmp_path):
+    runner, src = make_runner(tmp_path, """
+        import time
+        hog = []
+        for _ in range(200):
+            hog.append(bytearray(16 * 1024 * 1024))  # 16 MiB a step, touched
+            time.sleep(0.02)
+        raise RuntimeError("only after 3 GiB")
+    """, timeout=60)
+    start = time.monotonic()
+    out = runner.run(src, max_rss=200 * 1024 * 1024)
+    assert out.over_memory and not out.failed
+    assert 200 * 1024 * 1024 < out.peak_rss < 1024 ** 3
+    assert time.monotonic() - start < 20
+
+
+def test_peak_rss_is_measured(tmp_path):
+    runner, src = make_runner(tmp_path, """
+        import time
+        block = bytearray(300 * 1024 * 1024)
+        time.sleep(1)
+        raise RuntimeError("held 300 MiB")
+    """)
+    out = runner.run(src)
+    assert out.failed and out.peak_rss > 250 * 1024 * 1024
