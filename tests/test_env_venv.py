@@ -182,7 +182,19 @@ def test_broken_imports_are_recorded_not_fatal(user_env: dict) -> None:
     assert set(user_env["probe_errors"]) == {"import:tokenizers"}
 
 
-def test_a_hanging_import_times_out_and_the_rest_is_kept(user_venv: UserVenv,
+
+@pytest.fixture
+def quiet_environment(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No ambient variable of interest: torch sets TORCHINDUCTOR_CACHE_DIR in os.environ once
+    inductor has run anywhere in this test process, and CI machines set CUDA_* or HF_*."""
+    for name in list(os.environ):
+        if name.startswith(("TORCH", "PYTORCH", "NCCL_", "CUDA", "HF_", "TRANSFORMERS", "ACCELERATE",
+                            "BNB", "BITSANDBYTES", "OMP_", "MKL_", "TOKENIZERS")):
+            monkeypatch.delenv(name)
+    return monkeypatch
+
+
+def test_a_hanging_import_times_out_and_the_rest_is_kept(user_venv: UserVenv, quiet_environment,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_NUMPY_HANG", "1")
     raw = run_probe(user_venv.python, sections=["python", "import:numpy", "env_vars", "accelerate_config"],
@@ -193,7 +205,8 @@ def test_a_hanging_import_times_out_and_the_rest_is_kept(user_venv: UserVenv,
     assert raw["env_vars"] == {}  # FAKE_NUMPY_HANG is no variable of interest
 
 
-def test_env_vars_recorded_but_never_credentials(user_venv: UserVenv, monkeypatch: pytest.MonkeyPatch,
+def test_env_vars_recorded_but_never_credentials(user_venv: UserVenv, quiet_environment,
+                                                 monkeypatch: pytest.MonkeyPatch,
                                                  tmp_path: Path) -> None:
     secret = "hf_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7"
     monkeypatch.setenv("HF_TOKEN", secret)
