@@ -59,7 +59,7 @@ def hoist_imports(module: cst.Module) -> cst.Module:
 
 
 def _blank(n: int) -> list[cst.EmptyLine]:
-    return [cst.EmptyLine() for _ in range(n)]
+    return [cst.EmptyLine(indent=False) for _ in range(n)]
 
 
 def _keep_comments(stmt: cst.CSTNode) -> list[cst.EmptyLine]:
@@ -82,8 +82,8 @@ def _space(body: list[cst.BaseStatement], top: bool) -> list[cst.BaseStatement]:
             was_def = isinstance(prev, (cst.FunctionDef, cst.ClassDef))
             if is_def or was_def:
                 lines = _blank(2 if top else 1) + lines
-            elif top and _is_import(prev) and not _is_import(stmt):
-                lines = _blank(1) + lines
+            elif top and not _is_import(stmt) and all(_is_import(s) or _is_docstring(s) for s in body[:i]):
+                lines = _blank(1) + lines       # end of the import block at the top
         out.append(stmt.with_changes(leading_lines=lines) if hasattr(stmt, "leading_lines") else stmt)
     return out
 

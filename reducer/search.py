@@ -18,7 +18,10 @@ API (what the CLI uses)::
   trace-guided first cut and constant propagation from recorded values.
 - Resume: ``Reducer(best_so_far, oracle, seen=saved["seen"], stats=saved_reduction_json)``.
 - Ctrl-C inside ``run()`` returns the best so far with ``status == "interrupted"``;
-  ``max_time`` returns it with ``status == "timeout"``.
+  ``max_time`` returns it with ``status == "timeout"``. An exception from the oracle itself
+  propagates; ``reducer.best`` / ``reducer.stats`` still hold the best so far. A pass that
+  crashes (a bug) is recorded in its stats (``errors``) and the reduction goes on.
+- A script libcst cannot parse raises ``ReprobotError`` (ExitCode.NOT_PYTHON).
 
 The gate (``consider``): a candidate is run only if it is strictly smaller than the best under
 (tokens, characters, text), has not been seen (the seen-set, keyed on normalised source, is the
@@ -35,6 +38,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import libcst as cst
+
+from reducer.errors import ExitCode, ReprobotError
 from reducer.passes import DEFAULT_PASSES, Pass
 from reducer.passes.base import Candidate, parses
 from reducer.size import Size, count_statements, normalize, size_of
@@ -46,6 +52,14 @@ class OutOfTime(Exception):
     """``max_time`` is spent; the best so far stands."""
 
 
+class _External(Exception):
+    """An exception from the oracle or a callback: not a pass bug, so it is not swallowed."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(str(original))
+        self.original = original
+
+
 @dataclass
 class PassStats:
     proposed: int = 0       # candidates offered to the gate
@@ -55,6 +69,7 @@ class PassStats:
     not_smaller: int = 0    # refused by the size order
     invalid: int = 0        # did not parse / compile
     seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)   # a pass that crashed (a bug), kept going
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -126,6 +141,14 @@ class Reducer:
                  trace: Any = None, passes: list[Pass] | None = None,
                  seen: dict[str, bool] | None = None, stats: dict[str, Any] | None = None,
                  format_result: bool = True) -> None:
+        try:
+            cst.parse_module(source)
+        except cst.ParserSyntaxError as e:
+            raise ReprobotError(f"cannot parse the script for reduction: line {e.raw_line}: {e.message}",
+                                ExitCode.NOT_PYTHON) from None
+        # A script written for a newer Python than reprobot's own still parses with libcst;
+        # then compile() cannot judge candidates and only libcst's parse does.
+        self.compile_check = parses(source, compile_check=True)
         self.best = source
         self.best_size = size_of(source)
         self.oracle = oracle
@@ -167,7 +190,7 @@ class Reducer:
                 self.stats.cache_hits += 1
             interesting = self.seen[key]
         else:
-            if not parses(source):
+            if not parses(source, self.compile_check):
                 ps.invalid += 1
                 self.seen[key] = False
                 return False
@@ -204,7 +227,7 @@ class Reducer:
             k = _key(s)
             if k in self.seen or k in todo or not size_of(s) < self.best_size:
                 continue
-            if not parses(s):
+            if not parses(s, self.compile_check):
                 self.seen[k] = False
                 self.stats.for_pass(self._pass).invalid += 1
                 continue
@@ -216,7 +239,10 @@ class Reducer:
         self._pool = pool
         futures: dict[str, Future] = {k: pool.submit(self.oracle, s) for k, s in todo.items()}
         for k, fut in futures.items():
-            self.seen[k] = bool(fut.result())
+            try:
+                self.seen[k] = bool(fut.result())
+            except Exception as e:
+                raise _External(e) from e
             self._prefetched.add(k)
         ps = self.stats.for_pass(self._pass)
         ps.tried += len(futures)
@@ -236,7 +262,10 @@ class Reducer:
         ps = self.stats.for_pass(self._pass)
         ps.tried += 1
         self.stats.runs += 1
-        interesting = bool(self.oracle(source))
+        try:
+            interesting = bool(self.oracle(source))
+        except Exception as e:
+            raise _External(e) from e
         self.seen[key] = interesting
         self._progress()
         return interesting
@@ -247,7 +276,10 @@ class Reducer:
         self.stats.accepted += 1
         self._refresh_stats()
         if self.on_accept is not None:
-            self.on_accept(source, self.stats.to_dict())
+            try:
+                self.on_accept(source, self.stats.to_dict())
+            except Exception as e:
+                raise _External(e) from e
         self._progress()
 
     def _check_time(self) -> None:
@@ -271,8 +303,22 @@ class Reducer:
         t0 = time.monotonic()
         try:
             p.fn(self)
+        except (OutOfTime, KeyboardInterrupt, _External):
+            raise
+        except Exception as e:  # noqa: BLE001 - a bug in one pass must not lose hours of runs
+            errors = self.stats.for_pass(p.name).errors
+            if len(errors) < 5:
+                errors.append(f"{type(e).__name__}: {e}"[:300])
         finally:
             self.stats.for_pass(p.name).seconds += time.monotonic() - t0
+
+    def _round(self, passes: list[Pass]) -> str:
+        """Run ``passes`` once each; returns the best source from before the round."""
+        self.stats.rounds += 1
+        before = self.best
+        for p in passes:
+            self._run_pass(p)
+        return before
 
     def run(self) -> ReductionResult:
         """Reduce to a fixpoint of all passes (or until max_time / Ctrl-C)."""
@@ -285,10 +331,7 @@ class Reducer:
                 self._run_pass(first_cut_pass)
                 self.stats.first_cut_done = True
             while True:
-                self.stats.rounds += 1
-                before = self.best
-                for p in self.passes:
-                    self._run_pass(p)
+                before = self._round(self.passes)
                 if self.best == before:
                     break
             if self.format_result:
@@ -298,6 +341,9 @@ class Reducer:
             self.stats.status = "timeout"
         except KeyboardInterrupt:
             self.stats.status = "interrupted"
+        except _External as e:
+            self.stats.status = "error"
+            raise e.original from None
         finally:
             if self._pool is not None:
                 self._pool.shutdown(wait=False, cancel_futures=True)
@@ -316,7 +362,7 @@ class Reducer:
         t0 = time.monotonic()
         try:
             for candidate in (format_source(self.best), tidy(self.best)):
-                if candidate is None or candidate == self.best or not parses(candidate):
+                if candidate is None or candidate == self.best or not parses(candidate, self.compile_check):
                     continue
                 key = _key(candidate)
                 ok = self.seen[key] if key in self.seen else self._run(candidate, key)

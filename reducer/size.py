@@ -54,11 +54,10 @@ def count_statements(source: str) -> int:
     class _Count(cst.CSTVisitor):
         n = 0
 
-        def visit_BaseSmallStatement(self, node: cst.BaseSmallStatement) -> None:
-            self.n += 1
-
-        def visit_BaseCompoundStatement(self, node: cst.BaseCompoundStatement) -> None:
-            self.n += 1
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                self.n += 1
+            return True
 
     counter = _Count()
     cst.parse_module(source).visit(counter)

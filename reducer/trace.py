@@ -32,6 +32,8 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from reducer.passes.base import body_statements, parses, render, splice
+
 ENV_VAR = "REPROBOT_TRACE_OUT"
 
 LAUNCHER = r'''
@@ -131,7 +133,8 @@ def _main():
         # hide the launcher and runpy: the traceback starts at the script, as in a direct run
         while tb is not None and tb.tb_frame.f_code.co_filename != _script:
             tb = tb.tb_next
-        sys.excepthook(type(exc), exc, tb or exc.__traceback__)
+        tb = tb or exc.__traceback__
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         sys.stderr.flush()
         sys.exit(1)
     finally:
@@ -269,6 +272,7 @@ class _Cut(cst.CSTTransformer):
 
     def __init__(self, lines: set[int], aggressive: bool) -> None:
         self.lines, self.aggressive = lines, aggressive
+        self.elifs: set[int] = set()
 
     def _ran(self, node: cst.CSTNode, header_only: bool) -> bool:
         r = self.get_metadata(PositionProvider, node)
@@ -303,14 +307,22 @@ class _Cut(cst.CSTTransformer):
             return cst.RemoveFromParent()
         return updated
 
+    def visit_If(self, node: cst.If) -> None:
+        if isinstance(node.orelse, cst.If):
+            self.elifs.add(id(node.orelse))
+
     def leave_If(self, original, updated):
         if not self._ran(original, False):
             return cst.RemoveFromParent()
-        if self.aggressive and isinstance(updated.orelse, (cst.Else, type(None))):
-            body_ran = self._block_ran(original.body)
-            else_ran = original.orelse is not None and self._block_ran(original.orelse.body)
-            if body_ran and not else_ran:
-                return updated.with_changes(orelse=None)
+        if not self.aggressive or id(original) in self.elifs or isinstance(original.orelse, cst.If):
+            return updated
+        body_ran = self._block_ran(original.body)
+        else_ran = original.orelse is not None and self._block_ran(original.orelse.body)
+        # only one branch ran: that branch replaces the whole `if`
+        if body_ran and not else_ran:
+            return splice(body_statements(updated.body), original)
+        if else_ran and not body_ran:
+            return splice(body_statements(updated.orelse.body), original)
         return updated
 
     def on_leave(self, original, updated):
@@ -322,7 +334,6 @@ class _Cut(cst.CSTTransformer):
 
 
 def cut(source: str, lines: set[int], aggressive: bool) -> str | None:
-    from reducer.passes.base import parses, render
     try:
         wrapper = MetadataWrapper(cst.parse_module(source))
         out = render(wrapper.visit(_Cut(lines, aggressive)))

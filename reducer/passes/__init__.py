@@ -22,6 +22,7 @@ DEFAULT_PASSES: list[Pass] = [
     Pass("recorded_values", constants.recorded_values),
     Pass("delete_statements", statements.delete_statements),
     Pass("unwrap", unwrap.unwrap),
+    Pass("statement_to_expression", unwrap.statement_to_expression),
     Pass("inline_functions", inline.inline_functions),
     Pass("collapse_classes", classes.collapse_classes),
     Pass("propagate_constants", constants.propagate_constants),

@@ -41,10 +41,13 @@ def parse(source: str) -> cst.Module:
     return cst.parse_module(source)
 
 
-def parses(source: str) -> bool:
+def parses(source: str, compile_check: bool = True) -> bool:
+    """libcst can parse it and (unless the original itself needs a newer Python than ours)
+    ``compile`` accepts it, which also catches `return` outside a function and the like."""
     try:
         cst.parse_module(source)
-        compile(source, "<candidate>", "exec", dont_inherit=True)
+        if compile_check:
+            compile(source, "<candidate>", "exec", dont_inherit=True)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True
@@ -210,6 +213,10 @@ def _delete_in_owner(gate: Gate, o: int, find_owners, get_items, set_items) -> N
         p = gate.first(singles())
         if p is None:
             return
+        prefetch = getattr(gate, "prefetch", None)
+        if prefetch is not None:
+            # find_integer's linear probes are independent: let --jobs run them side by side
+            prefetch([without(p - k, p) for k in range(1, 5) if p - k >= 0])
 
         def grow(n: int, p=p, without=without) -> bool:
             if n == 0:
@@ -233,21 +240,6 @@ def set_body(owner: cst.CSTNode, items: list[cst.CSTNode]) -> cst.CSTNode:
     return owner.with_changes(body=items)
 
 
-def names_loaded(module: cst.CSTNode) -> dict[str, int]:
-    """How often each identifier appears anywhere outside assignment targets/definitions.
-
-    Deliberately coarse (attribute names count too): over-counting only makes a pass more
-    careful, and every candidate is checked by a real run anyway."""
-    counts: dict[str, int] = {}
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            counts[node.value] = counts.get(node.value, 0) + 1
-
-    module.visit(V())
-    return counts
-
-
 def is_literal(node: cst.BaseExpression) -> bool:
     """A value-only expression: numbers, strings, True/False/None, and containers of those."""
     if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)):
@@ -264,27 +256,6 @@ def is_literal(node: cst.BaseExpression) -> bool:
         return all(isinstance(e, cst.DictElement) and is_literal(e.key) and is_literal(e.value)
                    for e in node.elements)
     return False
-
-
-def block_bodies(node: cst.CSTNode) -> list[Sequence[cst.BaseStatement]]:
-    """Statement lists directly inside a compound statement (body, else, handlers, finally)."""
-    out: list[Sequence[cst.BaseStatement]] = []
-    for attr in ("body", "orelse", "handlers", "finalbody"):
-        child = getattr(node, attr, None)
-        if child is None:
-            continue
-        if isinstance(child, (list, tuple)):
-            for h in child:
-                out.extend(block_bodies(h))
-        elif isinstance(child, cst.IndentedBlock):
-            out.append(child.body)
-        elif isinstance(child, (cst.Else, cst.Finally, cst.ExceptHandler)):
-            out.extend(block_bodies(child))
-        elif isinstance(child, cst.If):     # elif
-            out.extend(block_bodies(child))
-        elif isinstance(child, cst.SimpleStatementSuite):
-            out.append([cst.SimpleStatementLine(body=child.body)])
-    return out
 
 
 def body_statements(suite: cst.BaseSuite) -> list[cst.BaseStatement]:

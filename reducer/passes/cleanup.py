@@ -69,7 +69,11 @@ class _DropStatements(cst.CSTTransformer):
 
 def strip_comments_and_docstrings(source: str) -> str:
     module = parse(source)
-    module = module.visit(_StripComments()).visit(_DropStatements(_is_string_statement))
+    module = module.visit(_StripComments())
+    # `description=__doc__` is common in argparse mains: then docstrings are data, and only
+    # statement deletion (one run each) may take them
+    if "__doc__" not in uses(module):
+        module = module.visit(_DropStatements(_is_string_statement))
     return render(module.with_changes(header=[h for h in module.header if h.comment is None],
                                       footer=[f for f in module.footer if f.comment is None]))
 

@@ -16,7 +16,9 @@ from collections.abc import Iterable
 import libcst as cst
 
 from reducer.passes.base import Gate, collect, is_literal, parse, render, replace, run_targets, safe
+from reducer.passes.base_multi import replace_many
 from reducer.passes.cleanup import drop_dead_code
+from reducer.size import size_of
 
 
 def _binding_counts(module: cst.Module) -> dict[str, int]:
@@ -127,13 +129,18 @@ def _lookups(module: cst.Module) -> list[tuple[cst.BaseExpression, cst.BaseExpre
         and all(isinstance(x, cst.DictElement) and is_literal(x.key) for x in e.elements)).items()}
     out = []
     for node in collect(module, lambda n: isinstance(n, (cst.Subscript, cst.Call))):
-        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and node.value.value in tables \
-                and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
-            value = _lookup(tables[node.value.value], node.slice[0].slice.value)
+        if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            table = tables.get(node.value.value) if isinstance(node.value, cst.Name) else node.value
+            if not isinstance(table, cst.Dict):
+                continue
+            value = _lookup(table, node.slice[0].slice.value)
         elif (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "get"
-              and isinstance(node.func.value, cst.Name) and node.func.value.value in tables and node.args
-              and node.args[0].keyword is None and not node.args[0].star):
-            value = _lookup(tables[node.func.value.value], node.args[0].value)
+              and node.args and node.args[0].keyword is None and not node.args[0].star):
+            owner = node.func.value
+            table = tables.get(owner.value) if isinstance(owner, cst.Name) else owner
+            if not isinstance(table, cst.Dict):
+                continue
+            value = _lookup(table, node.args[0].value)
         else:
             continue
         if value is not None:
@@ -178,19 +185,38 @@ def _recorded_targets(gate: Gate):
                     out.append(arg.value)
         return out
 
-    def alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
+    def value_for(module: cst.Module, node: cst.CSTNode) -> cst.BaseExpression | None:
         for call in collect(module, lambda n: isinstance(n, cst.Call) and any(a.value is node for a in n.args)):
             text = sites.get((module.code_for_node(call.func), module.code_for_node(node)))
-            if text is not None:
-                value = cst.parse_expression(text)
-                yield safe(lambda: drop_dead_code(replace(module, node, value)))
-            return
+            return cst.parse_expression(text) if text is not None else None
+        return None
 
-    return find, alternatives
+    def alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
+        value = value_for(module, node)
+        if value is not None:
+            yield safe(lambda: drop_dead_code(replace(module, node, value)))
+
+    def everything(module: cst.Module) -> str | None:
+        # only the substitutions that shrink the script on their own (a long literal for a
+        # short name that frees nothing would make the combined candidate lose on size)
+        best = size_of(module.code)
+        pairs = []
+        for n in find(module):
+            v = value_for(module, n)
+            alone = safe(lambda: drop_dead_code(replace(module, n, v))) if v is not None else None
+            if alone is not None and size_of(alone) < best:
+                pairs.append((n, v))
+        return safe(lambda: drop_dead_code(replace_many(module, pairs))) if len(pairs) > 1 else None
+
+    return find, alternatives, everything
 
 
 def recorded_values(gate: Gate) -> None:
+    """All recorded values at once first (one run, usually enough), then one by one."""
     if gate.trace is None:
         return
-    find, alternatives = _recorded_targets(gate)
+    find, alternatives, everything = _recorded_targets(gate)
+    together = everything(parse(gate.best))
+    if together is not None and gate.consider(together):
+        return
     run_targets(gate, find, alternatives)

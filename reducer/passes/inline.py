@@ -9,7 +9,7 @@ import libcst as cst
 from reducer.passes.arguments import parameter_slots
 from reducer.passes.base import Gate, assign, collect, parse, run_targets, safe, splice
 from reducer.passes.base_multi import replace_many
-from reducer.passes.cleanup import uses
+from reducer.passes.cleanup import is_pure, uses
 
 
 def _own_nodes(fn: cst.FunctionDef, kind: type) -> list[cst.CSTNode]:
@@ -116,7 +116,8 @@ def inline_call(module: cst.Module, fn: cst.FunctionDef) -> str | None:
     elif isinstance(stmt, cst.Return):
         tail = [cst.SimpleStatementLine([cst.Return(value=result)])]
     else:
-        tail = [cst.SimpleStatementLine([cst.Expr(result)])] if result is not None else []
+        # `main()` whose `return 0` ends the body: the value is dropped, a call is kept
+        tail = [cst.SimpleStatementLine([cst.Expr(result)])] if result is not None and not is_pure(result) else []
     new = splice(binds + body + tail, line)
     return replace_many(module, [(line, new), (fn, cst.RemoveFromParent())])
 

@@ -1,6 +1,7 @@
 """Shrink values: drop entries from list/tuple/set/dict displays (a ``device_map`` entry), make
 numbers 0/1/small (``max_new_tokens=512`` → ``1``), shorten strings, and replace a compound
-expression (``a + b``, ``a or b``, ``x if c else y``) by one of its parts."""
+expression by one of its parts (``a + b``, ``a or b``, ``x if c else y``, a call by one of its
+arguments or its receiver, ``{...}[key]`` by one of the dict's values)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -36,25 +37,20 @@ def shrink_containers(gate: Gate) -> None:
 
 
 # ---- scalar literals -------------------------------------------------------------------------
-def _is_scalar_target(n: cst.CSTNode) -> bool:
-    return isinstance(n, (cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString,
-                          cst.BinaryOperation, cst.BooleanOperation, cst.IfExp))
+_SCALARS = (cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString)
+_COMPOUND_EXPRESSIONS = (cst.BinaryOperation, cst.BooleanOperation, cst.IfExp, cst.Call, cst.Subscript)
 
 
-def scalar_targets(module: cst.Module) -> list[cst.CSTNode]:
-    return collect(module, _is_scalar_target)
 
 
 def smaller_ints(text: str) -> list[str]:
+    """0, 1, then half. A run on a GPU is expensive, so a number that must stay costs at most
+    three runs; one that may shrink keeps halving, since the target is offered again."""
     try:
         n = int(text.replace("_", ""), 0)
     except ValueError:
         return ["0", "1"]
-    out = ["0", "1", "2"]
-    while n > 2:
-        n //= 2
-        out.append(str(n))
-    return out
+    return ["0", "1"] + ([str(n // 2)] if n > 3 else [])
 
 
 def shorter_strings(node: cst.SimpleString) -> list[str]:
@@ -74,7 +70,7 @@ def _values(node: cst.CSTNode) -> list[cst.BaseExpression]:
     if isinstance(node, cst.Integer):
         return [cst.Integer(v) for v in smaller_ints(node.value)]
     if isinstance(node, cst.Float):
-        return [cst.Integer("0"), cst.Integer("1"), cst.Float("0.0"), cst.Float("1.0"), cst.Float("0.5")]
+        return [cst.Integer("0"), cst.Integer("1")]
     if isinstance(node, cst.SimpleString):
         return [cst.SimpleString(v) for v in shorter_strings(node)]
     if isinstance(node, cst.FormattedString):
@@ -83,12 +79,21 @@ def _values(node: cst.CSTNode) -> list[cst.BaseExpression]:
         return [node.left, node.right]
     if isinstance(node, cst.IfExp):
         return [node.body, node.orelse]
+    if isinstance(node, cst.Call):
+        # hoist a child into its parent: `sys.exit(main())` → `main()`, `s.replace(a, b)` → `s`
+        out = [a.value for a in node.args if not a.star]
+        if isinstance(node.func, cst.Attribute):
+            out.append(node.func.value)
+        return out
+    if isinstance(node, cst.Subscript) and isinstance(node.value, (cst.Dict, cst.List, cst.Tuple)):
+        # `{"a": x, "b": y}[key]` → one of the values, whatever the key
+        return [e.value for e in node.value.elements if isinstance(e, (cst.DictElement, cst.Element))]
     return []
 
 
 def _alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
     for value in _values(node):
-        if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation, cst.IfExp)):
+        if not isinstance(node, _SCALARS):
             # keep the outer parentheses the operation had, so precedence cannot change
             if node.lpar and not value.lpar:
                 value = value.with_changes(lpar=node.lpar, rpar=node.rpar)
@@ -96,4 +101,7 @@ def _alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]
 
 
 def shrink_literals(gate: Gate) -> None:
-    run_targets(gate, scalar_targets, _alternatives)
+    """Numbers to 0/1/half, strings shorter, compound expressions to a part, all in one
+    pre-order walk (measured: fewer runs than two separate passes on tests/data/reducer)."""
+    run_targets(gate, lambda m: collect(m, lambda n: isinstance(n, _SCALARS + _COMPOUND_EXPRESSIONS)),
+                _alternatives)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.passes.base import Gate, assign, body_statements, replace, run_targets, safe, splice
+from reducer.passes.base import Gate, assign, body_statements, collect, replace, run_targets, safe, splice
 
 _COMPOUND = (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While)
 
@@ -84,3 +84,27 @@ def alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
 
 def unwrap(gate: Gate) -> None:
     run_targets(gate, compound_statements, alternatives)
+
+
+# ---- statements that only matter for their expression ------------------------------------
+def _expression_statements(module: cst.Module) -> list[cst.SimpleStatementLine]:
+    """`raise X(...)`, `name = call(...)`, `return call(...)` lines whose expression may be all
+    that matters: `raise SystemExit(main())` → `main()` once the call-hoisting pass made it
+    `raise main()`, `peft_model = get_peft_model(m, c)` → `get_peft_model(m, c)`."""
+    def want(n: cst.CSTNode) -> bool:
+        if not (isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
+            return False
+        s = n.body[0]
+        return (isinstance(s, cst.Raise) and s.exc is not None) or \
+            (isinstance(s, (cst.Assign, cst.AnnAssign, cst.Return)) and isinstance(s.value, cst.Call))
+    return collect(module, want)
+
+
+def _as_expression(module: cst.Module, line: cst.CSTNode) -> Iterable[str | None]:
+    s = line.body[0]
+    expr = s.exc if isinstance(s, cst.Raise) else s.value
+    yield safe(lambda: replace(module, s, cst.Expr(expr)))
+
+
+def statement_to_expression(gate: Gate) -> None:
+    run_targets(gate, _expression_statements, _as_expression)

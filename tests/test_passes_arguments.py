@@ -1,0 +1,25 @@
+"""Argument removal and arguments-to-defaults: exact output sources."""
+from __future__ import annotations
+
+from tests.reducer_support import raises, reduce_with
+
+
+def test_removes_every_argument_that_does_not_matter() -> None:
+    src = "def f(a, b=1, *, c=2, d=3):\n    raise KeyError(a)\nf(7, 8, c=9, d=10,)\n"
+    out = reduce_with(src, raises(KeyError, "7"), "remove_arguments")
+    assert out == "def f(a, b=1, *, c=2, d=3):\n    raise KeyError(a)\nf(7)\n"
+
+
+def test_keeps_the_argument_that_triggers_the_failure() -> None:
+    src = "import json\njson.loads('{', parse_int=int, strict=False)\n"
+    out = reduce_with(src, raises(ValueError, "Expecting property name"), "remove_arguments")
+    assert out == "import json\njson.loads('{')\n"
+
+
+def test_positional_argument_replaced_by_its_default() -> None:
+    # `5` must stay, so `compute()` cannot simply be deleted (5 would shift into b)
+    src = ("def compute():\n    return 4\n"
+           "def f(a, b=0, c=None):\n    if c == 5:\n        raise KeyError(a)\nf(1, compute(), 5)\n")
+    out = reduce_with(src, raises(KeyError, "1"), "remove_arguments", "arguments_to_defaults")
+    assert out == ("def compute():\n    return 4\n"
+                   "def f(a, b=0, c=None):\n    if c == 5:\n        raise KeyError(a)\nf(1, 0, 5)\n")

@@ -1,0 +1,43 @@
+"""Container and literal shrinking, expression simplification: exact output sources."""
+from __future__ import annotations
+
+from reducer.passes.literals import shorter_strings, smaller_ints
+from tests.reducer_support import raises, reduce_with
+import libcst as cst
+
+
+def test_drops_dict_and_list_entries_that_do_not_matter() -> None:
+    src = ('device_map = {"embed": 0, "layers": "meta", "head": 0}\n'
+           'mods = ["q_proj", "v_proj", "o_proj"]\n'
+           'if "meta" in device_map.values() and "v_proj" in mods:\n    raise KeyError("meta")\n')
+    out = reduce_with(src, raises(KeyError), "shrink_containers")
+    assert out == ('device_map = {"layers": "meta"}\nmods = ["v_proj"]\n'
+                   'if "meta" in device_map.values() and "v_proj" in mods:\n    raise KeyError("meta")\n')
+
+
+def test_numbers_become_small_and_strings_short() -> None:
+    src = 'max_new_tokens = 512\nname = "tiny-gemma"\nif max_new_tokens > 0:\n    raise KeyError(name)\n'
+    out = reduce_with(src, raises(KeyError), "shrink_literals")
+    assert out == 'max_new_tokens = 1\nname = ""\nif max_new_tokens > 0:\n    raise KeyError(name)\n'
+
+
+def test_expressions_collapse_to_a_part() -> None:
+    src = "import sys\nx = 1 + 2\nsys.exit(int(str(x)) if x else 0)\n"
+    out = reduce_with(src, lambda s: "sys.exit" in s and compile(s, "c", "exec") is not None, "shrink_literals")
+    assert out == "import sys\nx = 0\nsys.exit(x)\n"   # the oracle only asks for sys.exit
+    tuple_src = "t = (1, 2)\nraise KeyError(len(t))\n"
+    assert reduce_with(tuple_src, raises(KeyError, "1"), "shrink_containers") == "t = (1,)\nraise KeyError(len(t))\n"
+
+
+def test_value_ladders() -> None:
+    assert smaller_ints("512") == ["0", "1", "256"]
+    assert smaller_ints("3") == ["0", "1"]
+    assert shorter_strings(cst.SimpleString("'abcd'")) == ["''", "'ab'", "'a'"]
+    assert shorter_strings(cst.SimpleString('"""ab"""')) == ['""""""', '"""a"""', '"""a"""', '"ab"']
+
+
+def test_a_number_keeps_halving_while_it_may() -> None:
+    src = "n = 512\nif n >= 40:\n    raise KeyError(n)\n"
+    def oracle(s: str) -> bool:         # the bound 40 itself must stay
+        return "40" in s and raises(KeyError)(s)
+    assert reduce_with(src, oracle, "shrink_literals") == "n = 64\nif n >= 40:\n    raise KeyError(n)\n"

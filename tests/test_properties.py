@@ -1,0 +1,145 @@
+"""Property tests (hypothesis): whatever a pass proposes is valid Python, and whatever the driver
+accepts compiles, on generated programs and on samples of real source files."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import libcst as cst
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reducer.passes import BY_NAME, DEFAULT_PASSES
+from reducer.search import Reducer
+from reducer.trace import TraceData, cut
+
+NAMES = st.sampled_from(["a", "b", "cfg", "model", "x", "self", "os", "json", "REGISTRY"])
+ATOMS = st.one_of(
+    st.integers(-3, 600).map(str), st.sampled_from(["0.5", "1e-3", "True", "None", "''", "'gemma'", '"q_proj"']),
+    NAMES)
+
+
+def _exprs() -> st.SearchStrategy[str]:
+    def extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        args = st.lists(inner, max_size=3)
+        kwargs = st.lists(st.tuples(st.sampled_from(["r", "lr", "device_map"]), inner), max_size=2, unique_by=lambda t: t[0])
+        return st.one_of(
+            st.tuples(NAMES, args, kwargs).map(lambda t: f"{t[0]}({', '.join(t[1] + [f'{k}={v}' for k, v in t[2]])})"),
+            st.tuples(NAMES, NAMES).map(lambda t: f"{t[0]}.{t[1]}"),
+            args.map(lambda xs: f"[{', '.join(xs)}]"),
+            args.map(lambda xs: f"({', '.join(xs)}{',' if len(xs) == 1 else ''})"),
+            st.lists(st.tuples(st.sampled_from(["'k'", "'q'", "1"]), inner), max_size=3, unique_by=lambda t: t[0])
+            .map(lambda kv: "{" + ", ".join(f"{k}: {v}" for k, v in kv) + "}"),
+            st.tuples(inner, st.sampled_from(["+", "*", "or", "and", "-"]), inner).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            st.tuples(inner, inner, inner).map(lambda t: f"({t[0]} if {t[1]} else {t[2]})"),
+            st.tuples(NAMES, inner).map(lambda t: f"{t[0]}[{t[1]}]"),
+        )
+    return st.recursive(ATOMS, extend, max_leaves=6)
+
+
+EXPR = _exprs()
+
+
+def _indent(block: list[str]) -> list[str]:
+    return ["    " + line for line in block] or ["    pass"]
+
+
+def _blocks(in_def: bool = False) -> st.SearchStrategy[list[str]]:
+    simple = st.one_of(
+        st.tuples(NAMES, EXPR).map(lambda t: [f"{t[0]} = {t[1]}"]),
+        EXPR.map(lambda e: [e]),
+        st.just(["pass"]), st.just(["import os, json"]), st.just(["from json import loads, dumps"]),
+        st.just(['"""doc."""']), st.just(["a = 1; b = 2  # note"]), st.just(["print('hi')"]),
+        NAMES.map(lambda n: [f"{n} += 1"]),
+        *( [EXPR.map(lambda e: [f"return {e}"])] if in_def else []),
+    )
+
+    def extend(inner: st.SearchStrategy[list[str]]) -> st.SearchStrategy[list[str]]:
+        body = st.lists(inner, min_size=1, max_size=3).map(lambda bs: [line for b in bs for line in b])
+        return st.one_of(
+            st.tuples(EXPR, body, st.none() | body).map(
+                lambda t: [f"if {t[0]}:", *_indent(t[1])] + (["else:", *_indent(t[2])] if t[2] else [])),
+            st.tuples(NAMES, EXPR, body).map(lambda t: [f"for {t[0]} in {t[1]}:", *_indent(t[2])]),
+            st.tuples(EXPR, body).map(lambda t: [f"while {t[0]}:", *_indent(t[1])]),
+            st.tuples(EXPR, body).map(lambda t: [f"with {t[0]} as cm:", *_indent(t[1])]),
+            st.tuples(body, body).map(lambda t: ["try:", *_indent(t[0]), "except Exception:", *_indent(t[1]),
+                                                  "finally:", "    pass"]),
+            st.tuples(NAMES, body).map(lambda t: [f"def f_{t[0]}(p, q=1, *, r=None):", *_indent(t[1]) ,
+                                                   "    return p", f"f_{t[0]}(1, r=2)"]),
+            st.tuples(body).map(lambda t: ["class C:", "    lr = 0.5", "    def m(self):", *_indent(_indent(t[0])),
+                                           "C().m()", "C.lr"]),
+        )
+    return st.recursive(simple, extend, max_leaves=8)
+
+
+PROGRAMS = st.lists(_blocks(), min_size=1, max_size=5).map(lambda bs: "\n".join(l for b in bs for l in b) + "\n")
+
+REAL_FILES = [p for p in sorted((Path(__file__).parent.parent / "reducer").rglob("*.py")) if p.stat().st_size < 20000]
+REAL_FILES.append(Path(__file__).parent / "data" / "reducer" / "worker_long.py")
+
+
+@st.composite
+def sampled_real(draw) -> str:
+    """A random subset of one real file's top-level statements (still valid Python)."""
+    path = draw(st.sampled_from(REAL_FILES))
+    module = cst.parse_module(path.read_text())
+    keep = draw(st.lists(st.integers(0, len(module.body) - 1), min_size=1, max_size=3, unique=True))
+    return module.with_changes(body=[module.body[i] for i in sorted(keep)]).code
+
+
+def _coin(source: str) -> bool:
+    """A deterministic 'oracle' that accepts about a third of candidates, so the acceptance
+    paths of every pass run too."""
+    return hashlib.sha1(source.encode()).digest()[0] % 3 == 0
+
+
+class Recording(Reducer):
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        self.proposed: list[str] = []
+
+    def consider(self, source: str) -> bool:
+        self.proposed.append(source)
+        return super().consider(source)
+
+
+def _check(source: str, pass_names: list[str]) -> None:
+    r = Recording(source, _coin, passes=[BY_NAME[n] for n in pass_names], format_result=False, max_time=0.5,
+                  trace=TraceData(source, lines=set(range(1, source.count("\n") + 1))))
+    result = r.run()
+    assert not [p.errors for p in result.stats.passes.values() if p.errors]
+    for candidate in r.proposed:
+        cst.parse_module(candidate)         # every proposal is syntactically valid
+    if result.best_source != source:
+        compile(result.best_source, "<best>", "exec")   # every accepted result compiles
+        cst.parse_module(result.best_source)
+
+
+# recorded_values needs recorded calls; tests/test_passes_constants.py covers it
+PASS_NAMES = [p.name for p in DEFAULT_PASSES if p.name != "recorded_values"]
+PASSES = st.sampled_from(PASS_NAMES).map(lambda n: [n]) | st.just(PASS_NAMES)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(source=PROGRAMS, pass_names=PASSES)
+def test_passes_yield_parseable_code_on_generated_programs(source: str, pass_names: list[str]) -> None:
+    try:
+        compile(source, "<gen>", "exec")
+    except SyntaxError:
+        return          # e.g. `return` generated inside a class body
+    _check(source, pass_names)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(source=sampled_real(), pass_names=PASSES)
+def test_passes_yield_parseable_code_on_real_sources(source: str, pass_names: list[str]) -> None:
+    _check(source, pass_names)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(source=PROGRAMS, lines=st.sets(st.integers(1, 40), max_size=30), aggressive=st.booleans())
+def test_first_cut_yields_parseable_code(source: str, lines: set[int], aggressive: bool) -> None:
+    out = cut(source, lines, aggressive)
+    if out is not None:
+        cst.parse_module(out)
+        compile(out, "<cut>", "exec")
