@@ -45,14 +45,15 @@ def _trace(failure: Failure):
 
 def reduce_failure(failure: Failure, repro: ReproDir, *, jobs: int = 1, gpus: str | None = None,
                    jobs_per_gpu: int = 1, max_time: float | None = None, resume: bool = False,
-                   trace: bool = True) -> int:
+                   trace: bool = True, pin_env: bool = True) -> int:
     pool = GpuPool(parse_gpus(gpus), per_gpu=jobs_per_gpu)
     if len(pool) and jobs > pool.slots:
         console.print(f"[yellow]--jobs {jobs} > {pool.slots} GPU slots: candidates queue for a free GPU "
                       f"(--jobs-per-gpu lets small candidates share one)[/]")
     oracle = Oracle(failure.runner, failure.signature, failure.spec.options,
                     timeout=candidate_timeout(failure.wall_time), gpus=pool,
-                    max_rss=candidate_memory(failure.peak_rss))
+                    max_rss=candidate_memory(failure.peak_rss), allow_hang=failure.hangs,
+                    stop_grace=max(2.0, 0.25 * failure.wall_time))
     start_source, seen, stats = (None, {}, None)
     if resume:
         start_source, seen, stats = _load_resume(repro, oracle)
@@ -107,7 +108,8 @@ def reduce_failure(failure: Failure, repro: ReproDir, *, jobs: int = 1, gpus: st
         raise ReprobotError(f"the reduced script did not fail the same way when re-run in a clean "
                             f"directory (flaky?): kept in {repro.repro}", ExitCode.FLAKY)
     write_text_atomic(repro.traceback_txt, safe(record.text) + "\n")
-    _capture_environment(failure, repro)
+    if pin_env:
+        _capture_environment(failure, repro)
     st = result.stats
     console.print(f"[bold green]reduced[/] {st.statements_before} → {st.statements_after} statements, "
                   f"{st.size_before.get('tokens')} → {st.size_after.get('tokens')} tokens "

@@ -71,6 +71,11 @@ class Failure:
         return max(o.wall_time for o in self.outcomes)
 
     @property
+    def hangs(self) -> bool:
+        """The original never exited by itself (it timed out after failing)."""
+        return any(o.timed_out for o in self.outcomes)
+
+    @property
     def peak_rss(self) -> int:
         return max(o.peak_rss for o in self.outcomes)
 

@@ -35,8 +35,13 @@ class Verdict:
 class Oracle:
     def __init__(self, runner: Runner, target: Signature, options: MatchOptions,
                  timeout: float | None = None, stop_early: bool = True,
-                 gpus: GpuPool | None = None, max_rss: int | None = None) -> None:
+                 gpus: GpuPool | None = None, max_rss: int | None = None,
+                 allow_hang: bool = False, stop_grace: float = 2.0) -> None:
         self.runner = runner
+        # A candidate that shows the failure but then does not exit is only as good as the
+        # original when the original did not exit either (a worker loop waiting for jobs).
+        self.allow_hang = allow_hang
+        self.stop_grace = stop_grace
         self.max_rss = max_rss
         self.gpus = gpus or GpuPool([])
         self.target = target
@@ -55,12 +60,14 @@ class Oracle:
             outcome = self.runner.run(
                 source, timeout=self.timeout,
                 extra_env={"CUDA_VISIBLE_DEVICES": slot.gpu} if slot.gpu is not None else None,
-                stop_when=self._hit if self.stop_early else None, max_rss=self.max_rss)
+                stop_when=self._hit if self.stop_early else None, max_rss=self.max_rss,
+                stop_grace=self.stop_grace)
             slot.pgid = outcome.pid
         with self._lock:
             self.runs += 1
             self.run_seconds += outcome.wall_time
-        return Verdict(self._hit(outcome.tracebacks), outcome)
+        hangs = outcome.stopped_early or outcome.timed_out
+        return Verdict(self._hit(outcome.tracebacks) and (self.allow_hang or not hangs), outcome)
 
     def __call__(self, source: str) -> bool:
         return self.test(source).interesting

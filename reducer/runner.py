@@ -216,7 +216,8 @@ class Runner:
     def run(self, source: str, *, launcher: list[str] | None = None,
             extra_env: dict[str, str] | None = None, timeout: float | None = None,
             stop_when: Callable[[list[TracebackRecord]], bool] | None = None,
-            keep_dir: Path | None = None, max_rss: int | None = None) -> Outcome:
+            keep_dir: Path | None = None, max_rss: int | None = None,
+            stop_grace: float = 2.0) -> Outcome:
         timeout = self.spec.timeout if timeout is None else timeout
         scratch = self._make_scratch(keep_dir)
         try:
@@ -226,7 +227,7 @@ class Runner:
             target.write_text(source, encoding="utf-8")
             cmd = [self.python, *(launcher or []), target.name, *self.spec.args]
             return self._execute(cmd, scratch / "work", self._environment(scratch, extra_env),
-                                 timeout, stop_when, max_rss)
+                                 timeout, stop_when, max_rss, stop_grace)
         finally:
             if keep_dir is None:
                 shutil.rmtree(scratch, ignore_errors=True)
@@ -239,7 +240,7 @@ class Runner:
 
     def _execute(self, cmd: list[str], cwd: Path, env: dict[str, str], timeout: float,
                  stop_when: Callable[[list[TracebackRecord]], bool] | None,
-                 max_rss: int | None = None) -> Outcome:
+                 max_rss: int | None = None, stop_grace: float = 2.0) -> Outcome:
         out, err = _BoundedBuffer(), _BoundedBuffer()
         start = time.monotonic()
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
@@ -252,6 +253,7 @@ class Runner:
         timed_out = stopped = over_memory = False
         seen_version = -1
         peak_rss, next_poll = 0, 0.0
+        stop_deadline: float | None = None
         try:
             while True:
                 try:
@@ -271,16 +273,19 @@ class Runner:
                         # on a 24 GiB box two of them would take the machine down.
                         over_memory = True
                         break
-                if stop_when is not None:
+                if stop_deadline is not None:
+                    if now >= stop_deadline:
+                        stopped = True
+                        break
+                elif stop_when is not None:
                     version = out.version + err.version
                     if version != seen_version:
                         seen_version = version
                         if stop_when(parse_tracebacks(err.text(), "stderr") + parse_tracebacks(out.text(), "stdout")):
-                            # The target failure is on screen; the rest of the run only burns GPU time.
-                            # A short grace lets a multi-line message finish printing.
-                            time.sleep(0.2)
-                            stopped = True
-                            break
+                            # The target failure is on screen; the rest of the run only burns GPU
+                            # time. It still gets a grace period to exit by itself, so that a repro
+                            # which fails and then hangs can be told from one which fails and ends.
+                            stop_deadline = now + stop_grace
         finally:
             # Kill the whole group: worker subprocesses (multiprocessing, DataLoader) included.
             _kill_group(proc)

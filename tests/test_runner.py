@@ -136,12 +136,31 @@ def test_stop_early_once_the_target_appears(tmp_path):
     """, timeout=60)
     target_out = runner.run(src, timeout=3)
     target = signature_of(target_out.tracebacks[0])
-    oracle = Oracle(runner, target, MatchOptions(), timeout=60)
+    # The original hung after failing too, so a candidate that does the same is as good.
+    oracle = Oracle(runner, target, MatchOptions(), timeout=60, allow_hang=True)
     start = time.monotonic()
     verdict = oracle.test(src)
     assert verdict.interesting and verdict.outcome.stopped_early
     assert time.monotonic() - start < 10
     assert oracle.runs == 1
+
+
+def test_a_candidate_that_fails_then_hangs_loses_to_one_that_ends(tmp_path):
+    runner, src = make_runner(tmp_path, """
+        import logging, time
+        try:
+            {}[1]
+        except KeyError:
+            logging.exception("failed")
+        time.sleep(30)
+    """, timeout=60)
+    target = signature_of(runner.run(src, timeout=3).tracebacks[0])
+    # The original ended by itself: a repro that hangs after failing is not kept...
+    oracle = Oracle(runner, target, MatchOptions(), timeout=60, stop_grace=1.0)
+    hanging = oracle.test(src)
+    assert not hanging.interesting and hanging.outcome.stopped_early
+    # ...while one that fails and exits within the grace period is.
+    assert oracle.test(src.replace("time.sleep(30)", "time.sleep(0.1)")).interesting
 
 
 def test_missing_interpreter_and_script(tmp_path):

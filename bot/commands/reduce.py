@@ -37,6 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", action="store_true", help="continue an interrupted reduction of this script")
     p.add_argument("--no-trace", action="store_true", help="skip the trace-guided first cut")
     p.add_argument("--no-reduce", action="store_true", help="stop after finding and storing the failure")
+    p.add_argument("--no-env", action="store_true",
+                   help="skip env.json and the lockfile (`reprobot env` writes them later)")
     p.set_defaults(func=run)
 
 
@@ -55,5 +57,5 @@ def run(args: argparse.Namespace) -> int:
     from bot.reduction import reduce_failure  # the engine is only loaded when it is used
     reduce_failure(failure, repro, jobs=args.jobs, gpus=args.gpus, jobs_per_gpu=args.jobs_per_gpu,
                    max_time=args.max_time,
-                   resume=args.resume, trace=not args.no_trace)
+                   resume=args.resume, trace=not args.no_trace, pin_env=not args.no_env)
     return 0
