@@ -90,8 +90,19 @@ class _Replace(cst.CSTTransformer):
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> Any:
         if original is self.old:
-            return self.new
+            return _parenthesize(self.new) if type(self.new) is not type(original) else self.new
         return super().on_leave(original, updated)
+
+
+# Expressions that are only valid bare in some positions: `[x for x in lambda: ()]` and
+# `[x for x in a if b else c]` do not parse, their parenthesised forms do.
+_LOOSE = (cst.Lambda, cst.IfExp, cst.NamedExpr, cst.Yield)
+
+
+def _parenthesize(node: Any) -> Any:
+    if isinstance(node, _LOOSE) and not node.lpar:
+        return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return node
 
 
 class _Collect(cst.CSTVisitor):
