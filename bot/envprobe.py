@@ -578,7 +578,9 @@ def run_probe(python: str, sections: "list[str] | None" = None, modules: "list[s
             fh.write(probe_source())
         work = os.path.join(tmp, "cwd")  # empty cwd: nothing there can shadow the user's packages
         os.mkdir(work)
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME")}
+        # The same environment the candidates run in (the runner keeps PYTHONPATH too): a stack
+        # installed with `pip install --target` and put on PYTHONPATH is the failing stack.
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONSTARTUP"}
         env["PYTHONIOENCODING"] = "utf-8"
         for attempt in range(len(wanted) + 1):
             todo = [s for s in wanted if s not in results]

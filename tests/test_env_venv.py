@@ -360,3 +360,18 @@ def test_cli_env_writes_and_checks(user_venv: UserVenv, tmp_path: Path, capsys: 
     assert by_field["bitsandbytes"] == {"group": "stack", "field": "bitsandbytes", "stored": "0.0.1 (local-dir)",
                                         "current": None}
     assert by_field["python-dateutil"]["stored"] == DATEUTIL
+
+
+def test_packages_on_pythonpath_are_seen(user_venv: UserVenv, monkeypatch: pytest.MonkeyPatch,
+                                          tmp_path: Path) -> None:
+    """A stack installed with `pip install --target` and put on PYTHONPATH (how wheels are carried
+    to a GPU box) is the stack the failure ran in: the probe must see it as the candidates do."""
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+                    "safetensors==0.8.0"], check=True, capture_output=True, timeout=300)
+    # The user venv has its own stand-in safetensors; PYTHONPATH comes first on sys.path.
+    before = capture_env(user_venv.python)["packages"]["safetensors"]
+    assert before.get("version") != "0.8.0"
+    monkeypatch.setenv("PYTHONPATH", str(target))
+    seen = capture_env(user_venv.python)["packages"]["safetensors"]
+    assert seen["installed"] and seen["version"] == "0.8.0"
