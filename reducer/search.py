@@ -41,8 +41,9 @@ from typing import Any
 import libcst as cst
 
 from reducer.errors import ExitCode, ReprobotError
-from reducer.passes import DEFAULT_PASSES, Pass
-from reducer.passes.base import Candidate, parses
+from reducer.passes import DEFAULT_PHASES, Pass
+from reducer.passes.base import Candidate, parse, parses
+from reducer.passes.names import unbound_reads
 from reducer.size import Size, count_statements, normalize, size_of
 
 Oracle = Callable[[str], bool]
@@ -68,6 +69,7 @@ class PassStats:
     cache_hits: int = 0     # answered from the seen-set without a run
     not_smaller: int = 0    # refused by the size order
     invalid: int = 0        # did not parse / compile
+    unbound: int = 0        # would read a name nothing binds any more (a sure NameError)
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)   # a pass that crashed (a bug), kept going
 
@@ -140,7 +142,8 @@ class Reducer:
                  on_progress: Callable[[Progress], None] | None = None,
                  trace: Any = None, passes: list[Pass] | None = None,
                  seen: dict[str, bool] | None = None, stats: dict[str, Any] | None = None,
-                 format_result: bool = True) -> None:
+                 format_result: bool = True, name_check: bool = True,
+                 phases: list[list[Pass]] | None = None) -> None:
         try:
             cst.parse_module(source)
         except cst.ParserSyntaxError as e:
@@ -157,10 +160,14 @@ class Reducer:
         self.on_accept = on_accept
         self.on_progress = on_progress
         self.trace = trace
-        self.passes = list(DEFAULT_PASSES if passes is None else passes)
+        if phases is None:
+            phases = DEFAULT_PHASES if passes is None else [passes]
+        self.phases = [list(p) for p in phases]
         self.seen: dict[str, bool] = dict(seen or {})
         self.stats = ReductionStats.from_dict(stats) if stats else ReductionStats()
         self.format_result = format_result
+        self.name_check = name_check
+        self._best_unbound: tuple[str, set[str] | None] = ("", None)
         if not self.stats.size_before:
             self.stats.size_before = self.best_size.to_dict()
             self.stats.statements_before = _statements(source)
@@ -192,6 +199,10 @@ class Reducer:
         else:
             if not parses(source, self.compile_check):
                 ps.invalid += 1
+                self.seen[key] = False
+                return False
+            if self._unbinds(source):
+                ps.unbound += 1
                 self.seen[key] = False
                 return False
             interesting = self._run(source, key)
@@ -231,6 +242,10 @@ class Reducer:
                 self.seen[k] = False
                 self.stats.for_pass(self._pass).invalid += 1
                 continue
+            if self._unbinds(s):
+                self.seen[k] = False
+                self.stats.for_pass(self._pass).unbound += 1
+                continue
             todo[k] = s
         if len(todo) <= 1:
             return      # nothing to gain over running it in consider()
@@ -248,6 +263,18 @@ class Reducer:
         ps.tried += len(futures)
         self.stats.runs += len(futures)
         self._progress()
+
+    def _unbinds(self, source: str) -> bool:
+        """The candidate reads a name that the best binds and it no longer does."""
+        if not self.name_check:
+            return False
+        if self._best_unbound[0] != self.best:
+            self._best_unbound = (self.best, unbound_reads(parse(self.best)))
+        before = self._best_unbound[1]
+        if before is None:
+            return False
+        after = unbound_reads(parse(source))
+        return after is not None and bool(after - before)
 
     def _drain(self, window: list[Candidate]) -> Any | None:
         if len(window) > 1:
@@ -330,10 +357,12 @@ class Reducer:
                 from reducer.trace import first_cut_pass
                 self._run_pass(first_cut_pass)
                 self.stats.first_cut_done = True
-            while True:
-                before = self._round(self.passes)
-                if self.best == before:
-                    break
+            # each phase to a fixpoint before the next; a change in a finer phase sends the
+            # search back to the coarsest, so the end is a fixpoint of every pass
+            level = 0
+            while level < len(self.phases):
+                before = self._round(self.phases[level])
+                level = 0 if self.best != before else level + 1
             if self.format_result:
                 self._format()
             self.stats.status = "done"

@@ -17,10 +17,31 @@ _LAYOUT = {tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, toke
            tokenize.ENCODING}
 
 
+def _fstring_weight(text: str) -> int:
+    """Before Python 3.12 an f-string is one STRING token; count its replacement fields as 3.12's
+    tokenizer does (braces plus the expression's tokens), so that `f"{report.mean()}"` is not
+    "smaller" than `report.mean()` on one Python and larger on another."""
+    import ast
+    try:
+        node = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return 1
+    if not isinstance(node, ast.JoinedStr):
+        return 1
+    fields = [v for v in node.values if isinstance(v, ast.FormattedValue)]
+    return 1 + sum(2 + count_tokens(ast.unparse(v.value)) for v in fields)
+
+
+def _weight(tok: tokenize.TokenInfo) -> int:
+    if tok.type == tokenize.STRING and "f" in tok.string[:3].lower().split("'")[0].split('"')[0]:
+        return _fstring_weight(tok.string)
+    return 1
+
+
 def count_tokens(source: str) -> int:
     try:
         toks = tokenize.generate_tokens(io.StringIO(source).readline)
-        return sum(1 for t in toks if t.type not in _LAYOUT)
+        return sum(_weight(t) for t in toks if t.type not in _LAYOUT)
     except (tokenize.TokenError, IndentationError, SyntaxError):
         # Unparseable text never reaches the oracle; give it a size that sorts last-ish but stays total.
         return len(source.split())

@@ -19,6 +19,7 @@ aggressive cut first, a conservative one if that does not fail the same way.
 """
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import subprocess
@@ -81,7 +82,19 @@ def _record_call(frame):
             text = _literal(frame.f_locals[name])
             if text is not None:
                 values[name] = text
-    _calls[key] = {"line": caller.f_lineno, "func": code.co_name, "params": names,
+    if code.co_flags & 0x08:
+        # **kwargs: what a `**helper()` at the call site really passed, entry by entry
+        varkw = code.co_varnames[n + (1 if code.co_flags & 0x04 else 0)]
+        extra = frame.f_locals.get(varkw)
+        if isinstance(extra, dict):
+            for k, v in list(extra.items())[:50]:
+                text = _literal(v)
+                values["**" + str(k)] = text if text is not None else "<unknown>"
+    qual = getattr(code, "co_qualname", code.co_name)
+    if code.co_name == "__init__" and names and names[0] in frame.f_locals:
+        # a class reached through a registry: which class was built, not whose __init__ ran
+        qual = "class:" + type(frame.f_locals[names[0]]).__qualname__
+    _calls[key] = {"line": caller.f_lineno, "func": code.co_name, "params": names, "qual": qual,
                    "posonly": code.co_posonlyargcount if hasattr(code, "co_posonlyargcount") else 0,
                    "values": values}
 
@@ -159,6 +172,7 @@ class CallRecord:
     params: list[str]
     values: dict[str, str]      # parameter name → repr of a literal value
     posonly: int = 0
+    qual: str = ""              # the callee's qualified name; "class:Name" for a constructor
 
 
 @dataclass
@@ -182,7 +196,7 @@ class TraceData:
             elif isinstance(rec.get("call"), dict):
                 c = rec["call"]
                 data.calls.append(CallRecord(int(c["line"]), str(c["func"]), list(c["params"]),
-                                             dict(c["values"]), int(c.get("posonly", 0))))
+                                             dict(c["values"]), int(c.get("posonly", 0)), str(c.get("qual", ""))))
         return data
 
     def to_dict(self) -> dict[str, Any]:
@@ -194,6 +208,14 @@ class TraceData:
         if not hasattr(self, "_sites"):
             self._sites = _literal_sites(self)
         return self._sites
+
+    def dispatch_sites(self) -> dict[str, str]:
+        """callee expression text → the one top-level function or class of the script it called
+        in the traced run (``COMMANDS[args.command]`` → ``cmd_report``, ``fn`` → ``handle_ingest``,
+        ``Report.registry[name]`` → ``LatencyReport``)."""
+        if not hasattr(self, "_dispatch"):
+            self._dispatch = _dispatch_sites(self)
+        return self._dispatch
 
 
 def _literal_sites(trace: TraceData) -> dict[tuple[str, str], str]:
@@ -220,6 +242,7 @@ def _literal_sites(trace: TraceData) -> dict[tuple[str, str], str]:
             if params and params[0] in ("self", "cls") and (isinstance(call.func, cst.Attribute) or rec.func in ("__init__", "__new__", "__call__")):
                 params = params[1:]
             func_text = module.code_for_node(call.func)
+            _star_kwargs_site(call, rec, module, found)
             i = 0
             for arg in call.args:
                 if arg.star:
@@ -232,6 +255,64 @@ def _literal_sites(trace: TraceData) -> dict[tuple[str, str], str]:
                 found.setdefault((func_text, module.code_for_node(arg.value)), set()).add(rec.values[pname])
     # a site that saw two different values is not a constant
     return {k: next(iter(v)) for k, v in found.items() if len(v) == 1}
+
+
+def _dispatch_sites(trace: TraceData) -> dict[str, str]:
+    try:
+        wrapper = MetadataWrapper(cst.parse_module(trace.source), unsafe_skip_copy=True)
+    except cst.ParserSyntaxError:
+        return {}
+    module = wrapper.module
+    pos = wrapper.resolve(PositionProvider)
+    functions = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)}
+    classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef)}
+    calls = [n for n in pos if isinstance(n, cst.Call)]
+
+    def spelled(call: cst.Call) -> str | None:
+        f = call.func
+        return f.value if isinstance(f, cst.Name) else f.attr.value if isinstance(f, cst.Attribute) else None
+
+    by_line: dict[int, list[CallRecord]] = {}
+    for rec in trace.calls:
+        by_line.setdefault(rec.line, []).append(rec)
+    found: dict[str, set[str]] = {}
+    for call in calls:
+        f = call.func
+        if isinstance(f, cst.Attribute) or (isinstance(f, cst.Name) and (
+                f.value in functions | classes or hasattr(builtins, f.value))):
+            continue
+        r = pos[call]
+        lines = range(r.start.line, r.end.line + 1)
+        # a record on these lines that another call spells by name is that call's, not ours
+        named = {spelled(c) for c in calls if c is not call and pos[c].start.line in lines}
+        targets = set()
+        for rec in (rec for line in lines for rec in by_line.get(line, [])):
+            if rec.func in named or rec.qual.removeprefix("class:") in named:
+                continue
+            if rec.qual in functions:
+                targets.add(rec.qual)
+            elif rec.qual.startswith("class:") and rec.qual[6:] in classes:
+                targets.add(rec.qual[6:])
+        if targets:
+            found.setdefault(module.code_for_node(f), set()).update(targets)
+    return {k: next(iter(v)) for k, v in found.items() if len(v) == 1}
+
+
+def _star_kwargs_site(call: cst.Call, rec: CallRecord, module: cst.Module,
+                      found: dict[tuple[str, str], set[str]]) -> None:
+    """A single ``**expr`` at a call site: the callee's ``**kwargs`` minus the call's own extra
+    keywords came from it, so ``expr`` had that dict as its value (when every entry is a literal)."""
+    stars = [a for a in call.args if a.star == "**"]
+    extra = {k[2:]: v for k, v in rec.values.items() if k.startswith("**")}
+    if len(stars) != 1 or not extra:
+        return
+    explicit = {a.keyword.value for a in call.args if a.keyword is not None}
+    entries = {k: v for k, v in extra.items() if k not in explicit}
+    if not entries or "<unknown>" in entries.values():
+        return
+    text = "{" + ", ".join(f"{k!r}: {v}" for k, v in entries.items()) + "}"
+    found.setdefault((module.code_for_node(call.func), "**" + module.code_for_node(stars[0].value)),
+                     set()).add(text)
 
 
 RunFn = Callable[[str, list[str], dict[str, str]], Any]

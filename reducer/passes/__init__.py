@@ -15,11 +15,15 @@ class Pass:
 
 from reducer.passes import arguments, classes, cleanup, constants, inline, literals, statements, unwrap  # noqa: E402
 
-# Coarse to fine: bulk cleanups and value propagation first (they make whole helpers dead), then
-# hierarchical statement deletion, structure, and finally the small token-level shrinks.
-DEFAULT_PASSES: list[Pass] = [
+# Two phases, coarse to fine. STRUCTURE passes remove statements (the measure a maintainer reads
+# and the one that frees whole helpers); they are repeated to a fixpoint before any FINE pass
+# spends runs on a literal or a container entry, and every FINE change sends the search back to
+# STRUCTURE (a smaller value can make a branch or a helper removable).
+STRUCTURE: list[Pass] = [
     Pass("cleanup_bulk", cleanup.bulk),
     Pass("recorded_values", constants.recorded_values),
+    Pass("resolve_dispatch", constants.resolve_dispatch),
+    Pass("flatten", inline.flatten),
     Pass("delete_statements", statements.delete_statements),
     Pass("unwrap", unwrap.unwrap),
     Pass("statement_to_expression", unwrap.statement_to_expression),
@@ -27,10 +31,14 @@ DEFAULT_PASSES: list[Pass] = [
     Pass("collapse_classes", classes.collapse_classes),
     Pass("propagate_constants", constants.propagate_constants),
     Pass("remove_arguments", arguments.remove_arguments),
+    Pass("cleanup", cleanup.cleanup),
+]
+FINE: list[Pass] = [
     Pass("arguments_to_defaults", arguments.arguments_to_defaults),
     Pass("shrink_containers", literals.shrink_containers),
     Pass("shrink_literals", literals.shrink_literals),
-    Pass("cleanup", cleanup.cleanup),
 ]
+DEFAULT_PHASES: list[list[Pass]] = [STRUCTURE, FINE]
+DEFAULT_PASSES: list[Pass] = STRUCTURE + FINE
 
 BY_NAME: dict[str, Pass] = {p.name: p for p in DEFAULT_PASSES}

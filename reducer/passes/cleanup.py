@@ -97,6 +97,35 @@ def drop_redundant_pass(source: str) -> str:
     return render(parse(source).visit(T()))
 
 
+def _harmless_test(expr: cst.BaseExpression) -> bool:
+    """A condition whose evaluation does nothing worth keeping: names, attributes, literals,
+    comparisons and boolean combinations of those (`if key in CACHE:`, `if not ok:`)."""
+    if is_pure(expr):
+        return True
+    if isinstance(expr, cst.Comparison):
+        return _harmless_test(expr.left) and all(_harmless_test(c.comparator) for c in expr.comparisons)
+    if isinstance(expr, cst.UnaryOperation):
+        return _harmless_test(expr.expression)
+    if isinstance(expr, cst.BooleanOperation):
+        return _harmless_test(expr.left) and _harmless_test(expr.right)
+    return False
+
+
+def drop_empty_ifs(source: str) -> str:
+    """``if cond: pass`` with no else and a harmless condition: what the first cut leaves of a
+    branch that was not taken."""
+    class T(cst.CSTTransformer):
+        def leave_If(self, original, updated):
+            body = updated.body.body if isinstance(updated.body, cst.IndentedBlock) else updated.body.body
+            empty = all(isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, cst.Pass) for x in s.body)
+                        for s in body) if isinstance(updated.body, cst.IndentedBlock) else \
+                all(isinstance(x, cst.Pass) for x in body)
+            if empty and updated.orelse is None and _harmless_test(updated.test):
+                return cst.RemoveFromParent()
+            return updated
+    return render(parse(source).visit(T()))
+
+
 # ---- names: what is bound where, what is used ----------------------------------------------
 class _Uses(cst.CSTVisitor):
     """Counts each identifier's occurrences that are not plain bindings (coarse on purpose:
@@ -255,7 +284,7 @@ def drop_dead_code(source: str) -> str:
 
 # ---- the passes -----------------------------------------------------------------------------
 BULK: list[Callable[[str], str]] = [strip_comments_and_docstrings, drop_output_calls,
-                                    drop_unused_imports, drop_dead_code, drop_redundant_pass]
+                                    drop_empty_ifs, drop_unused_imports, drop_dead_code, drop_redundant_pass]
 
 
 def _apply(source: str, steps: list[Callable[[str], str]]) -> str | None:

@@ -176,25 +176,36 @@ def propagate_constants(gate: Gate) -> None:
 def _recorded_targets(gate: Gate):
     sites = gate.trace.literal_sites() if gate.trace is not None else {}
 
+    def site_key(module: cst.Module, call: cst.Call, arg: cst.Arg) -> tuple[str, str]:
+        prefix = "**" if arg.star == "**" else ""
+        return module.code_for_node(call.func), prefix + module.code_for_node(arg.value)
+
     def find(module: cst.Module) -> list[cst.CSTNode]:
         out = []
         for call in collect(module, lambda n: isinstance(n, cst.Call)):
-            func = module.code_for_node(call.func)
             for arg in call.args:
-                if not arg.star and not is_literal(arg.value) and (func, module.code_for_node(arg.value)) in sites:
+                if arg.star != "*" and not is_literal(arg.value) and site_key(module, call, arg) in sites:
                     out.append(arg.value)
         return out
 
-    def value_for(module: cst.Module, node: cst.CSTNode) -> cst.BaseExpression | None:
+    def value_for(module: cst.Module, node: cst.CSTNode) -> tuple[cst.CSTNode, cst.CSTNode] | None:
+        """(node to replace, its replacement): the argument's value, or for ``**expr`` the
+        whole call with the recorded entries spelled as keywords."""
         for call in collect(module, lambda n: isinstance(n, cst.Call) and any(a.value is node for a in n.args)):
-            text = sites.get((module.code_for_node(call.func), module.code_for_node(node)))
-            return cst.parse_expression(text) if text is not None else None
+            arg = next(a for a in call.args if a.value is node)
+            text = sites.get(site_key(module, call, arg))
+            if text is None:
+                return None
+            value = cst.parse_expression(text)
+            if arg.star != "**":
+                return node, value
+            return call, _spread(call, arg, value)
         return None
 
     def alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
-        value = value_for(module, node)
-        if value is not None:
-            yield safe(lambda: drop_dead_code(replace(module, node, value)))
+        pair = value_for(module, node)
+        if pair is not None:
+            yield safe(lambda: drop_dead_code(replace(module, *pair)))
 
     def everything(module: cst.Module) -> str | None:
         # only the substitutions that shrink the script on their own (a long literal for a
@@ -202,13 +213,30 @@ def _recorded_targets(gate: Gate):
         best = size_of(module.code)
         pairs = []
         for n in find(module):
-            v = value_for(module, n)
-            alone = safe(lambda: drop_dead_code(replace(module, n, v))) if v is not None else None
-            if alone is not None and size_of(alone) < best:
-                pairs.append((n, v))
+            pair = value_for(module, n)
+            alone = safe(lambda: drop_dead_code(replace(module, *pair))) if pair is not None else None
+            if alone is not None and size_of(alone) < best and all(p[0] is not pair[0] for p in pairs):
+                pairs.append(pair)
         return safe(lambda: drop_dead_code(replace_many(module, pairs))) if len(pairs) > 1 else None
 
     return find, alternatives, everything
+
+
+def _spread(call: cst.Call, arg: cst.Arg, value: cst.Dict) -> cst.Call:
+    """``f(**helper())`` with the recorded ``{'max_memory': {...}}`` → ``f(max_memory={...})``."""
+    keys = [e.key.evaluated_value if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+            else None for e in value.elements]
+    if not all(isinstance(k, str) and k.isidentifier() for k in keys):
+        return call.with_changes(args=[a.with_changes(value=value) if a is arg else a for a in call.args])
+    spelled = [cst.Arg(e.value, keyword=cst.Name(k), equal=cst.AssignEqual(
+        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+        for k, e in zip(keys, value.elements)]
+    args: list[cst.Arg] = []
+    for a in call.args:
+        args.extend(spelled if a is arg else [a])
+    args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]] + \
+        [args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)] if args else []
+    return call.with_changes(args=args)
 
 
 def recorded_values(gate: Gate) -> None:
@@ -219,4 +247,47 @@ def recorded_values(gate: Gate) -> None:
     together = everything(parse(gate.best))
     if together is not None and gate.consider(together):
         return
+    run_targets(gate, find, alternatives)
+
+
+# ---- calls through registries, resolved by the traced run -------------------------------------
+def _undecorated(module: cst.Module, name: str) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
+    return [(d, d.with_changes(decorators=[])) for d in module.body
+            if isinstance(d, (cst.FunctionDef, cst.ClassDef)) and d.name.value == name and d.decorators]
+
+
+def _dispatch_calls(gate: Gate, module: cst.Module) -> list[tuple[cst.Call, str]]:
+    sites = gate.trace.dispatch_sites() if gate.trace is not None else {}
+    return [(c, sites[module.code_for_node(c.func)]) for c in collect(module, lambda n: isinstance(n, cst.Call))
+            if not isinstance(c.func, cst.Name) and module.code_for_node(c.func) in sites
+            or isinstance(c.func, cst.Name) and c.func.value in sites]
+
+
+def resolve_dispatch(gate: Gate) -> None:
+    """``COMMANDS[args.command](args)`` → ``cmd_report(args)``: the registry, the dispatch
+    variable and the registering decorator stop carrying anything and can go. Each site is
+    offered with the target's decorators dropped (a ``@register`` that returns None), then
+    with them kept; all sites at once first."""
+    if gate.trace is None or not gate.trace.dispatch_sites():
+        return
+    module = parse(gate.best)
+    sites = _dispatch_calls(gate, module)
+    if len(sites) > 1:
+        pairs = [(c, c.with_changes(func=cst.Name(t))) for c, t in sites]
+        undecorated = [p for t in {t for _, t in sites} for p in _undecorated(module, t)]
+        together = safe(lambda: drop_dead_code(replace_many(module, pairs + undecorated)))
+        if together is not None and gate.consider(together):
+            return
+
+    def find(m: cst.Module) -> list[cst.CSTNode]:
+        return [c for c, _ in _dispatch_calls(gate, m)]
+
+    def alternatives(m: cst.Module, call: cst.CSTNode) -> Iterable[str | None]:
+        target = dict((id(c), t) for c, t in _dispatch_calls(gate, m)).get(id(call))
+        if target is None:
+            return
+        pair = (call, call.with_changes(func=cst.Name(target)))
+        yield safe(lambda: drop_dead_code(replace_many(m, [pair, *_undecorated(m, target)])))
+        yield safe(lambda: drop_dead_code(replace_many(m, [pair])))
+
     run_targets(gate, find, alternatives)

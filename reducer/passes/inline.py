@@ -50,16 +50,34 @@ def _inlinable(fn: cst.FunctionDef) -> bool:
             and last.body[0] is returns[0])
 
 
+def _nested_call(expr: cst.BaseExpression, name: str) -> cst.Call | None:
+    """The call of ``name`` that ``expr`` evaluates first and unconditionally: the expression
+    itself or an argument of a call in it (``sys.exit(main())``, ``results.put(handle(r))``)."""
+    if not isinstance(expr, cst.Call):
+        return None
+    f = expr.func
+    if (isinstance(f, cst.Name) and f.value == name) or (isinstance(f, cst.Attribute) and f.attr.value == name):
+        return expr
+    for arg in expr.args:
+        found = _nested_call(arg.value, name)
+        if found is not None:
+            return found
+    return None
+
+
 def _call_site(module: cst.Module, fn: cst.FunctionDef):
     """The one statement calling ``fn`` and the call in it, when inlining there is possible."""
     name = fn.name.value
     for line in collect(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
         s = line.body[0]
-        call = getattr(s, "value", None)
-        if not isinstance(s, (cst.Expr, cst.Assign, cst.Return)) or not isinstance(call, cst.Call):
+        if isinstance(s, (cst.Expr, cst.Assign, cst.Return)):
+            expr = s.value
+        elif isinstance(s, cst.Raise):
+            expr = s.exc
+        else:
             continue
-        f = call.func
-        if (isinstance(f, cst.Name) and f.value == name) or (isinstance(f, cst.Attribute) and f.attr.value == name):
+        call = _nested_call(expr, name) if expr is not None else None
+        if call is not None:
             return line, s, call
     return None
 
@@ -111,8 +129,15 @@ def inline_call(module: cst.Module, fn: cst.FunctionDef) -> str | None:
     if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[0], cst.Return):
         result = last.body[0].value
         body = body[:-1]
-    if isinstance(stmt, cst.Assign):
-        tail = [cst.SimpleStatementLine([stmt.with_changes(value=result or cst.Name("None"))])]
+    if call is not getattr(stmt, "value", None):
+        # nested in an outer call or a raise: the body runs first, its result takes the call's place
+        outer = replace_many(cst.Module([line]), [(call, result or cst.Name("None"))])
+        tail = list(cst.parse_module(outer).body)
+    elif isinstance(stmt, cst.Assign):
+        same = (len(stmt.targets) == 1 and isinstance(result, cst.Name) and isinstance(stmt.targets[0].target, cst.Name)
+                and stmt.targets[0].target.value == result.value)
+        # `device_map = build()` whose body ends `return device_map`: nothing left to assign
+        tail = [] if same else [cst.SimpleStatementLine([stmt.with_changes(value=result or cst.Name("None"))])]
     elif isinstance(stmt, cst.Return):
         tail = [cst.SimpleStatementLine([cst.Return(value=result)])]
     else:
@@ -128,3 +153,32 @@ def _alternatives(module: cst.Module, fn: cst.CSTNode) -> Iterable[str | None]:
 
 def inline_functions(gate: Gate) -> None:
     run_targets(gate, targets, _alternatives)
+
+
+# ---- the whole call chain at once ------------------------------------------------------------
+def flattened(source: str) -> str | None:
+    """Every function called once inlined into its caller, repeatedly (``main`` into the module,
+    the loader into ``main``, ...), the ``__main__`` guard unwrapped: the failing path as one
+    straight script, offered as ONE candidate. Inlining one function at a time costs a run each."""
+    from reducer.passes.base import parses
+    from reducer.passes.unwrap import unwrap_main_guard
+    changed = False
+    for _ in range(100):
+        module = parse(source)
+        for fn in targets(module):
+            new = safe(lambda fn=fn: inline_call(module, fn))
+            if new is not None and parses(new):
+                source, changed = new, True
+                break
+        else:
+            break
+    guardless = safe(lambda: unwrap_main_guard(source))
+    if guardless is not None and guardless != source and parses(guardless):
+        source, changed = guardless, True
+    return source if changed else None
+
+
+def flatten(gate: Gate) -> None:
+    candidate = safe(lambda: flattened(gate.best))
+    if candidate is not None:
+        gate.consider(candidate)

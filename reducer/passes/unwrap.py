@@ -12,6 +12,7 @@ from collections.abc import Iterable
 import libcst as cst
 
 from reducer.passes.base import Gate, assign, body_statements, collect, replace, run_targets, safe, splice
+from reducer.passes.base_multi import replace_many
 
 _COMPOUND = (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While)
 
@@ -66,20 +67,77 @@ def bodies(node: cst.CSTNode) -> list[list[cst.BaseStatement]]:
         if binds:
             out.append(binds + body)
     elif isinstance(node, (cst.For, cst.While)):
-        body = body_statements(node.body)
+        body = _one_iteration(body_statements(node.body))
         out.append(body)
-        if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
-            first = cst.parse_expression("next(iter(x))").with_changes()
-            first = first.with_changes(args=[cst.Arg(cst.Call(cst.Name("iter"), [cst.Arg(node.iter)]))])
-            out.append([assign(node.target.value, first)] + body)
+        if isinstance(node, cst.For) and node.asynchronous is None:
+            # the first item, as briefly as the iterable allows: `job = jobs[0]`, else next(iter())
+            indexed = cst.Subscript(node.iter, [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
+            first = cst.Call(cst.Name("next"), [cst.Arg(cst.Call(cst.Name("iter"), [cst.Arg(node.iter)]))])
+            target = node.target.with_changes(lpar=[], rpar=[]) if isinstance(node.target, cst.Tuple) else node.target
+            for value in (indexed, first):
+                out.append([cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(target)], value)])] + body)
         if node.orelse is not None:
             out.append(body_statements(node.orelse.body))
     return out
 
 
+class _LoopControl(cst.CSTTransformer):
+    """The loop's own ``break``/``continue`` become ``pass`` (outside a loop they do not compile);
+    nested loops and functions keep theirs."""
+
+    def visit_For(self, node) -> bool:
+        return False
+
+    def visit_While(self, node) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    def leave_Break(self, original, updated):
+        return cst.Pass()
+
+    def leave_Continue(self, original, updated):
+        return cst.Pass()
+
+
+def _one_iteration(stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    return [s.visit(_LoopControl()) if not isinstance(s, (cst.For, cst.While)) else s for s in stmts]
+
+
+def _is_main_guard(node: cst.CSTNode) -> bool:
+    if not (isinstance(node, cst.If) and node.orelse is None and isinstance(node.test, cst.Comparison)):
+        return False
+    test = node.test
+    if len(test.comparisons) != 1 or not isinstance(test.comparisons[0].operator, cst.Equal):
+        return False
+    sides = [test.left, test.comparisons[0].comparator]
+    names = [x.value for x in sides if isinstance(x, cst.Name)]
+    strings = [x.evaluated_value for x in sides if isinstance(x, cst.SimpleString)]
+    return names == ["__name__"] and strings == ["__main__"]
+
+
+def unwrap_main_guard(source: str) -> str:
+    """``if __name__ == "__main__":`` at the top level replaced by its body."""
+    module = cst.parse_module(source)
+    guards = [n for n in module.body if _is_main_guard(n)]
+    if not guards:
+        return source
+    return replace_many(module, [(g, splice(body_statements(g.body), g)) for g in guards])
+
+
 def alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
     for stmts in bodies(node):
-        yield safe(lambda stmts=stmts: replace(module, node, splice(list(stmts), node)))
+        candidate = safe(lambda stmts=stmts: replace(module, node, splice(list(stmts), node)))
+        if candidate is not None and isinstance(node, (cst.For, cst.While)):
+            # `if item is None: break` became `...: pass`; without it, `item = items[0]` can
+            # beat the shorter `for item in items:` header on size
+            from reducer.passes.cleanup import drop_empty_ifs
+            candidate = safe(lambda c=candidate: drop_empty_ifs(c))
+        yield candidate
 
 
 def unwrap(gate: Gate) -> None:

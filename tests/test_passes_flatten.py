@@ -1,0 +1,133 @@
+"""The bulk transformations for expensive runs: the whole call chain inlined as one candidate, the
+name check that refuses sure NameErrors without a run, dispatch through registries resolved by the
+traced run, `**helper()` replaced by the recorded keywords, and the two-phase pass order."""
+from __future__ import annotations
+
+from reducer.passes.names import unbound_reads
+from reducer.passes.base import parse
+from reducer.search import Reducer
+from reducer.trace import CallRecord, TraceData, subprocess_run_fn, trace_run
+from tests.reducer_support import raises, reduce_with
+
+CHAIN = (
+    "import sys\n"
+    "def load(path, size=2):\n    data = [path] * size\n    return data\n"
+    "def handle(req):\n    items = load(req['path'])\n    raise KeyError(items)\n"
+    "def main():\n    req = {'path': 'p'}\n    handle(req)\n    return 0\n"
+    'if __name__ == "__main__":\n    sys.exit(main())\n'
+)
+
+
+def test_flatten_inlines_the_whole_chain_in_one_run() -> None:
+    runs: list[str] = []
+
+    def oracle(s: str) -> bool:
+        runs.append(s)
+        return raises(KeyError, "'p', 'p'")(s)
+
+    out = reduce_with(CHAIN, oracle, "flatten")
+    assert out == ("import sys\nreq = {'path': 'p'}\npath = req['path']\nsize = 2\ndata = [path] * size\n"
+                   "items = data\nraise KeyError(items)\nsys.exit(0)\n")
+    assert len(runs) == 1
+
+
+def test_flatten_offers_nothing_when_nothing_is_called_once() -> None:
+    src = "def f():\n    raise KeyError(1)\nf()\nf()\n"
+    assert reduce_with(src, raises(KeyError), "flatten") == src
+
+
+def test_unbound_reads_sees_reads_not_attributes_or_keywords() -> None:
+    module = parse("import os\nx = os.path.join(a, sep=b)\nprint(x.c, len(x))\n")
+    assert unbound_reads(module) == {"a", "b"}
+    assert unbound_reads(parse("from m import *\nprint(q)\n")) is None
+
+
+def test_gate_refuses_a_candidate_that_unbinds_a_read_name_without_running_it() -> None:
+    src = "x = 1\ny = 2\nraise KeyError(x)\n"
+    runs: list[str] = []
+
+    def oracle(s: str) -> bool:
+        runs.append(s)
+        return raises(KeyError)(s)
+
+    r = Reducer(src, oracle, passes=[], format_result=False)
+    assert r.consider("y = 2\nraise KeyError(x)\n") is False
+    assert runs == [] and r.stats.for_pass("setup").unbound == 1
+    assert r.consider("x = 1\nraise KeyError(x)\n") is True and len(runs) == 1
+
+
+def test_dispatch_through_a_registry_is_resolved_and_the_registry_goes(tmp_path) -> None:
+    src = ("REG = {}\n"
+           "def register(name):\n    def wrap(fn):\n        REG[name] = fn\n    return wrap\n"
+           "@register('a')\ndef job_a(x):\n    raise KeyError(x)\n"
+           "@register('b')\ndef job_b(x):\n    return x\n"
+           "kind = 'a'\nREG[kind](3)\n")
+    trace = trace_run(src, subprocess_run_fn())
+    assert trace.dispatch_sites() == {"REG[kind]": "job_a"}
+    out = reduce_with(src, raises(KeyError, "3"), "resolve_dispatch", trace=trace)
+    # the registering decorator returned None: the call only works once it is gone
+    assert "def job_a(x):\n    raise KeyError(x)\n" in out and "job_a(3)" in out and "@register('a')" not in out
+
+
+def test_dispatch_to_a_class_names_the_class_that_was_built() -> None:
+    src = ("class Base:\n    def __init__(self, v):\n        raise KeyError(type(self).__name__)\n"
+           "class Child(Base):\n    pass\nREG = {'c': Child}\nREG['c'](1)\n")
+    trace = trace_run(src, subprocess_run_fn())
+    assert trace.dispatch_sites() == {"REG['c']": "Child"}
+
+
+def test_star_kwargs_helper_becomes_the_recorded_keywords() -> None:
+    src = ("def budget(n):\n    return {'max_memory': {0: n * 2, 'cpu': '8GiB'}}\n"
+           "def load(model, path, adapter_name='default', **kwargs):\n"
+           "    raise RuntimeError(str(kwargs['max_memory'][0]))\n"
+           "load(None, 'p', adapter_name='x', **budget(21))\n")
+    trace = trace_run(src, subprocess_run_fn())
+    assert trace.literal_sites()[("load", "**budget(21)")] == "{'max_memory': {0: 42, 'cpu': '8GiB'}}"
+    out = reduce_with(src, raises(RuntimeError, "42"), "recorded_values", trace=trace)
+    assert out.endswith("load(None, 'p', adapter_name='x', max_memory={0: 42, 'cpu': '8GiB'})\n")
+    assert "def budget" not in out
+
+
+def test_loop_unwrap_turns_its_own_break_into_pass_and_binds_the_first_item() -> None:
+    src = "for item in [3, 4]:\n    if item is None:\n        break\n    raise KeyError(item)\n"
+    out = reduce_with(src, raises(KeyError, "3"), "unwrap")
+    assert out == "item = [3, 4][0]\nraise KeyError(item)\n"
+
+
+def test_empty_if_with_a_harmless_test_is_cleaned_up_in_bulk() -> None:
+    src = "CACHE = {}\nkey = 1\nif key in CACHE:\n    pass\nif not key:\n    pass\nraise KeyError(key)\n"
+    assert reduce_with(src, raises(KeyError), "cleanup_bulk") == "key = 1\nraise KeyError(key)\n"
+
+
+def test_dict_keys_are_not_shortened_and_fstrings_give_up_their_calls() -> None:
+    src = 'cfg = {"hidden_size": 64}\nraise KeyError(cfg)\n'
+    assert reduce_with(src, raises(KeyError, "hidden_size"), "shrink_literals") == \
+        'cfg = {"hidden_size": 0}\nraise KeyError(cfg)\n'
+    fs = 'def f():\n    raise KeyError(1)\nx = f"value {f():.1f}"\n'
+    assert reduce_with(fs, raises(KeyError), "shrink_literals") == 'def f():\n    raise KeyError(0)\nx = f()\n'
+
+
+def test_each_phase_reaches_its_fixpoint_before_the_next_runs() -> None:
+    from reducer.passes import Pass
+    log: list[tuple[str, str]] = []
+
+    def dropper(prefix: str):
+        def fn(gate) -> None:
+            log.append((prefix, gate.best))
+            lines = gate.best.splitlines(keepends=True)
+            for i, line in enumerate(lines):
+                if line.startswith(prefix):
+                    gate.consider("".join(lines[:i] + lines[i + 1:]))
+                    return
+        return fn
+
+    src = "s1 = 1\nf1 = 2\ns2 = 3\nf2 = 4\nraise KeyError(0)\n"
+    out = Reducer(src, raises(KeyError), phases=[[Pass("coarse", dropper("s"))], [Pass("fine", dropper("f"))]],
+                  format_result=False, name_check=False).run().best_source
+    assert out == "raise KeyError(0)\n"
+    fine_calls = [best for name, best in log if name == "f"]
+    assert fine_calls and all("s1" not in b and "s2" not in b for b in fine_calls)
+    # a fine change sends the search back to the coarse phase before the fine one runs again
+    names = [name for name, _ in log]
+    assert names.count("f") == 3     # two changes, then the round that finds nothing
+    assert "".join(names).find("ff") == -1
