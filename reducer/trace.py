@@ -202,6 +202,14 @@ class TraceData:
     def to_dict(self) -> dict[str, Any]:
         return {"lines": sorted(self.lines), "calls": [c.__dict__ for c in self.calls]}
 
+    @classmethod
+    def from_dict(cls, source: str, data: dict[str, Any]) -> TraceData:
+        """What ``to_dict`` saved, for a resumed reduction of the same original ``source``."""
+        fields = set(CallRecord.__dataclass_fields__)
+        calls = [CallRecord(**{k: v for k, v in c.items() if k in fields}) for c in data.get("calls", [])
+                 if isinstance(c, dict)]
+        return cls(source, {int(n) for n in data.get("lines", [])}, calls)
+
     def literal_sites(self) -> dict[tuple[str, str], str]:
         """(callee expression text, argument expression text) → literal text, where the traced
         run pins it down to one value. Keyed by text, not line, so it survives later edits."""

@@ -144,3 +144,33 @@ def test_real_hf_stack_gemma4_clippable_linear(tmp_path):
     assert sig["exc_type"] == "ValueError"
     assert sig["message"].startswith("Target module Gemma4ClippableLinear(...) is not supported.")
     assert sig["frames"][0] == "peft/tuners/lora/model.py:_create_new_module"
+
+
+def test_resume_keeps_the_traced_values(tmp_path):
+    """A session cut short by --max-time, then --resume: the resumed search still has the traced
+    run (first cut, recorded values), read back from the repro folder's trace.json."""
+    write(tmp_path / "job.py", """
+        import time
+        def budget(n):
+            return {"k": n * 2}
+        def unused():
+            return 1
+        def load(options):
+            time.sleep(0.2)
+            raise KeyError(options["k"])
+        load(options=budget(21))
+    """)
+    first = reprobot("reduce", "job.py", "--out", "store", "--max-time", "0.01", "--no-env", cwd=tmp_path)
+    (folder,) = (tmp_path / "store").iterdir()
+    saved = json.loads((folder / "reduction.json").read_text())
+    assert saved["status"] == "timeout" and saved["runs"] == 0, first.stdout + first.stderr
+    trace = json.loads((folder / "trace.json").read_text())
+    assert any(c["func"] == "load" for c in trace["calls"])
+    second = reprobot("reduce", "job.py", "--out", "store", "--resume", "--no-env", cwd=tmp_path)
+    assert second.returncode == 0, second.stdout + second.stderr
+    repro = (folder / "repro.py").read_text()
+    assert "budget" not in repro and "unused" not in repro
+    done = json.loads((folder / "reduction.json").read_text())
+    assert done["status"] == "done" and done["first_cut_done"]
+    # both need the trace: without trace.json the resumed search would have neither
+    assert done["passes"]["first_cut"]["accepted"] == 1 and done["passes"]["recorded_values"]["accepted"] >= 1
