@@ -217,6 +217,11 @@ class Reducer:
         strictly in proposal order, so the outcome does not depend on completion order."""
         window: list[Candidate] = []
         for item in candidates:
+            if self.jobs > 1 and self._refused_without_a_run(item[1]):
+                # settled now, in proposal order (its verdict is False whatever comes before it),
+                # so the window's parallel slots only hold candidates that need a run
+                self.consider(item[1])
+                continue
             window.append(item)
             if len(window) >= self.jobs:
                 hit = self._drain(window)
@@ -263,6 +268,16 @@ class Reducer:
         ps.tried += len(futures)
         self.stats.runs += len(futures)
         self._progress()
+
+    def _refused_without_a_run(self, source: str) -> bool:
+        """The gate would say no without running it: not smaller, known uninteresting, does not
+        parse, or unbinds a name (the checks ``consider`` makes before a run)."""
+        if not size_of(source) < self.best_size:
+            return True
+        key = _key(source)
+        if key in self.seen:
+            return not self.seen[key]
+        return not parses(source, self.compile_check) or self._unbinds(source)
 
     def _unbinds(self, source: str) -> bool:
         """The candidate reads a name that the best binds and it no longer does."""

@@ -3,14 +3,17 @@
 # results/RESULTS.md. Wheels are carried in from the workspace (see the device README):
 #   .whl/        bitsandbytes (CUDA 13 + CPU libraries only)
 #   .whl-tools/  reprobot's own dependencies missing from the image (libcst, PyGithub, pip-tools, ...)
-# Usage: reduce_on_device.sh SECONDS [STATE_DIR]
-#   SECONDS    --max-time for this session of the reduction
-#   STATE_DIR  a repros/<id>/ folder from an earlier session to --resume from (optional)
-# Everything it produces goes to $OUT/repros/ (and the log to $OUT/reduce.log).
+# Usage: reduce_on_device.sh SECONDS [STATE_DIR [EXTRA_FLAGS...]]
+#   SECONDS      --max-time for this session of the reduction
+#   STATE_DIR    a repros/<id>/ folder from an earlier session to --resume from ("" for none)
+#   EXTRA_FLAGS  more `reprobot reduce` flags (e.g. --no-env for an intermediate session)
+# The repro folder comes back as $OUT/repros.tgz (one file: the device returns at most 8), the
+# log as $OUT/reduce.log.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS=2
 MAX_TIME=${1:?seconds}
 STATE=${2:-}
+shift $(( $# < 2 ? $# : 2 ))
 I="python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target"
 $I /tmp/site .whl/*.whl && $I /tmp/tools .whl-tools/*.whl || exit 1
 export PYTHONPATH=/tmp/site:/tmp/tools
@@ -27,4 +30,5 @@ fi
 # this folder: every candidate (and so the final repro) has to build them itself, nothing is left
 # over from an earlier run.
 python3 -m bot reduce examples/gpu_gemma4_bnb/inference_worker.py --out "$OUT/repros" "${RESUME[@]}" \
-  --jobs 8 --jobs-per-gpu 8 --max-time "$MAX_TIME" 2>&1 | tee "$OUT/reduce.log" | tail -60
+  --jobs 8 --jobs-per-gpu 8 --max-time "$MAX_TIME" "$@" 2>&1 | tee "$OUT/reduce.log" | tail -40
+tar -C "$OUT" -czf "$OUT/repros.tgz" repros && rm -rf "$OUT/repros"
