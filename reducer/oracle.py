@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from reducer.gpu import GpuPool
+from reducer.normalize import library_path
 from reducer.outcome import Outcome
 from reducer.runner import Runner
 from reducer.signature import MatchOptions, Signature, find_match
@@ -51,6 +54,8 @@ class Oracle:
         self.runs = 0
         self.run_seconds = 0.0
         self._lock = threading.Lock()
+        # where each recent interesting candidate failed (its own lines), for the slicing pass
+        self._failure_lines: OrderedDict[str, tuple[int, ...]] = OrderedDict()
 
     def _hit(self, records) -> bool:
         return find_match(records, self.target, self.options) is not None
@@ -67,7 +72,25 @@ class Oracle:
             self.runs += 1
             self.run_seconds += outcome.wall_time
         hangs = outcome.stopped_early or outcome.timed_out
-        return Verdict(self._hit(outcome.tracebacks) and (self.allow_hang or not hangs), outcome)
+        record = find_match(outcome.tracebacks, self.target, self.options)
+        interesting = record is not None and (self.allow_hang or not hangs)
+        if interesting:
+            self._remember(source, record)
+        return Verdict(interesting, outcome)
+
+    def _remember(self, source: str, record) -> None:
+        name = PurePath(self.runner.spec.script).name
+        lines = tuple(f.lineno for f in record.frames
+                      if f.lineno and PurePath(f.path).name == name and library_path(f.path) is None)
+        with self._lock:
+            self._failure_lines[source] = lines
+            while len(self._failure_lines) > 64:
+                self._failure_lines.popitem(last=False)
+
+    def failure_lines(self, source: str) -> tuple[int, ...] | None:
+        """The script's own traceback lines in the run that found ``source`` interesting."""
+        with self._lock:
+            return self._failure_lines.get(source)
 
     def __call__(self, source: str) -> bool:
         return self.test(source).interesting

@@ -269,6 +269,12 @@ class Reducer:
         self.stats.runs += len(futures)
         self._progress()
 
+    def failure_lines(self, source: str) -> tuple[int, ...] | None:
+        """Where ``source`` failed in the run that accepted it (the script's own traceback
+        lines), when the oracle keeps that (``reducer.oracle.Oracle`` does)."""
+        locate = getattr(self.oracle, "failure_lines", None)
+        return locate(source) if callable(locate) else None
+
     def _refused_without_a_run(self, source: str) -> bool:
         """The gate would say no without running it: not smaller, known uninteresting, does not
         parse, or unbinds a name (the checks ``consider`` makes before a run)."""

@@ -13,7 +13,8 @@ class Pass:
     fn: Callable[[Any], None]
 
 
-from reducer.passes import arguments, classes, cleanup, constants, inline, literals, statements, unwrap  # noqa: E402
+from reducer.passes import (arguments, classes, cleanup, constants, inline, literals, slicing,  # noqa: E402
+                            statements, unwrap)
 
 # Two phases, coarse to fine. STRUCTURE passes remove statements (the measure a maintainer reads
 # and the one that frees whole helpers); they are repeated to a fixpoint before any FINE pass
@@ -24,6 +25,7 @@ STRUCTURE: list[Pass] = [
     Pass("recorded_values", constants.recorded_values),
     Pass("resolve_dispatch", constants.resolve_dispatch),
     Pass("flatten", inline.flatten),
+    Pass("slice", slicing.slice_failure),
     Pass("delete_statements", statements.delete_statements),
     Pass("unwrap", unwrap.unwrap),
     Pass("statement_to_expression", unwrap.statement_to_expression),

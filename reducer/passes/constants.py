@@ -69,6 +69,10 @@ def single_bindings(module: cst.Module, want=is_literal) -> dict[str, tuple[cst.
         if (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name)
                 and counts.get(s.targets[0].target.value) == 1 and want(s.value)):
             out[s.targets[0].target.value] = (line, s.value)
+        elif (isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name) and s.value is not None
+              and counts.get(s.target.value) == 1 and want(s.value)):
+            # `MODEL_PRESETS: dict[str, dict] = {...}`: the annotation says nothing about the bug
+            out[s.target.value] = (line, s.value)
     return out
 
 
@@ -161,7 +165,8 @@ def _preorder_index(module: cst.Module):
 def _alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
     if isinstance(node, cst.SimpleStatementLine):
         s = node.body[0]
-        yield safe(lambda: drop_dead_code(inline_name(module, s.targets[0].target.value, node, s.value)))
+        name = s.targets[0].target.value if isinstance(s, cst.Assign) else s.target.value
+        yield safe(lambda: drop_dead_code(inline_name(module, name, node, s.value)))
         return
     for expr, value in _lookups(module):
         if expr is node:

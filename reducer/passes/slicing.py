@@ -1,0 +1,309 @@
+"""Backward slice from the failing statement, offered as ONE candidate.
+
+The run that made the current best interesting also says where it failed: the script's own
+frames of the matched traceback (``sys.exit(main())`` at the top level, the call inside ``main``,
+...). In every statement list on that path, the statement holding a failing frame's line is the
+criterion; walking backwards from it, a statement is kept only if it writes a name that a kept
+statement reads (assigns it, mutates it through an item, attribute or method call, or passes it to
+a call). Everything else in those lists goes, innermost list first, so that a ``def`` at the top
+level only keeps the globals its sliced body still reads.
+
+Where delta debugging needs a run per statement (or per run of statements) to learn that the RAG
+stub, the request queue and the summary loop do not matter, the slice proposes dropping all of
+them at once; a real run still decides. The dependency analysis is by name and deliberately
+conservative (any call may mutate its receiver and its arguments), and a statement list inside a
+loop is walked twice, so that a value carried from one iteration to the next is kept.
+"""
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from reducer.passes.base import Gate, render, safe
+
+_LOOPS = (cst.For, cst.While)
+_CONSTANTS = {"True", "False", "None"}
+
+
+def _bound_names(target: cst.CSTNode) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _bound_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return []
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def _root(expr: cst.CSTNode) -> str | None:
+    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
+        expr = expr.value if not isinstance(expr, cst.Call) else expr.func
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+class _Effects(cst.CSTVisitor):
+    """Names a statement reads and writes, skipping the subtrees already sliced away."""
+
+    def __init__(self, removed: set[int], top: cst.CSTNode) -> None:
+        self.removed, self.top = removed, top
+        self.reads: set[str] = set()
+        self.writes: set[str] = set()
+        self.loop_exit = False      # holds a break/continue: it decides when a loop ends
+        self.for_effect = False
+        self._skip: set[int] = set()
+        self._depth = 0             # inside a def/class/lambda body: reads only
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if id(node) in self.removed:
+            return False
+        if isinstance(node, cst.SimpleStatementLine):
+            self.for_effect = any(isinstance(x, cst.Expr) for x in node.body)
+        if isinstance(node, cst.Attribute):
+            self._skip.add(id(node.attr))
+        elif isinstance(node, cst.Arg) and node.keyword is not None:
+            self._skip.add(id(node.keyword))
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            self._skip.add(id(node.name))
+            if self._depth == 0:
+                self.writes.add(node.name.value)
+        elif isinstance(node, cst.Param):
+            self._skip.add(id(node.name))
+        elif isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.For, cst.CompFor, cst.AsName)):
+            # `x = ...` binds x, it does not read it (`x[k] = ...` and `x += 1` do)
+            target = node.name if isinstance(node, cst.AsName) else node.target
+            for name in _bound_names(target):
+                self._skip.add(id(name))
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            self.writes.update(n.name.value for n in node.names)
+        elif isinstance(node, (cst.Import, cst.ImportFrom)):
+            if not isinstance(node.names, cst.ImportStar):
+                for alias in node.names:
+                    name = alias.asname.name if alias.asname is not None else alias.name
+                    self.writes.add(_root(name) or "")
+            return False
+        elif isinstance(node, cst.Name) and id(node) not in self._skip:
+            self.reads.add(node.value)
+        if self._depth == 0:
+            self._writes_of(node)
+        if isinstance(node, _SCOPES):
+            self._depth += 1
+        return True
+
+    def on_leave(self, node: cst.CSTNode) -> None:
+        if isinstance(node, _SCOPES):
+            self._depth -= 1
+
+    def _target(self, target: cst.CSTNode) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for e in target.elements:
+                self._target(e.value)
+        elif isinstance(target, cst.StarredElement):
+            self._target(target.value)
+        else:
+            name = _root(target)
+            if name:
+                self.writes.add(name)
+
+    def _writes_of(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.AssignTarget):
+            self._target(node.target)
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            self._target(node.target)
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            if isinstance(node, cst.For):
+                self._target(node.target)
+        elif isinstance(node, cst.AsName):
+            self._target(node.name)
+        elif isinstance(node, cst.NamedExpr):
+            self._target(node.target)
+        elif isinstance(node, cst.Del):
+            self._target(node.target)
+        elif isinstance(node, cst.Call):
+            # a method call may change its receiver (`requests.put(r)`, `scored.sort()`); a call
+            # made for its effect alone (`get_peft_model(model, cfg)` as a statement) may also
+            # change what it is given
+            names = [_root(node.func.value) if isinstance(node.func, cst.Attribute) else None]
+            if self.for_effect:
+                names += [_root(a.value) for a in node.args]
+            self.writes.update(n for n in names if n and n not in _CONSTANTS)
+        elif isinstance(node, (cst.Break, cst.Continue)):
+            self.loop_exit = True
+
+
+def _effects(stmt: cst.CSTNode, removed: set[int]) -> _Effects:
+    v = _Effects(removed, stmt)
+    stmt.visit(v)
+    return v
+
+
+def _kills(stmt: cst.CSTNode) -> set[str]:
+    """Names a statement rebinds outright (`x = ...`): earlier writers of them are not needed."""
+    out: set[str] = set()
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for x in stmt.body:
+            if isinstance(x, cst.Assign):
+                out.update(t.target.value for t in x.targets if isinstance(t.target, cst.Name))
+            elif isinstance(x, cst.AnnAssign) and x.value is not None and isinstance(x.target, cst.Name):
+                out.add(x.target.value)
+    return out
+
+
+class _Blocks(cst.CSTVisitor):
+    """Statement lists, innermost first, each with whether it runs inside a loop."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[cst.CSTNode, bool]] = []
+        self._stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self._stack.append(node)
+        return True
+
+    def on_leave(self, node: cst.CSTNode) -> None:
+        self._stack.pop()
+        if isinstance(node, (cst.IndentedBlock, cst.Module)):
+            in_loop = False
+            for outer in reversed(self._stack):
+                if isinstance(outer, _LOOPS):
+                    in_loop = True
+                    break
+                if isinstance(outer, (cst.FunctionDef, cst.ClassDef)):
+                    break
+            self.found.append((node, in_loop))
+
+
+def _holds(pos, node: cst.CSTNode | None, lines: set[int]) -> bool:
+    r = pos.get(node) if node is not None else None
+    return r is not None and any(r.start.line <= n <= r.end.line for n in lines)
+
+
+def _slice(module: cst.Module, pos, lines: set[int]) -> set[int]:
+    """Ids of the statements the failure at ``lines`` cannot depend on (by name)."""
+    v = _Blocks()
+    module.visit(v)
+    removed: set[int] = set()
+    for block, in_loop in v.found:
+        stmts = list(block.body)
+        criteria = [s for s in stmts if _holds(pos, s, lines)]
+        if not criteria:
+            continue
+        if all(isinstance(s, (cst.FunctionDef, cst.ClassDef)) for s in criteria):
+            # the failure is inside a definition; what ran it is a later statement naming it
+            # (a logged traceback stops at the `try`, so the `main()` line is not among the frames)
+            names = {s.name.value for s in criteria}
+            criteria += [s for s in stmts if id(s) not in {id(c) for c in criteria}
+                         and _effects(s, removed).reads & names]
+        keep = {id(s) for s in criteria}
+        needed: set[str] = set()
+        for s in criteria:
+            needed |= _effects(s, removed).reads
+        last = max(i for i, s in enumerate(stmts) if id(s) in keep)
+        # inside a loop a later statement can feed the next iteration: walk the list twice
+        order = list(reversed(stmts)) * 2 if in_loop else list(reversed(stmts[:last]))
+        for s in order:
+            if id(s) in keep:
+                continue
+            if isinstance(s, cst.SimpleStatementLine) and any(
+                    isinstance(x, (cst.Global, cst.Nonlocal)) or
+                    (isinstance(x, cst.ImportFrom) and isinstance(x.module, cst.Name) and x.module.value == "__future__")
+                    for x in s.body):
+                keep.add(id(s))
+                continue
+            fx = _effects(s, removed)
+            if fx.writes & needed or (in_loop and fx.loop_exit):
+                keep.add(id(s))
+                needed = (needed - _kills(s)) | fx.reads
+        removed |= {id(s) for s in stmts if id(s) not in keep}
+    return removed
+
+
+def _path(module: cst.Module, pos, lines: set[int]) -> dict[int, str]:
+    """The scaffolding around the failure: id → how to straighten it. A ``while`` becomes one pass
+    of its body, a ``try`` its body (and ``finally``), an ``if`` the branch that failed; loops
+    over data (``for``) and ``with`` blocks (a ``torch.no_grad()`` matters) stay."""
+    found: dict[int, str] = {}
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if not isinstance(node, cst.Module) and not _holds(pos, node, lines):
+                return False
+            if isinstance(node, cst.While) and node.orelse is None:
+                found[id(node)] = "loop"
+            elif isinstance(node, cst.Try) and _holds(pos, node.body, lines):
+                found[id(node)] = "try"
+            elif isinstance(node, cst.If) and _holds(pos, node.body, lines):
+                found[id(node)] = "then"
+            elif (isinstance(node, cst.If) and isinstance(node.orelse, cst.Else)
+                  and _holds(pos, node.orelse.body, lines)):
+                found[id(node)] = "else"
+            return True
+
+    module.visit(V())
+    return found
+
+
+def _render(module: cst.Module, removed: set[int], path: dict[int, str]) -> str:
+    from reducer.passes.base import body_statements, splice
+    from reducer.passes.unwrap import _one_iteration
+
+    class Cut(cst.CSTTransformer):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            return id(node) not in removed
+
+        def on_leave(self, original: cst.CSTNode, updated):
+            if id(original) in removed:
+                return cst.RemoveFromParent()
+            how = path.get(id(original))
+            if how == "loop":
+                return splice(_one_iteration(body_statements(updated.body)), original)
+            if how == "try":
+                final = body_statements(updated.finalbody.body) if updated.finalbody else []
+                return splice(body_statements(updated.body) + final, original)
+            if how == "then":
+                return splice(body_statements(updated.body), original)
+            if how == "else":
+                return splice(body_statements(updated.orelse.body), original)
+            return updated
+
+    return render(module.visit(Cut()))
+
+
+def cuts(source: str, lines: set[int]) -> list[str]:
+    """Candidates, boldest first: the failing path straightened and sliced, straightened only,
+    sliced only."""
+    from reducer.passes.cleanup import drop_empty_ifs
+    wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
+    module, pos = wrapper.module, wrapper.resolve(PositionProvider)
+    removed, path = _slice(module, pos, lines), _path(module, pos, lines)
+    out = []
+    for r, p in ((removed, path), (set(), path), (removed, {})):
+        if r or p:
+            text = _render(module, r, p)
+            # `if request is None: break` became `...: pass` once its loop went
+            out.append(drop_empty_ifs(text) if p else text)
+    return out
+
+
+def sliced(source: str, lines: set[int]) -> str | None:
+    """``source`` minus every statement the failure at ``lines`` cannot depend on (by name)."""
+    wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
+    module, pos = wrapper.module, wrapper.resolve(PositionProvider)
+    removed = _slice(module, pos, lines)
+    return _render(module, removed, {}) if removed else None
+
+
+def slice_failure(gate: Gate) -> None:
+    """Offer the cuts boldest first; the first that fails the same way wins (at most three runs
+    a round, none when nothing would change)."""
+    locate = getattr(gate, "failure_lines", None)
+    lines = locate(gate.best) if locate is not None else None
+    if not lines:
+        return
+    try:
+        candidates = cuts(gate.best, set(lines))
+    except (cst.ParserSyntaxError, cst.CSTValidationError, ValueError, TypeError, AttributeError, RecursionError):
+        return
+    for candidate in candidates:
+        if candidate != gate.best and gate.consider(candidate):
+            return
