@@ -63,14 +63,15 @@ def reduce_failure(failure: Failure, repro: ReproDir, *, jobs: int = 1, gpus: st
     source = start_source or failure.spec.source
     trace_file = repro.path / "trace.json"
     trace_data = None
-    if trace and start_source is None:
+    if trace and start_source is not None and trace_file.is_file():
+        from reducer.trace import TraceData
+        trace_data = TraceData.from_dict(failure.spec.source, repro.read_json(trace_file))
+    elif trace:
+        # a resumed folder without its trace (copied without it) traces the original again
         trace_data = _trace(failure)
         if trace_data is not None:
             # kept (scrubbed) so that --resume still has the recorded values and dispatch targets
             write_text_atomic(trace_file, safe(json.dumps(trace_data.to_dict())))
-    elif trace and trace_file.is_file():
-        from reducer.trace import TraceData
-        trace_data = TraceData.from_dict(failure.spec.source, repro.read_json(trace_file))
 
     def save(best: str, stats_dict: dict[str, Any], status: str | None = None, seen_now=None) -> None:
         write_text_atomic(repro.repro, safe(best))

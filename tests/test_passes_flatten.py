@@ -131,3 +131,36 @@ def test_each_phase_reaches_its_fixpoint_before_the_next_runs() -> None:
     names = [name for name, _ in log]
     assert names.count("f") == 3     # two changes, then the round that finds nothing
     assert "".join(names).find("ff") == -1
+
+
+def test_fold_constants_resolves_registries_through_requests_in_one_run() -> None:
+    src = ("REQUESTS = [{'model': 'tiny', 'client': 'a'}]\n"
+           "MODELS = {'tiny': 'path/tiny', 'big': 'path/big'}\n"
+           "ADAPTERS = {'a': 'adapters/a'}\n"
+           "def cfg(model_id):\n    return MODELS[model_id]\n"
+           "request = list(REQUESTS)[0]\nmodel_id = request['model']\n"
+           "table = {}\ntable['x'] = 1\n"
+           "raise KeyError(cfg(model_id), ADAPTERS[request['client']], table['x'])\n")
+    runs: list[str] = []
+
+    def oracle(s: str) -> bool:
+        runs.append(s)
+        return raises(KeyError, "'path/tiny', 'adapters/a', 1")(s)
+
+    out = reduce_with(src, oracle, "fold_constants")
+    assert len(runs) == 1
+    # the parameter `model_id` of cfg is another variable: not replaced; a mutated table stays.
+    # (`model_id = 'tiny'` stays too: dead-code removal counts names coarsely, the parameter's
+    # loads included; the slice or statement deletion takes it next.)
+    assert out == ("MODELS = {'tiny': 'path/tiny', 'big': 'path/big'}\n"
+                   "def cfg(model_id):\n    return MODELS[model_id]\n"
+                   "model_id = 'tiny'\ntable = {}\ntable['x'] = 1\n"
+                   "raise KeyError(cfg('tiny'), 'adapters/a', table['x'])\n")
+
+
+def test_flatten_sees_through_a_subscript_and_a_local_of_the_same_name() -> None:
+    src = ("def load():\n    return [7]\n"
+           "def main():\n    main = load()[0]\n    raise KeyError(main)\n"
+           "main()\n")
+    out = reduce_with(src, raises(KeyError, "7"), "flatten")
+    assert out == "main = [7][0]\nraise KeyError(main)\n"

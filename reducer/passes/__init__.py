@@ -25,6 +25,7 @@ STRUCTURE: list[Pass] = [
     Pass("recorded_values", constants.recorded_values),
     Pass("resolve_dispatch", constants.resolve_dispatch),
     Pass("flatten", inline.flatten),
+    Pass("fold_constants", constants.fold_constants),
     Pass("slice", slicing.slice_failure),
     Pass("delete_statements", statements.delete_statements),
     Pass("unwrap", unwrap.unwrap),

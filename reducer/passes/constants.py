@@ -60,9 +60,14 @@ def _binding_counts(module: cst.Module) -> dict[str, int]:
     return counts
 
 
-def single_bindings(module: cst.Module, want=is_literal) -> dict[str, tuple[cst.SimpleStatementLine, cst.BaseExpression]]:
-    """Names bound exactly once, by a plain ``name = value`` statement whose value satisfies ``want``."""
+def single_bindings(module: cst.Module, want=is_literal, ignore_params: bool = False
+                    ) -> dict[str, tuple[cst.SimpleStatementLine, cst.BaseExpression]]:
+    """Names bound exactly once, by a plain ``name = value`` statement whose value satisfies ``want``
+    (with ``ignore_params``, function parameters of the same name do not count as bindings)."""
     counts = _binding_counts(module)
+    if ignore_params:
+        for param in collect(module, lambda n: isinstance(n, cst.Param)):
+            counts[param.name.value] = counts.get(param.name.value, 0) - 1
     out: dict[str, tuple[cst.SimpleStatementLine, cst.BaseExpression]] = {}
     for line in collect(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
         s = line.body[0]
@@ -296,3 +301,123 @@ def resolve_dispatch(gate: Gate) -> None:
         yield safe(lambda: drop_dead_code(replace_many(m, [pair])))
 
     run_targets(gate, find, alternatives)
+
+
+# ---- every constant at once ---------------------------------------------------------------------
+_READ_ONLY_METHODS = {"get", "keys", "values", "items", "copy", "index", "count"}
+
+
+def _mutated(module: cst.Module) -> set[str]:
+    """Names whose object is changed in place somewhere (`d[k] = v`, `d.update()`, `l.append()`)."""
+    out: set[str] = set()
+
+    def base(e: cst.CSTNode) -> str | None:
+        while isinstance(e, (cst.Subscript, cst.Attribute)):
+            e = e.value
+        return e.value if isinstance(e, cst.Name) else None
+
+    for t in collect(module, lambda n: isinstance(n, (cst.AssignTarget, cst.AugAssign, cst.Del))):
+        target = t.target
+        if isinstance(target, (cst.Subscript, cst.Attribute)):
+            out.add(base(target) or "")
+    for c in collect(module, lambda n: isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)):
+        if c.func.attr.value not in _READ_ONLY_METHODS and isinstance(c.func.value, cst.Name):
+            out.add(c.func.value.value)
+    return out
+
+
+def _immutable(e: cst.BaseExpression) -> bool:
+    return is_literal(e) and not collect(e, lambda n: isinstance(n, (cst.List, cst.Dict, cst.Set)))
+
+
+def _folds(module: cst.Module) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
+    mutated = _mutated(module)
+    displays = {k: v for k, (_, v) in single_bindings(
+        module, lambda e: isinstance(e, (cst.Dict, cst.List, cst.Tuple))).items() if k not in mutated}
+    # a parameter of the same name is another variable: its loads are skipped below
+    scalars = {k: v for k, (_, v) in single_bindings(module, _immutable, ignore_params=True).items()}
+    shadowing: list[set[str]] = []
+
+    def resolve(e: cst.CSTNode) -> cst.CSTNode | None:
+        if isinstance(e, (cst.Dict, cst.List, cst.Tuple)):
+            return e
+        if isinstance(e, cst.Name):
+            return displays.get(e.value)
+        if (isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and e.func.value in ("list", "tuple", "dict")
+                and len(e.args) == 1 and not e.args[0].star and e.args[0].keyword is None):
+            return resolve(e.args[0].value)
+        return None
+
+    def element(table: cst.CSTNode, key: cst.BaseExpression) -> cst.BaseExpression | None:
+        if isinstance(table, cst.Dict):
+            return _lookup(table, key)
+        want = _key_of(key)
+        if want is None or not isinstance(want[1], int) or isinstance(want[1], bool):
+            return None
+        items = [e for e in table.elements if isinstance(e, cst.Element)]
+        if len(items) != len(table.elements) or not -len(items) <= want[1] < len(items):
+            return None
+        return items[want[1]].value
+
+    out: list[tuple[cst.CSTNode, cst.CSTNode]] = []
+    skip: set[int] = set()
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+                p = node.params
+                shadowing.append({x.name.value for x in [*p.posonly_params, *p.params, *p.kwonly_params]}
+                                 | {x.name.value for x in (p.star_arg, p.star_kwarg) if isinstance(x, cst.Param)})
+            if isinstance(node, (cst.AssignTarget, cst.Param, cst.ImportFrom, cst.Import)):
+                return False
+            if isinstance(node, cst.Attribute):
+                skip.add(id(node.attr))
+            if isinstance(node, cst.Arg) and node.keyword is not None:
+                skip.add(id(node.keyword))
+            new = None
+            if (isinstance(node, cst.Name) and id(node) not in skip and node.value in scalars
+                    and not any(node.value in names for names in shadowing)):
+                new = scalars[node.value]
+            elif isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+                table = resolve(node.value)
+                new = element(table, node.slice[0].slice.value) if table is not None else None
+            elif (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "get"
+                  and len(node.args) in (1, 2) and not node.args[0].star and node.args[0].keyword is None):
+                table = resolve(node.func.value)
+                new = _lookup(table, node.args[0].value) if isinstance(table, cst.Dict) else None
+            elif isinstance(node, cst.Call) and node.func is not None and resolve(node) is not None \
+                    and not isinstance(node.args[0].value, cst.Name):
+                new = resolve(node)     # `list([...])` → `[...]`
+            if new is not None:
+                out.append((node, new))
+                return False            # outermost first; what is inside goes next time
+            return True
+
+        def on_leave(self, node: cst.CSTNode) -> None:
+            if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+                shadowing.pop()
+
+    module.visit(V())
+    return out
+
+
+def folded(source: str) -> str | None:
+    """Constants folded to a fixpoint in one candidate: names bound once to an immutable literal
+    inlined, lookups in literal tables (``REGISTRY[key]``, ``CONFIGS.get(key)``, ``requests[0]``)
+    replaced by the entry, then whatever carried them dropped. Tables changed in place anywhere
+    are left alone."""
+    changed = False
+    for _ in range(30):
+        module = parse(source)
+        pairs = _folds(module)
+        if not pairs:
+            break
+        source = replace_many(module, pairs)
+        changed = True
+    return drop_dead_code(source) if changed else None
+
+
+def fold_constants(gate: Gate) -> None:
+    candidate = safe(lambda: folded(gate.best))
+    if candidate is not None and candidate != gate.best:
+        gate.consider(candidate)

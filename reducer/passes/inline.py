@@ -53,6 +53,9 @@ def _inlinable(fn: cst.FunctionDef) -> bool:
 def _nested_call(expr: cst.BaseExpression, name: str) -> cst.Call | None:
     """The call of ``name`` that ``expr`` evaluates first and unconditionally: the expression
     itself or an argument of a call in it (``sys.exit(main())``, ``results.put(handle(r))``)."""
+    if isinstance(expr, (cst.Subscript, cst.Attribute)):
+        # `load_requests()[0]`, `build().config`: the call is evaluated first
+        return _nested_call(expr.value, name)
     if not isinstance(expr, cst.Call):
         return None
     f = expr.func
@@ -63,6 +66,11 @@ def _nested_call(expr: cst.BaseExpression, name: str) -> cst.Call | None:
         if found is not None:
             return found
     return None
+
+
+def _binds_locally(fn: cst.FunctionDef, name: str) -> bool:
+    from reducer.passes.constants import _binding_counts
+    return _binding_counts(fn.body).get(name, 0) > 0
 
 
 def _call_site(module: cst.Module, fn: cst.FunctionDef):
@@ -86,7 +94,10 @@ def targets(module: cst.Module) -> list[cst.FunctionDef]:
     used = uses(module)
     out = []
     for fn in collect(module, lambda n: isinstance(n, cst.FunctionDef)):
-        if used.get(fn.name.value, 0) == 1 and _inlinable(fn):
+        name = fn.name.value
+        # a local of the same name (`main = 0 if cuda else "cpu"` inside main) is not a call
+        inside = uses(fn.body).get(name, 0) if _binds_locally(fn, name) else 0
+        if used.get(name, 0) - inside == 1 and _inlinable(fn):
             site = _call_site(module, fn)
             # never inline a function into itself
             if site is not None and not collect(fn, lambda n, line=site[0]: n is line):
