@@ -41,6 +41,7 @@ LAUNCHER = r'''
 import ast, atexit, json, os, runpy, sys, threading
 
 _script = os.path.abspath(sys.argv[1])
+_here = os.path.dirname(_script)
 _out = os.environ.get("REPROBOT_TRACE_OUT")
 _fd = os.open(_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600) if _out else None
 _seen = set()
@@ -63,6 +64,8 @@ def _literal(value):
             return None
         if type(value) is float and value != value:
             return None
+        if _here in text:
+            return None     # a path inside this run's own scratch copy means nothing in another run
         return text if ast.literal_eval(text) == value else None
     except Exception:
         return None
@@ -258,7 +261,9 @@ def _literal_sites(trace: TraceData) -> dict[tuple[str, str], str]:
                 pname = arg.keyword.value if arg.keyword is not None else (params[i] if i < len(params) else None)
                 if arg.keyword is None:
                     i += 1
-                if pname is None or pname not in rec.values:
+                if pname is not None and pname not in rec.values and arg.keyword is not None:
+                    pname = "**" + pname        # a keyword the callee takes through **kwargs
+                if pname is None or pname not in rec.values or rec.values[pname] == "<unknown>":
                     continue
                 found.setdefault((func_text, module.code_for_node(arg.value)), set()).add(rec.values[pname])
     # a site that saw two different values is not a constant

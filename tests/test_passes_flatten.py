@@ -164,3 +164,27 @@ def test_flatten_sees_through_a_subscript_and_a_local_of_the_same_name() -> None
            "main()\n")
     out = reduce_with(src, raises(KeyError, "7"), "flatten")
     assert out == "main = [7][0]\nraise KeyError(main)\n"
+
+
+def test_lines_that_only_fill_a_dict_die_with_it() -> None:
+    from reducer.passes.cleanup import drop_dead_code
+    src = ('import os\nDEVICE = os.environ.get("X", "cuda")\n'
+           'main = 0 if DEVICE == "cuda" else "cpu"\n'
+           'device_map = {}\ndevice_map["vision"] = "cpu"\ndevice_map[""] = main\n'
+           'load(device_map={"vision": "cpu", "": 0})\n')
+    # the keyword `device_map=` is a parameter name, not a read of the variable
+    assert drop_dead_code(src) == ('import os\nDEVICE = os.environ.get("X", "cuda")\n'
+                                   'load(device_map={"vision": "cpu", "": 0})\n')
+    kept = src.replace('load(device_map={"vision": "cpu", "": 0})', "load(device_map=device_map)")
+    assert drop_dead_code(kept) == kept
+
+
+def test_keyword_taken_through_kwargs_is_a_recorded_site_and_scratch_paths_are_not() -> None:
+    src = ("import os\n"
+           "def load(path, **kwargs):\n    raise KeyError(sorted(kwargs))\n"
+           "here = os.path.dirname(os.path.abspath(__file__))\n"
+           "dm = {'a': 'cpu'}\nload('p', device_map=dm, folder=os.path.join(here, 'x'))\n")
+    trace = trace_run(src, subprocess_run_fn())
+    sites = trace.literal_sites()
+    assert sites[("load", "dm")] == "{'a': 'cpu'}"
+    assert not any(k[1].startswith("os.path.join") for k in sites)

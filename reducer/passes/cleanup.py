@@ -154,6 +154,10 @@ class _Uses(cst.CSTVisitor):
     def visit_Param(self, node: cst.Param) -> None:
         self._bind(node.name)
 
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._binding.add(id(node.keyword))     # `f(device_map=...)` names a parameter
+
     def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
         return False        # the dotted name being imported is not a use of anything
 
@@ -224,6 +228,10 @@ def is_pure(expr: cst.BaseExpression) -> bool:
         return all(isinstance(e, cst.DictElement) and is_pure(e.key) and is_pure(e.value) for e in expr.elements)
     if isinstance(expr, cst.Subscript):
         return is_pure(expr.value)
+    if isinstance(expr, cst.IfExp):
+        return is_pure(expr.test) and is_pure(expr.body) and is_pure(expr.orelse)
+    if isinstance(expr, cst.Comparison):
+        return is_pure(expr.left) and all(is_pure(c.comparator) for c in expr.comparisons)
     return False
 
 
@@ -244,6 +252,21 @@ def _dead(stmt: cst.CSTNode, used: dict[str, int]) -> bool:
     return False
 
 
+def _store_only(module: cst.Module, used: dict[str, int]) -> dict[int, str]:
+    """``d[k] = v`` lines (pure k and v) of names read nowhere else: once the call that took
+    ``device_map`` is given its recorded literal, the lines that built it are dead too."""
+    by_name: dict[str, list[cst.CSTNode]] = {}
+    for line in collect(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
+        s = line.body[0]
+        if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and is_pure(s.value)):
+            continue
+        t = s.targets[0].target
+        if (isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and len(t.slice) == 1
+                and isinstance(t.slice[0].slice, cst.Index) and is_pure(t.slice[0].slice.value)):
+            by_name.setdefault(t.value.value, []).append(line)
+    return {id(line): name for name, lines in by_name.items() if used.get(name, 0) == len(lines) for line in lines}
+
+
 def drop_dead_code(source: str) -> str:
     """Remove unused definitions and pure assignments to unused names, to a fixpoint (one
     removal can make another definition unused). Class bodies are left alone: methods are
@@ -251,6 +274,9 @@ def drop_dead_code(source: str) -> str:
     for _ in range(20):
         module = parse(source)
         used = uses(module)
+        stores = _store_only(module, used)
+        for name in set(stores.values()):
+            used[name] = 0
 
         class T(cst.CSTTransformer):
             def __init__(self) -> None:
@@ -273,7 +299,9 @@ def drop_dead_code(source: str) -> str:
                 return cst.RemoveFromParent() if self.class_depth == 0 and _dead(original, used) else updated
 
             def leave_SimpleStatementLine(self, original, updated):
-                return cst.RemoveFromParent() if self.class_depth == 0 and _dead(original, used) else updated
+                if self.class_depth == 0 and (_dead(original, used) or id(original) in stores):
+                    return cst.RemoveFromParent()
+                return updated
 
         new = render(module.visit(T()))
         if new == source:
