@@ -188,3 +188,10 @@ def test_keyword_taken_through_kwargs_is_a_recorded_site_and_scratch_paths_are_n
     sites = trace.literal_sites()
     assert sites[("load", "dm")] == "{'a': 'cpu'}"
     assert not any(k[1].startswith("os.path.join") for k in sites)
+
+
+def test_an_alias_bound_once_folds_into_its_target() -> None:
+    src = "base = [1]\nckpt = base\nraise KeyError(ckpt)\n"
+    assert reduce_with(src, raises(KeyError, "[1]"), "fold_constants") == "base = [1]\nraise KeyError(base)\n"
+    rebound = "base = [1]\nckpt = base\nbase = [2]\nraise KeyError(ckpt)\n"
+    assert reduce_with(rebound, raises(KeyError, "[1]"), "fold_constants") == rebound

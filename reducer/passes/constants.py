@@ -336,6 +336,10 @@ def _folds(module: cst.Module) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
         module, lambda e: isinstance(e, (cst.Dict, cst.List, cst.Tuple))).items() if k not in mutated}
     # a parameter of the same name is another variable: its loads are skipped below
     scalars = {k: v for k, (_, v) in single_bindings(module, _immutable, ignore_params=True).items()}
+    # `checkpoint = base_dir`, both bound once: one name for one object
+    once = {k for k, n in _binding_counts(module).items() if n == 1}
+    scalars.update({k: v for k, (_, v) in single_bindings(
+        module, lambda e: isinstance(e, cst.Name) and e.value in once).items()})
     shadowing: list[set[str]] = []
 
     def resolve(e: cst.CSTNode) -> cst.CSTNode | None:
