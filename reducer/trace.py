@@ -33,7 +33,7 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from reducer.passes.base import body_statements, parses, render, splice
+from reducer.passes.base import body_statements, parse_with_positions, parses, render, splice
 
 ENV_VAR = "REPROBOT_TRACE_OUT"
 
@@ -229,13 +229,18 @@ class TraceData:
         return self._dispatch
 
 
-def _literal_sites(trace: TraceData) -> dict[tuple[str, str], str]:
+def _with_positions(source: str):
     try:
-        wrapper = MetadataWrapper(cst.parse_module(trace.source), unsafe_skip_copy=True)
+        return parse_with_positions(source)
     except cst.ParserSyntaxError:
+        return None
+
+
+def _literal_sites(trace: TraceData) -> dict[tuple[str, str], str]:
+    parsed = _with_positions(trace.source)
+    if parsed is None:
         return {}
-    module = wrapper.module
-    pos = wrapper.resolve(PositionProvider)
+    module, pos = parsed
     calls = [n for n in pos if isinstance(n, cst.Call)]
     by_line: dict[int, list[CallRecord]] = {}
     for rec in trace.calls:
@@ -271,12 +276,10 @@ def _literal_sites(trace: TraceData) -> dict[tuple[str, str], str]:
 
 
 def _dispatch_sites(trace: TraceData) -> dict[str, str]:
-    try:
-        wrapper = MetadataWrapper(cst.parse_module(trace.source), unsafe_skip_copy=True)
-    except cst.ParserSyntaxError:
+    parsed = _with_positions(trace.source)
+    if parsed is None:
         return {}
-    module = wrapper.module
-    pos = wrapper.resolve(PositionProvider)
+    module, pos = parsed
     functions = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)}
     classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef)}
     calls = [n for n in pos if isinstance(n, cst.Call)]

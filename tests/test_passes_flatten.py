@@ -195,3 +195,25 @@ def test_an_alias_bound_once_folds_into_its_target() -> None:
     assert reduce_with(src, raises(KeyError, "[1]"), "fold_constants") == "base = [1]\nraise KeyError(base)\n"
     rebound = "base = [1]\nckpt = base\nbase = [2]\nraise KeyError(ckpt)\n"
     assert reduce_with(rebound, raises(KeyError, "[1]"), "fold_constants") == rebound
+
+
+def test_parallel_window_is_filled_with_candidates_that_need_a_run() -> None:
+    src = "x = 1\ny = 2\nz = 3\nraise KeyError(x)\n"
+    runs: list[str] = []
+
+    def oracle(s: str) -> bool:
+        runs.append(s)
+        return raises(KeyError)(s)
+
+    r = Reducer(src, oracle, jobs=2, passes=[], format_result=False)
+    stream = [(0, "y = 2\nz = 3\nraise KeyError(x)\n"),      # unbinds x: no run
+              (1, "x = 1\nz = 3\nraise KeyError(x)\n"),
+              (2, "x = 1\ny = 2\nraise KeyError(x)\n")]
+    try:
+        assert r.first(iter(stream)) == 1
+    finally:
+        if r._pool is not None:
+            r._pool.shutdown(wait=True)
+    # the two runnable candidates ran side by side; the unbinding one never ran
+    assert sorted(runs) == sorted([stream[1][1], stream[2][1]])
+    assert r.stats.for_pass("setup").unbound == 1

@@ -41,6 +41,14 @@ def parse(source: str) -> cst.Module:
     return cst.parse_module(source)
 
 
+def parse_with_positions(source: str):
+    """The module and each node's line range (libcst's PositionProvider); raises
+    ``ParserSyntaxError`` when it does not parse."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+    wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
+    return wrapper.module, wrapper.resolve(PositionProvider)
+
+
 def parses(source: str, compile_check: bool = True) -> bool:
     """libcst can parse it and (unless the original itself needs a newer Python than ours)
     ``compile`` accepts it, which also catches `return` outside a function and the like."""

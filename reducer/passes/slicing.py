@@ -17,9 +17,8 @@ loop is walked twice, so that a value carried from one iteration to the next is 
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
-from reducer.passes.base import Gate, render, safe
+from reducer.passes.base import Gate, parse_with_positions, render
 
 _LOOPS = (cst.For, cst.While)
 _CONSTANTS = {"True", "False", "None"}
@@ -273,8 +272,7 @@ def cuts(source: str, lines: set[int]) -> list[str]:
     """Candidates, boldest first: the failing path straightened and sliced, straightened only,
     sliced only."""
     from reducer.passes.cleanup import drop_empty_ifs
-    wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
-    module, pos = wrapper.module, wrapper.resolve(PositionProvider)
+    module, pos = parse_with_positions(source)
     removed, path = _slice(module, pos, lines), _path(module, pos, lines)
     out = []
     for r, p in ((removed, path), (set(), path), (removed, {})):
@@ -287,8 +285,7 @@ def cuts(source: str, lines: set[int]) -> list[str]:
 
 def sliced(source: str, lines: set[int]) -> str | None:
     """``source`` minus every statement the failure at ``lines`` cannot depend on (by name)."""
-    wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
-    module, pos = wrapper.module, wrapper.resolve(PositionProvider)
+    module, pos = parse_with_positions(source)
     removed = _slice(module, pos, lines)
     return _render(module, removed, {}) if removed else None
 
