@@ -53,3 +53,12 @@ def test_unused_names_in_multi_imports_removed_one_by_one() -> None:
     src = "from json import dumps, loads, JSONDecoder\nimport os, sys\nloads(sys.argv[0][:0] + '{')\n"
     out = reduce_with(src, raises(ValueError, "Expecting"), "cleanup")
     assert out == "from json import loads\nimport sys\nloads(sys.argv[0][:0] + '{')\n"
+
+
+def test_literal_kwargs_dict_becomes_keywords() -> None:
+    from reducer.passes.cleanup import spread_literal_kwargs
+    assert spread_literal_kwargs('f(1, **{"hidden_size": 64, "layers": [1, 2]})\n') == \
+        "f(1, hidden_size=64, layers=[1, 2])\n"
+    # not an identifier, or a keyword given twice: left as it is
+    for src in ('f(**{"a-b": 1})\n', 'f(a=2, **{"a": 1})\n', 'f(**{k: 1})\n'):
+        assert spread_literal_kwargs(src) == src

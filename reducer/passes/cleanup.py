@@ -126,6 +126,25 @@ def drop_empty_ifs(source: str) -> str:
     return render(parse(source).visit(T()))
 
 
+def spread_literal_kwargs(source: str) -> str:
+    """``f(**{"hidden_size": 64})`` → ``f(hidden_size=64)``: the same call, as a person writes it
+    (what is left once a registry entry is folded into the call)."""
+    from reducer.passes.constants import _spread
+
+    class T(cst.CSTTransformer):
+        def leave_Call(self, original, updated):
+            for arg in updated.args:
+                if arg.star == "**" and isinstance(arg.value, cst.Dict) and all(
+                        isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString) for e in arg.value.elements):
+                    explicit = {a.keyword.value for a in updated.args if a.keyword is not None}
+                    keys = [e.key.evaluated_value for e in arg.value.elements]
+                    if len(set(keys)) == len(keys) and not explicit & set(keys):
+                        updated = _spread(updated, arg, arg.value)
+                        break
+            return updated
+    return render(parse(source).visit(T()))
+
+
 # ---- names: what is bound where, what is used ----------------------------------------------
 class _Uses(cst.CSTVisitor):
     """Counts each identifier's occurrences that are not plain bindings (coarse on purpose:
@@ -311,7 +330,7 @@ def drop_dead_code(source: str) -> str:
 
 
 # ---- the passes -----------------------------------------------------------------------------
-BULK: list[Callable[[str], str]] = [strip_comments_and_docstrings, drop_output_calls,
+BULK: list[Callable[[str], str]] = [strip_comments_and_docstrings, drop_output_calls, spread_literal_kwargs,
                                     drop_empty_ifs, drop_unused_imports, drop_dead_code, drop_redundant_pass]
 
 
