@@ -31,6 +31,7 @@ the result) is the same for every N.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections.abc import Callable, Iterable
@@ -42,7 +43,7 @@ import libcst as cst
 
 from reducer.errors import ExitCode, ReprobotError
 from reducer.passes import DEFAULT_PHASES, Pass
-from reducer.passes.base import Candidate, parse, parses
+from reducer.passes.base import Candidate, parses
 from reducer.passes.names import unbound_reads
 from reducer.size import Size, count_statements, normalize, size_of
 
@@ -132,6 +133,22 @@ class ReductionResult:
     seen: dict[str, bool]
 
 
+@dataclass(frozen=True)
+class _Checked:
+    source: str
+    size: Size
+    key: str                # "" when refused before the key was needed
+    why: str | None         # not_smaller | seen | invalid | unbound; None: only a run can tell
+
+
+@functools.lru_cache(maxsize=256)
+def _unbound(source: str) -> frozenset[str] | None:
+    """``unbound_reads`` of a source; the best's is asked for with every candidate. (Not through
+    the passes' parse cache: candidates would push the best out of it.)"""
+    found = unbound_reads(cst.parse_module(source))
+    return None if found is None else frozenset(found)
+
+
 def _key(source: str) -> str:
     return hashlib.sha1(normalize(source).encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -167,7 +184,6 @@ class Reducer:
         self.stats = ReductionStats.from_dict(stats) if stats else ReductionStats()
         self.format_result = format_result
         self.name_check = name_check
-        self._best_unbound: tuple[str, set[str] | None] = ("", None)
         if not self.stats.size_before:
             self.stats.size_before = self.best_size.to_dict()
             self.stats.statements_before = _statements(source)
@@ -182,32 +198,42 @@ class Reducer:
     # ---- the gate -------------------------------------------------------------------------
     def consider(self, source: str) -> bool:
         """Run ``source`` if it could become the new best; accept it if the oracle says so."""
-        ps = self.stats.for_pass(self._pass)
-        ps.proposed += 1
+        return self._decide(self._check(source))
+
+    def _check(self, source: str) -> _Checked:
+        """What the gate knows before any run: the refusals that need none (not smaller than the
+        best, does not parse, would unbind a name), or that the seen-set answers."""
         size = size_of(source)
         if not size < self.best_size:
-            ps.not_smaller += 1
-            return False
+            return _Checked(source, size, "", "not_smaller")
         key = _key(source)
         if key in self.seen:
-            if key in self._prefetched:
-                self._prefetched.discard(key)       # a speculative run: already counted in tried
+            return _Checked(source, size, key, "seen")
+        if not parses(source, self.compile_check):
+            return _Checked(source, size, key, "invalid")
+        if self._unbinds(source):
+            return _Checked(source, size, key, "unbound")
+        return _Checked(source, size, key, None)
+
+    def _decide(self, c: _Checked) -> bool:
+        ps = self.stats.for_pass(self._pass)
+        ps.proposed += 1
+        if c.why == "seen":
+            if c.key in self._prefetched:
+                self._prefetched.discard(c.key)     # a speculative run: already counted in tried
             else:
                 ps.cache_hits += 1
                 self.stats.cache_hits += 1
-            interesting = self.seen[key]
+            interesting = self.seen[c.key]
+        elif c.why is not None:
+            setattr(ps, c.why, getattr(ps, c.why) + 1)
+            if c.key:
+                self.seen[c.key] = False
+            return False
         else:
-            if not parses(source, self.compile_check):
-                ps.invalid += 1
-                self.seen[key] = False
-                return False
-            if self._unbinds(source):
-                ps.unbound += 1
-                self.seen[key] = False
-                return False
-            interesting = self._run(source, key)
+            interesting = self._run(c.source, c.key)
         if interesting:
-            self._accept(source, size)
+            self._accept(c.source, c.size)
         return interesting
 
     def first(self, candidates: Iterable[Candidate]) -> Any | None:
@@ -217,11 +243,13 @@ class Reducer:
         strictly in proposal order, so the outcome does not depend on completion order."""
         window: list[Candidate] = []
         for item in candidates:
-            if self.jobs > 1 and self._refused_without_a_run(item[1]):
-                # settled now, in proposal order (its verdict is False whatever comes before it),
-                # so the window's parallel slots only hold candidates that need a run
-                self.consider(item[1])
-                continue
+            if self.jobs > 1:
+                c = self._check(item[1])
+                if c.why not in (None, "seen") or (c.why == "seen" and not self.seen[c.key]):
+                    # settled now, in proposal order (its verdict is False whatever comes before
+                    # it), so the window's parallel slots only hold candidates that need a run
+                    self._decide(c)
+                    continue
             window.append(item)
             if len(window) >= self.jobs:
                 hit = self._drain(window)
@@ -240,18 +268,13 @@ class Reducer:
         for s in sources:
             if s is None:
                 continue
-            k = _key(s)
-            if k in self.seen or k in todo or not size_of(s) < self.best_size:
-                continue
-            if not parses(s, self.compile_check):
-                self.seen[k] = False
-                self.stats.for_pass(self._pass).invalid += 1
-                continue
-            if self._unbinds(s):
-                self.seen[k] = False
-                self.stats.for_pass(self._pass).unbound += 1
-                continue
-            todo[k] = s
+            c = self._check(s)
+            if c.why in ("invalid", "unbound"):
+                self.seen[c.key] = False
+                ps = self.stats.for_pass(self._pass)
+                setattr(ps, c.why, getattr(ps, c.why) + 1)
+            if c.why is None and c.key not in todo:
+                todo[c.key] = s
         if len(todo) <= 1:
             return      # nothing to gain over running it in consider()
         self._check_time()
@@ -275,27 +298,13 @@ class Reducer:
         locate = getattr(self.oracle, "failure_lines", None)
         return locate(source) if callable(locate) else None
 
-    def _refused_without_a_run(self, source: str) -> bool:
-        """The gate would say no without running it: not smaller, known uninteresting, does not
-        parse, or unbinds a name (the checks ``consider`` makes before a run)."""
-        if not size_of(source) < self.best_size:
-            return True
-        key = _key(source)
-        if key in self.seen:
-            return not self.seen[key]
-        return not parses(source, self.compile_check) or self._unbinds(source)
-
     def _unbinds(self, source: str) -> bool:
         """The candidate reads a name that the best binds and it no longer does."""
         if not self.name_check:
             return False
-        if self._best_unbound[0] != self.best:
-            self._best_unbound = (self.best, unbound_reads(parse(self.best)))
-        before = self._best_unbound[1]
-        if before is None:
-            return False
-        after = unbound_reads(parse(source))
-        return after is not None and bool(after - before)
+        before = _unbound(self.best)
+        after = _unbound(source)
+        return before is not None and after is not None and bool(after - before)
 
     def _drain(self, window: list[Candidate]) -> Any | None:
         if len(window) > 1:

@@ -33,8 +33,10 @@ def _fstring_weight(text: str) -> int:
 
 
 def _weight(tok: tokenize.TokenInfo) -> int:
-    if tok.type == tokenize.STRING and "f" in tok.string[:3].lower().split("'")[0].split('"')[0]:
-        return _fstring_weight(tok.string)
+    if tok.type == tokenize.STRING:
+        prefix = tok.string[:len(tok.string) - len(tok.string.lstrip("bBrRuUfF"))]
+        if "f" in prefix.lower():
+            return _fstring_weight(tok.string)
     return 1
 
 

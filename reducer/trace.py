@@ -177,6 +177,11 @@ class CallRecord:
     posonly: int = 0
     qual: str = ""              # the callee's qualified name; "class:Name" for a constructor
 
+    @classmethod
+    def from_dict(cls, c: dict[str, Any]) -> CallRecord:
+        return cls(int(c["line"]), str(c["func"]), list(c["params"]), dict(c["values"]),
+                   int(c.get("posonly", 0)), str(c.get("qual", "")))
+
 
 @dataclass
 class TraceData:
@@ -197,9 +202,7 @@ class TraceData:
             if "line" in rec and isinstance(rec["line"], int):
                 data.lines.add(rec["line"])
             elif isinstance(rec.get("call"), dict):
-                c = rec["call"]
-                data.calls.append(CallRecord(int(c["line"]), str(c["func"]), list(c["params"]),
-                                             dict(c["values"]), int(c.get("posonly", 0)), str(c.get("qual", ""))))
+                data.calls.append(CallRecord.from_dict(rec["call"]))
         return data
 
     def to_dict(self) -> dict[str, Any]:
@@ -208,9 +211,7 @@ class TraceData:
     @classmethod
     def from_dict(cls, source: str, data: dict[str, Any]) -> TraceData:
         """What ``to_dict`` saved, for a resumed reduction of the same original ``source``."""
-        fields = set(CallRecord.__dataclass_fields__)
-        calls = [CallRecord(**{k: v for k, v in c.items() if k in fields}) for c in data.get("calls", [])
-                 if isinstance(c, dict)]
+        calls = [CallRecord.from_dict(c) for c in data.get("calls", []) if isinstance(c, dict)]
         return cls(source, {int(n) for n in data.get("lines", [])}, calls)
 
     def literal_sites(self) -> dict[tuple[str, str], str]:

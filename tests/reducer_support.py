@@ -80,6 +80,17 @@ def raises(exc_type: type[BaseException], contains: str = "", max_lines: int = 2
     return predicate
 
 
+class RecordingOracle:
+    """An oracle that keeps every source it was asked about (``.runs``), then asks ``predicate``."""
+
+    def __init__(self, predicate) -> None:
+        self.predicate, self.runs = predicate, []
+
+    def __call__(self, source: str) -> bool:
+        self.runs.append(source)
+        return self.predicate(source)
+
+
 def reduce_with(source: str, oracle, *pass_names: str, **kw) -> str:
     """Reduce with only the named passes (no trace, no final formatting) and return the result."""
     from reducer.passes import BY_NAME

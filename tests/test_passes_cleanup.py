@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from reducer.passes.cleanup import drop_dead_code, drop_output_calls, drop_unused_imports, strip_comments_and_docstrings
-from tests.reducer_support import raises, reduce_with
+from tests.reducer_support import RecordingOracle, raises, reduce_with
 
 SRC = '''"""Module doc."""
 # leading comment
@@ -37,11 +37,8 @@ def test_each_cleanup_alone() -> None:
 
 
 def test_bulk_cleanup_in_one_run() -> None:
-    runs = []
-
-    def oracle(s: str) -> bool:
-        runs.append(s)
-        return raises(ValueError, "Expecting property name")(s)
+    oracle = RecordingOracle(raises(ValueError, "Expecting property name"))
+    runs = oracle.runs
 
     out = reduce_with(SRC, oracle, "cleanup_bulk")
     assert out == ('from json import loads\nimport logging\nlogger = logging.getLogger(__name__)\n\n'

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from reducer.trace import CallRecord, TraceData
-from tests.reducer_support import raises, reduce_with
+from tests.reducer_support import RecordingOracle, raises, reduce_with
 
 
 def test_inline_name_bound_once_to_a_literal() -> None:
@@ -26,11 +26,8 @@ def test_recorded_value_replaces_a_helper_call() -> None:
     trace = TraceData(src, lines=set(range(1, 7)),
                       calls=[CallRecord(6, "configure", ["target_modules"], {"target_modules": "['q_proj']"}),
                              CallRecord(6, "targets", ["cfg"], {"cfg": "{'mods': ['q_proj', 'v_proj']}"})])
-    runs = []
-
-    def oracle(s: str) -> bool:
-        runs.append(s)
-        return raises(KeyError, "q_proj")(s)
+    oracle = RecordingOracle(raises(KeyError, "q_proj"))
+    runs = oracle.runs
 
     out = reduce_with(src, oracle, "recorded_values", trace=trace)
     assert out == ("def configure(target_modules):\n    raise KeyError(target_modules)\n"

@@ -7,7 +7,7 @@ from reducer.passes.names import unbound_reads
 from reducer.passes.base import parse
 from reducer.search import Reducer
 from reducer.trace import CallRecord, TraceData, subprocess_run_fn, trace_run
-from tests.reducer_support import raises, reduce_with
+from tests.reducer_support import RecordingOracle, raises, reduce_with
 
 CHAIN = (
     "import sys\n"
@@ -19,11 +19,8 @@ CHAIN = (
 
 
 def test_flatten_inlines_the_whole_chain_in_one_run() -> None:
-    runs: list[str] = []
-
-    def oracle(s: str) -> bool:
-        runs.append(s)
-        return raises(KeyError, "'p', 'p'")(s)
+    oracle = RecordingOracle(raises(KeyError, "'p', 'p'"))
+    runs = oracle.runs
 
     out = reduce_with(CHAIN, oracle, "flatten")
     assert out == ("import sys\nreq = {'path': 'p'}\npath = req['path']\nsize = 2\ndata = [path] * size\n"
@@ -44,11 +41,8 @@ def test_unbound_reads_sees_reads_not_attributes_or_keywords() -> None:
 
 def test_gate_refuses_a_candidate_that_unbinds_a_read_name_without_running_it() -> None:
     src = "x = 1\ny = 2\nraise KeyError(x)\n"
-    runs: list[str] = []
-
-    def oracle(s: str) -> bool:
-        runs.append(s)
-        return raises(KeyError)(s)
+    oracle = RecordingOracle(raises(KeyError))
+    runs = oracle.runs
 
     r = Reducer(src, oracle, passes=[], format_result=False)
     assert r.consider("y = 2\nraise KeyError(x)\n") is False
@@ -141,11 +135,8 @@ def test_fold_constants_resolves_registries_through_requests_in_one_run() -> Non
            "request = list(REQUESTS)[0]\nmodel_id = request['model']\n"
            "table = {}\ntable['x'] = 1\n"
            "raise KeyError(cfg(model_id), ADAPTERS[request['client']], table['x'])\n")
-    runs: list[str] = []
-
-    def oracle(s: str) -> bool:
-        runs.append(s)
-        return raises(KeyError, "'path/tiny', 'adapters/a', 1")(s)
+    oracle = RecordingOracle(raises(KeyError, "'path/tiny', 'adapters/a', 1"))
+    runs = oracle.runs
 
     out = reduce_with(src, oracle, "fold_constants")
     assert len(runs) == 1
@@ -199,11 +190,8 @@ def test_an_alias_bound_once_folds_into_its_target() -> None:
 
 def test_parallel_window_is_filled_with_candidates_that_need_a_run() -> None:
     src = "x = 1\ny = 2\nz = 3\nraise KeyError(x)\n"
-    runs: list[str] = []
-
-    def oracle(s: str) -> bool:
-        runs.append(s)
-        return raises(KeyError)(s)
+    oracle = RecordingOracle(raises(KeyError))
+    runs = oracle.runs
 
     r = Reducer(src, oracle, jobs=2, passes=[], format_result=False)
     stream = [(0, "y = 2\nz = 3\nraise KeyError(x)\n"),      # unbinds x: no run

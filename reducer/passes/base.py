@@ -259,6 +259,13 @@ def set_body(owner: cst.CSTNode, items: list[cst.CSTNode]) -> cst.CSTNode:
     return owner.with_changes(body=items)
 
 
+def root_name(expr: cst.CSTNode) -> str | None:
+    """The variable an attribute/item/call chain starts from: ``a`` in ``a.b[0].c()``."""
+    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
+        expr = expr.func if isinstance(expr, cst.Call) else expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
 def is_literal(node: cst.BaseExpression) -> bool:
     """A value-only expression: numbers, strings, True/False/None, and containers of those."""
     if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from reducer.passes.base import Gate, collect, delete_runs, is_literal, parse, parses, render
+from reducer.passes.base import Gate, body_statements, collect, delete_runs, is_literal, parse, parses, render
 
 # Calls that only emit output. The ones that print a traceback are left to statement deletion:
 # in a worker loop that logs and swallows, they ARE the failure.
@@ -116,10 +116,8 @@ def drop_empty_ifs(source: str) -> str:
     branch that was not taken."""
     class T(cst.CSTTransformer):
         def leave_If(self, original, updated):
-            body = updated.body.body if isinstance(updated.body, cst.IndentedBlock) else updated.body.body
             empty = all(isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, cst.Pass) for x in s.body)
-                        for s in body) if isinstance(updated.body, cst.IndentedBlock) else \
-                all(isinstance(x, cst.Pass) for x in body)
+                        for s in body_statements(updated.body))
             if empty and updated.orelse is None and _harmless_test(updated.test):
                 return cst.RemoveFromParent()
             return updated
@@ -129,7 +127,7 @@ def drop_empty_ifs(source: str) -> str:
 def spread_literal_kwargs(source: str) -> str:
     """``f(**{"hidden_size": 64})`` → ``f(hidden_size=64)``: the same call, as a person writes it
     (what is left once a registry entry is folded into the call)."""
-    from reducer.passes.constants import _spread
+    from reducer.passes.constants import spread_kwargs
 
     class T(cst.CSTTransformer):
         def leave_Call(self, original, updated):
@@ -139,7 +137,7 @@ def spread_literal_kwargs(source: str) -> str:
                     explicit = {a.keyword.value for a in updated.args if a.keyword is not None}
                     keys = [e.key.evaluated_value for e in arg.value.elements]
                     if len(set(keys)) == len(keys) and not explicit & set(keys):
-                        updated = _spread(updated, arg, arg.value)
+                        updated = spread_kwargs(updated, arg, arg.value)
                         break
             return updated
     return render(parse(source).visit(T()))

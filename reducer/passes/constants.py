@@ -15,13 +15,13 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.passes.base import Gate, collect, is_literal, parse, render, replace, run_targets, safe
+from reducer.passes.base import Gate, collect, is_literal, parse, render, replace, root_name, run_targets, safe
 from reducer.passes.base_multi import replace_many
 from reducer.passes.cleanup import drop_dead_code
 from reducer.size import size_of
 
 
-def _binding_counts(module: cst.Module) -> dict[str, int]:
+def binding_counts(module: cst.Module) -> dict[str, int]:
     """How many places bind each name, in any form (assignment, loop, parameter, import, def...)."""
     counts: dict[str, int] = {}
 
@@ -64,7 +64,7 @@ def single_bindings(module: cst.Module, want=is_literal, ignore_params: bool = F
                     ) -> dict[str, tuple[cst.SimpleStatementLine, cst.BaseExpression]]:
     """Names bound exactly once, by a plain ``name = value`` statement whose value satisfies ``want``
     (with ``ignore_params``, function parameters of the same name do not count as bindings)."""
-    counts = _binding_counts(module)
+    counts = binding_counts(module)
     if ignore_params:
         for param in collect(module, lambda n: isinstance(n, cst.Param)):
             counts[param.name.value] = counts.get(param.name.value, 0) - 1
@@ -209,7 +209,7 @@ def _recorded_targets(gate: Gate):
             value = cst.parse_expression(text)
             if arg.star != "**":
                 return node, value
-            return call, _spread(call, arg, value)
+            return call, spread_kwargs(call, arg, value)
         return None
 
     def alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
@@ -232,7 +232,7 @@ def _recorded_targets(gate: Gate):
     return find, alternatives, everything
 
 
-def _spread(call: cst.Call, arg: cst.Arg, value: cst.Dict) -> cst.Call:
+def spread_kwargs(call: cst.Call, arg: cst.Arg, value: cst.Dict) -> cst.Call:
     """``f(**helper())`` with the recorded ``{'max_memory': {...}}`` → ``f(max_memory={...})``."""
     keys = [e.key.evaluated_value if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
             else None for e in value.elements]
@@ -269,8 +269,7 @@ def _undecorated(module: cst.Module, name: str) -> list[tuple[cst.CSTNode, cst.C
 def _dispatch_calls(gate: Gate, module: cst.Module) -> list[tuple[cst.Call, str]]:
     sites = gate.trace.dispatch_sites() if gate.trace is not None else {}
     return [(c, sites[module.code_for_node(c.func)]) for c in collect(module, lambda n: isinstance(n, cst.Call))
-            if not isinstance(c.func, cst.Name) and module.code_for_node(c.func) in sites
-            or isinstance(c.func, cst.Name) and c.func.value in sites]
+            if module.code_for_node(c.func) in sites]
 
 
 def resolve_dispatch(gate: Gate) -> None:
@@ -311,15 +310,10 @@ def _mutated(module: cst.Module) -> set[str]:
     """Names whose object is changed in place somewhere (`d[k] = v`, `d.update()`, `l.append()`)."""
     out: set[str] = set()
 
-    def base(e: cst.CSTNode) -> str | None:
-        while isinstance(e, (cst.Subscript, cst.Attribute)):
-            e = e.value
-        return e.value if isinstance(e, cst.Name) else None
-
     for t in collect(module, lambda n: isinstance(n, (cst.AssignTarget, cst.AugAssign, cst.Del))):
         target = t.target
         if isinstance(target, (cst.Subscript, cst.Attribute)):
-            out.add(base(target) or "")
+            out.add(root_name(target) or "")
     for c in collect(module, lambda n: isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)):
         if c.func.attr.value not in _READ_ONLY_METHODS and isinstance(c.func.value, cst.Name):
             out.add(c.func.value.value)
@@ -337,7 +331,7 @@ def _folds(module: cst.Module) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
     # a parameter of the same name is another variable: its loads are skipped below
     scalars = {k: v for k, (_, v) in single_bindings(module, _immutable, ignore_params=True).items()}
     # `checkpoint = base_dir`, both bound once: one name for one object
-    once = {k for k, n in _binding_counts(module).items() if n == 1}
+    once = {k for k, n in binding_counts(module).items() if n == 1}
     scalars.update({k: v for k, (_, v) in single_bindings(
         module, lambda e: isinstance(e, cst.Name) and e.value in once).items()})
     shadowing: list[set[str]] = []

@@ -69,8 +69,8 @@ def _nested_call(expr: cst.BaseExpression, name: str) -> cst.Call | None:
 
 
 def _binds_locally(fn: cst.FunctionDef, name: str) -> bool:
-    from reducer.passes.constants import _binding_counts
-    return _binding_counts(fn.body).get(name, 0) > 0
+    from reducer.passes.constants import binding_counts
+    return binding_counts(fn.body).get(name, 0) > 0
 
 
 def _call_site(module: cst.Module, fn: cst.FunctionDef):

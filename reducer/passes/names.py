@@ -13,7 +13,7 @@ import builtins
 
 import libcst as cst
 
-from reducer.passes.constants import _binding_counts
+from reducer.passes.constants import binding_counts
 
 _MODULE_NAMES = {"__file__", "__name__", "__doc__", "__spec__", "__loader__", "__package__",
                  "__builtins__", "__path__", "__annotations__", "__dict__", "__class__",
@@ -56,4 +56,4 @@ def unbound_reads(module: cst.Module) -> set[str] | None:
     module.visit(v)
     if v.star_import:
         return None
-    return v.reads - set(_binding_counts(module)) - _KNOWN
+    return v.reads - set(binding_counts(module)) - _KNOWN

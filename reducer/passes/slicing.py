@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from reducer.passes.base import Gate, parse_with_positions, render
+from reducer.passes.base import Gate, parse_with_positions, render, root_name as _root
 
 _LOOPS = (cst.For, cst.While)
 _CONSTANTS = {"True", "False", "None"}
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
 def _bound_names(target: cst.CSTNode) -> list[cst.Name]:
@@ -32,20 +33,13 @@ def _bound_names(target: cst.CSTNode) -> list[cst.Name]:
     if isinstance(target, cst.StarredElement):
         return _bound_names(target.value)
     return []
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-
-
-def _root(expr: cst.CSTNode) -> str | None:
-    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
-        expr = expr.value if not isinstance(expr, cst.Call) else expr.func
-    return expr.value if isinstance(expr, cst.Name) else None
 
 
 class _Effects(cst.CSTVisitor):
     """Names a statement reads and writes, skipping the subtrees already sliced away."""
 
-    def __init__(self, removed: set[int], top: cst.CSTNode) -> None:
-        self.removed, self.top = removed, top
+    def __init__(self, removed: set[int]) -> None:
+        self.removed = removed
         self.reads: set[str] = set()
         self.writes: set[str] = set()
         self.loop_exit = False      # holds a break/continue: it decides when a loop ends
@@ -92,6 +86,8 @@ class _Effects(cst.CSTVisitor):
     def on_leave(self, node: cst.CSTNode) -> None:
         if isinstance(node, _SCOPES):
             self._depth -= 1
+        elif isinstance(node, cst.SimpleStatementLine):
+            self.for_effect = False     # a compound statement's own test is not a statement
 
     def _target(self, target: cst.CSTNode) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
@@ -109,9 +105,8 @@ class _Effects(cst.CSTVisitor):
             self._target(node.target)
         elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
             self._target(node.target)
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            if isinstance(node, cst.For):
-                self._target(node.target)
+        elif isinstance(node, cst.For):
+            self._target(node.target)
         elif isinstance(node, cst.AsName):
             self._target(node.name)
         elif isinstance(node, cst.NamedExpr):
@@ -131,7 +126,7 @@ class _Effects(cst.CSTVisitor):
 
 
 def _effects(stmt: cst.CSTNode, removed: set[int]) -> _Effects:
-    v = _Effects(removed, stmt)
+    v = _Effects(removed)
     stmt.visit(v)
     return v
 

@@ -13,6 +13,7 @@ import libcst as cst
 
 from reducer.passes.base import Gate, assign, body_statements, collect, replace, run_targets, safe, splice
 from reducer.passes.base_multi import replace_many
+from reducer.passes.cleanup import drop_empty_ifs
 
 _COMPOUND = (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While)
 
@@ -135,7 +136,6 @@ def alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
         if candidate is not None and isinstance(node, (cst.For, cst.While)):
             # `if item is None: break` became `...: pass`; without it, `item = items[0]` can
             # beat the shorter `for item in items:` header on size
-            from reducer.passes.cleanup import drop_empty_ifs
             candidate = safe(lambda c=candidate: drop_empty_ifs(c))
         yield candidate
 
