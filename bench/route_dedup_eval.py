@@ -4,8 +4,8 @@
 
 The labelled issues are turned into GitHub REST issue objects (title, a body with the error's
 traceback and the reported versions, the thread facts as comments), imported into a fresh
-SQLite index with ``bot.index.import_file`` (the same path as ``reprobot index import``), and
-every labelled failure is routed (``bot.route.route``) and deduplicated (``bot.dedup.dedup``)
+SQLite index with ``bot.upstream.index.import_file`` (the same path as ``reprobot index import``), and
+every labelled failure is routed (``bot.upstream.route.route``) and deduplicated (``bot.upstream.dedup.dedup``)
 exactly as the CLI does. Also a leave-one-out pass: each issue of a duplicate group that has an
 error is used as the query against an index without it.
 """
@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bot.dedup import dedup
-from bot.index import IssueIndex, import_file
-from bot.route import Failure, failure_from_text, route
+from bot.upstream.dedup import dedup
+from bot.upstream.index import IssueIndex, import_file
+from bot.upstream.route import Failure, failure_from_text, route
 
 DATA = ROOT / "tests" / "data" / "issues_eval.json"
 STYLES = {

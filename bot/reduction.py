@@ -135,13 +135,13 @@ def _capture_environment(failure: Failure, repro: ReproDir) -> None:
     """env.json and the lockfile, from the user's interpreter; a failure here is reported, not fatal."""
     started = time.monotonic()
     try:
-        from bot.envprobe import write_env
+        from bot.env.probe import write_env
         write_env(repro, failure.runner.python)
     except ReprobotError as e:
         console.print(f"[yellow]environment not captured:[/] {escape(e.message)}")
         return
     try:
-        from bot.lockfile import write_lock
+        from bot.env.lockfile import write_lock
         write_lock(repro, failure.runner.python, None)
     except ReprobotError as e:
         console.print(f"[yellow]lockfile not written:[/] {escape(e.message)}")

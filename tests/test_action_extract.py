@@ -1,4 +1,4 @@
-"""Script extraction from a discussion body (bot/action_extract.py) and event parsing."""
+"""Script extraction from a discussion body (bot/action/extract.py) and event parsing."""
 from __future__ import annotations
 
 import json
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.action_event import load_event, parse_event
-from bot.action_extract import extract
+from bot.action.event import load_event, parse_event
+from bot.action.extract import extract
 from reducer.errors import ExitCode, ReprobotError
 
 EVENTS = Path(__file__).parent / "data" / "events"

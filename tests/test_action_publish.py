@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from bot.action import gate, publish
-from bot.action_event import load_event
-from bot.action_publish import find_own_reply, post_reply, sender_permission
-from bot.action_render import marker
-from bot.action_result import ActionResult
+from bot.action.workflow import gate, publish
+from bot.action.event import load_event
+from bot.action.publish import find_own_reply, post_reply, sender_permission
+from bot.action.render import marker
+from bot.action.result import ActionResult
 from bot.cli import main
-from bot.gh import github_client
+from bot.issue.github import github_client
 from tests.fakegithub import FakeGitHub
 
 EVENTS = Path(__file__).parent / "data" / "events"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from bot.action_render import MAX_REPLY, code_span, fence, load_reply, marker, md_text, render_reply
-from bot.action_result import STATUSES, ActionResult
+from bot.action.render import MAX_REPLY, code_span, fence, load_reply, marker, md_text, render_reply
+from bot.action.result import STATUSES, ActionResult
 from reducer.errors import ReprobotError
 from reducer.signature import Signature
 

@@ -1,4 +1,4 @@
-"""The reproduce job's own guards (bot/action_reproduce.py), without a full reduction."""
+"""The reproduce job's own guards (bot/action/reproduce.py), without a full reduction."""
 from __future__ import annotations
 
 import dataclasses
@@ -6,9 +6,9 @@ import json
 import os
 from pathlib import Path
 
-from bot.action_event import load_event
-from bot.action_reproduce import ReproduceOptions, _status_of, child_env, copy_repro, reproduce
-from bot.action_result import ActionResult
+from bot.action.event import load_event
+from bot.action.reproduce import ReproduceOptions, _status_of, child_env, copy_repro, reproduce
+from bot.action.result import ActionResult
 from reducer.errors import ExitCode
 
 EVENTS = Path(__file__).parent / "data" / "events"

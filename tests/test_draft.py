@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.draft import URL_MAX, build_draft, fence, load_draft, make_title, prefill_url, trim_traceback
-from bot.forms import NO_RESPONSE, REPO_KEYS, field_values, get_form, load_forms, parse_sections, validate
+from bot.issue.draft import URL_MAX, build_draft, fence, load_draft, make_title, prefill_url, trim_traceback
+from bot.issue.forms import NO_RESPONSE, REPO_KEYS, field_values, get_form, load_forms, parse_sections, validate
 from bot.scrub import find_secrets
 from reducer.errors import ExitCode
 from reducer.tracebacks import parse_tracebacks

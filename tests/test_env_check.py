@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.envcheck import compare, summary
-from bot.envprobe import capture_env, run_probe
+from bot.env.check import compare, summary
+from bot.env.probe import capture_env, run_probe
 from reducer.errors import ExitCode, ReprobotError
 
 STORED = {

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.envinfo import system_info
-from bot.envprobe import capture_env
+from bot.env.system_info import system_info
+from bot.env.probe import capture_env
 from bot.scrub import scrub
 from reducer.errors import ExitCode, ReprobotError
 
@@ -120,7 +120,7 @@ H100 = Path(__file__).parent / "data" / "env" / "h100-cu130"
 
 
 def _recorded_env(name: str) -> dict:
-    from bot.envprobe import scrub_tree, shape_env
+    from bot.env.probe import scrub_tree, shape_env
     raw = {}
     for line in (H100 / name).read_text().splitlines():
         rec = json.loads(line)

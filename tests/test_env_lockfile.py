@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.lockfile import (MODULES_ENV, Dist, Environment, find_imported_modules, modules_launcher_source,
+from bot.env.lockfile import (MODULES_ENV, Dist, Environment, find_imported_modules, modules_launcher_source,
                           torch_index)
 from reducer.errors import ExitCode, ReprobotError
 
@@ -152,7 +152,7 @@ def test_torch_build_records_its_index(tmp_path: Path) -> None:
     # reprobot's own interpreter has a local-tagged torch (2.x+cpu in the test environment).
     from importlib.metadata import version
 
-    from bot.lockfile import write_lock
+    from bot.env.lockfile import write_lock
     from bot.store import ReproDir
     tv = version("torch")
     if "+" not in tv:
@@ -180,7 +180,7 @@ def test_torch_build_records_its_index(tmp_path: Path) -> None:
 def test_index_package_depending_on_a_vcs_install_still_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
     # python-dateutil (from the index) needs six, here installed from git at a dev version: the
     # hashed part gets the closest release of six not above it, so --require-hashes can install.
-    from bot.lockfile import DEFAULT_INDEX, compile_lock, index_reachable
+    from bot.env.lockfile import DEFAULT_INDEX, compile_lock, index_reachable
     reason = index_reachable(DEFAULT_INDEX)
     assert reason is None, f"this test needs PyPI: {reason}"
     dateutil = Dist("python-dateutil", "2.9.0.post0", requires=("six>=1.5",))

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.envprobe import capture_env, run_probe, write_env
-from bot.lockfile import index_reachable, write_lock
+from bot.env.probe import capture_env, run_probe, write_env
+from bot.env.lockfile import index_reachable, write_lock
 from bot.store import ReproDir
 from reducer.runner import Runner, RunSpec
 from reducer.signature import distinct_failures

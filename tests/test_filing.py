@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.draft import marker
+from bot.issue.draft import marker
 from reducer.errors import ExitCode
 from tests.draft_support import copy_repro
 from tests.fakegithub import FakeGitHub
@@ -103,7 +103,7 @@ def test_502_before_creation_reports_clearly_and_a_rerun_files_once(repro: Path,
 def test_rerun_after_lost_answer_adopts_without_a_second_post(repro: Path, gh: FakeGitHub,
                                                               capsys: pytest.CaptureFixture[str],
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    import bot.filing as filing
+    import bot.issue.filing as filing
 
     real = filing.find_marked
     calls = {"n": 0}

@@ -1,4 +1,4 @@
-"""bot/gh.py against the local GitHub (tests/fakegithub.py): real HTTP, real PyGithub."""
+"""bot/issue/github.py against the local GitHub (tests/fakegithub.py): real HTTP, real PyGithub."""
 from __future__ import annotations
 
 import time
@@ -6,7 +6,7 @@ import time
 import pytest
 from github import GithubException
 
-from bot.gh import (
+from bot.issue.github import (
     DEFAULT_API_URL,
     SearchThrottle,
     github_client,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.gh import github_client
-from bot.index import IssueIndex, extract, fts_query, import_file, sync
+from bot.issue.github import github_client
+from bot.upstream.index import IssueIndex, extract, fts_query, import_file, sync
 from reducer.errors import ExitCode, ReprobotError
 from tests.fakegithub import FakeGitHub
 

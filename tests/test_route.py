@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.route import TARGETS, failure_from_text, maintainers, route
+from bot.upstream.route import TARGETS, failure_from_text, maintainers, route
 from bot.store import ReproDir, write_json_atomic
 from reducer.errors import ExitCode
 from reducer.signature import MatchOptions, signature_of

@@ -8,8 +8,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from bot.action_event import DEFAULT_LABEL, load_event
-from bot.action_reproduce import DEFAULT_MAX_BODY, DEFAULT_MAX_TIME, DEFAULT_TIMEOUT
+from bot.action.event import DEFAULT_LABEL, load_event
+from bot.action.reproduce import DEFAULT_MAX_BODY, DEFAULT_MAX_TIME, DEFAULT_TIMEOUT
 from reducer.errors import ExitCode, ReprobotError
 
 console = Console(highlight=False, soft_wrap=True)
@@ -72,8 +72,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_gate(args: argparse.Namespace) -> int:
-    from bot.action import gate, set_output
-    from bot.gh import github_client
+    from bot.action.workflow import gate, set_output
+    from bot.issue.github import github_client
 
     event = load_event(args.event)
     decision = gate(event, github_client(api_url=args.api_url, require_token=True), args.label)
@@ -83,7 +83,7 @@ def run_gate(args: argparse.Namespace) -> int:
 
 
 def run_reproduce(args: argparse.Namespace) -> int:
-    from bot.action import ReproduceOptions, reproduce
+    from bot.action.workflow import ReproduceOptions, reproduce
 
     event = load_event(args.event)
     if args.out.exists() and not args.out.is_dir():
@@ -99,8 +99,8 @@ def run_reproduce(args: argparse.Namespace) -> int:
 
 
 def run_publish(args: argparse.Namespace) -> int:
-    from bot.action import publish
-    from bot.gh import github_client
+    from bot.action.workflow import publish
+    from bot.issue.github import github_client
 
     event = load_event(args.event)
     if not args.artifact.is_dir():

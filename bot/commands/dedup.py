@@ -32,15 +32,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bot.dedup import dedup
-    from bot.gh import github_client, token_from_env
-    from bot.index import IssueIndex
-    from bot.route import load_failure, route
+    from bot.upstream.dedup import dedup
+    from bot.issue.github import github_client, token_from_env
+    from bot.upstream.index import IssueIndex
+    from bot.upstream.route import load_failure, route
     from bot.store import ReproDir, safe, write_json_atomic
 
     failure = load_failure(args.repro_dir, args.traceback)
     if not failure.versions and failure.raw_text:
-        from bot.index import mentioned_versions
+        from bot.upstream.index import mentioned_versions
 
         # A forum post usually states its versions next to the traceback.
         failure.versions = mentioned_versions(failure.raw_text)

@@ -7,8 +7,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from bot.draft import build_draft, edited_by_hand, write_draft
-from bot.forms import REPO_KEYS, get_form
+from bot.issue.draft import build_draft, edited_by_hand, write_draft
+from bot.issue.forms import REPO_KEYS, get_form
 from bot.store import ReproDir
 from reducer.errors import ExitCode, ReprobotError
 

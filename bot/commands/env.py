@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bot.envprobe import capture_env
+    from bot.env.probe import capture_env
 
     if args.check is not None:
         if args.repro_dir is not None or args.out is not None:
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             if not repro.repro.is_file():
                 raise ReprobotError(f"{repro.path}: no repro.py to compute the lock from (use --no-lock)",
                                     ExitCode.BAD_INPUT)
-            from bot.lockfile import write_lock
+            from bot.env.lockfile import write_lock
             lock = write_lock(repro, args.python, None, offline=args.offline or None)
             how = "compiled with hashes" if lock.mode == "compiled" else f"snapshot ({lock.reason})"
             console.print(f"wrote {escape(str(repro.requirements_in))} ({len(lock.roots)} distributions) and "
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(env, indent=2))
     elif args.system_info:
-        from bot.envinfo import system_info
+        from bot.env.system_info import system_info
         print(system_info(env, args.system_info))
     elif args.repro_dir is None and args.out is None:
         _show(env)
@@ -132,8 +132,8 @@ def _show(env: dict) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from bot.envcheck import compare, summary
-    from bot.envprobe import capture_env
+    from bot.env.check import compare, summary
+    from bot.env.probe import capture_env
     from bot.store import ReproDir
 
     path = args.check

@@ -14,9 +14,9 @@ from rich.panel import Panel
 from rich.prompt import Confirm
 from rich.rule import Rule
 
-from bot.draft import Draft, build_draft, load_draft, write_draft
-from bot.filing import already_filed, check_safe, submission_body, submit
-from bot.forms import REPO_KEYS, field_values, get_form
+from bot.issue.draft import Draft, build_draft, load_draft, write_draft
+from bot.issue.filing import already_filed, check_safe, submission_body, submit
+from bot.issue.forms import REPO_KEYS, field_values, get_form
 from bot.scrub import Finding, scrub
 from bot.store import DEFAULT_ROOT, ReproDir
 from reducer.errors import ExitCode, ReprobotError
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         raise ReprobotError(f"draft-{key}.md does not fill the {form.repo} form: "
                             + "; ".join(map(str, check.problems)), ExitCode.BAD_INPUT)
     check_safe(draft.title, submission_body(draft))
-    from bot.gh import github_client
+    from bot.issue.github import github_client
 
     client = github_client(write=True)  # one-line NO_TOKEN error without GITHUB_TOKEN
     if not args.yes:

@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from bot.index import IssueIndex, import_file
+    from bot.upstream.index import IssueIndex, import_file
 
     with IssueIndex.open(args.db) as index:
         stats = import_file(index, args.file, args.repo)
@@ -67,8 +67,8 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_sync(args: argparse.Namespace) -> int:
-    from bot.gh import github_client
-    from bot.index import IssueIndex, sync
+    from bot.issue.github import github_client
+    from bot.upstream.index import IssueIndex, sync
 
     client = github_client(api_url=args.api_url, require_token=True)
     results = []
@@ -93,7 +93,7 @@ def run_sync(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from bot.index import IssueIndex
+    from bot.upstream.index import IssueIndex
 
     with IssueIndex.open(args.db, create=False) as index:
         repos = index.repos()

@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bot.route import load_failure, route
+    from bot.upstream.route import load_failure, route
     from bot.store import ReproDir, safe, write_json_atomic
 
     failure = load_failure(args.repro_dir, args.traceback)

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.action_event import DiscussionEvent, configured_label
-from bot.action_extract import extract
-from bot.action_result import REPRO_SUBDIR, RESULT_FILE, ActionResult
+from bot.action.event import DiscussionEvent, configured_label
+from bot.action.extract import extract
+from bot.action.result import REPRO_SUBDIR, RESULT_FILE, ActionResult
 from reducer.errors import ExitCode
 
 DEFAULT_MAX_BODY = 1_000_000
@@ -105,7 +105,7 @@ def child_env(home: Path, pass_env: tuple[str, ...] = (), environ: dict[str, str
 def _reprobot_cmd() -> list[str]:
     """`reprobot` as a child process, importable whether reprobot is installed or run from a
     checkout, without PYTHONPATH (which the user's script would inherit)."""
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     return [sys.executable, "-c",
             "import sys; sys.path.insert(0, sys.argv.pop(1)); from bot.cli import main; "
             "raise SystemExit(main(sys.argv[1:]))", root]
@@ -221,7 +221,7 @@ def copy_repro(src: Path, dest: Path) -> list[str]:
 
 
 def _install_requirements(reqs: list[str], opts: ReproduceOptions, env: dict[str, str], work: Path) -> bool:
-    # Every entry was checked to be a plain PEP 508 requirement (bot/action_extract.py): no
+    # Every entry was checked to be a plain PEP 508 requirement (bot/action/extract.py): no
     # options, no URLs, no file paths, so nothing here can redirect pip.
     cmd = [opts.python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check", *reqs]
     code, _, _ = _run_bounded(cmd, cwd=work, env=env, wall=min(opts.max_time, 900.0), log_dir=work, name="pip")
@@ -295,7 +295,7 @@ def reproduce(event: DiscussionEvent, opts: ReproduceOptions, *, environ: dict[s
         (work / "tmp").mkdir()
         env["TMPDIR"] = env["TEMP"] = env["TMP"] = str(work / "tmp")
         if opts.offline:
-            # bot/lockfile.py pins from what is installed instead of asking the package index: the
+            # bot/env/lockfile.py pins from what is installed instead of asking the package index: the
             # hardened runner has no network once the job's own installs are done.
             env["REPROBOT_OFFLINE"] = "1"
         if opts.install_deps and ex.requirements:

@@ -18,8 +18,8 @@ from typing import Any
 
 from github import Github, UnknownObjectException
 
-from bot.action_render import marker
-from bot.gh import github_errors, graphql
+from bot.action.render import marker
+from bot.issue.github import github_errors, graphql
 from reducer.errors import ExitCode, ReprobotError
 
 TRIAGE_ROLES = frozenset({"triage", "maintain", "admin"})

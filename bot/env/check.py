@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bot.envprobe import STACK
+from bot.env.probe import STACK
 
 # Groups, in the order they are reported.
 GROUPS = ("python", "stack", "torch", "gpu", "bitsandbytes", "platform", "config", "env", "distributions")

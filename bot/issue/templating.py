@@ -5,7 +5,7 @@ from pathlib import Path
 
 
 def templates_dir() -> Path:
-    checkout = Path(__file__).resolve().parent.parent / "templates"
+    checkout = Path(__file__).resolve().parents[2] / "templates"
     if checkout.is_dir():
         return checkout
-    return Path(__file__).resolve().parent / "_templates"
+    return Path(__file__).resolve().parents[1] / "_templates"

@@ -7,7 +7,7 @@ created the issue:
 2. The body carries a hidden marker ``<!-- reprobot:sig=<id> -->``; before creating, GitHub is
    asked for an issue holding it (search, plus the filer's own recent issues, which unlike
    search are not subject to indexing lag).
-3. The POST is sent exactly once (bot/gh.py's write client never retries a POST). When it
+3. The POST is sent exactly once (bot/issue/github.py's write client never retries a POST). When it
    fails, only the safe GETs of step 2 are repeated to learn whether it landed.
 Labels and assignees are never sent: upstream drops them for non-maintainers.
 """
@@ -21,7 +21,7 @@ from typing import Any
 
 from github import Github, GithubException
 
-from bot.draft import MARKER_PREFIX, Draft, marker
+from bot.issue.draft import MARKER_PREFIX, Draft, marker
 from bot.scrub import find_secrets
 from bot.store import ReproDir, write_json_atomic
 from reducer.errors import ExitCode, ReprobotError
@@ -110,7 +110,7 @@ def find_marked(client: Github, repo: str, sig_id: str) -> Any | None:
     Search first (finds it whoever filed it); then the token owner's issues updated in the
     last days, read directly, since search can lag behind a create by a minute or more.
     """
-    from bot.gh import search_throttle
+    from bot.issue.github import search_throttle
 
     needle = marker(sig_id)
     search_throttle(client).acquire()
@@ -138,7 +138,7 @@ def _filed(repo: str, item: Any, draft: Draft, created: bool) -> FiledIssue:
 
 def submit(repro: ReproDir, draft: Draft, client: Github) -> SubmitResult:
     """File ``draft`` on GitHub unless it is already there; record the URL in filed.json."""
-    from bot.gh import github_errors
+    from bot.issue.github import github_errors
 
     prior = already_filed(repro, draft.repo)
     if prior is not None:

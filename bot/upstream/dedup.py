@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.index import IndexedIssue, IssueIndex, issue_row, normalized
-from bot.route import TARGETS, Failure, _unmangle
+from bot.upstream.index import IndexedIssue, IssueIndex, issue_row, normalized
+from bot.upstream.route import TARGETS, Failure, _unmangle
 from reducer.errors import ReprobotError
 from reducer.signature import library_frames
 
@@ -267,7 +267,7 @@ def search_phrase(query: Query) -> str | None:
 
 def github_search(client: Any, query: Query, repos: list[str], *, per_page: int = 10) -> list[IndexedIssue]:
     """GitHub issue search for the exact error phrase in the target repos (30/min budget)."""
-    from bot.gh import github_errors, search_throttle
+    from bot.issue.github import github_errors, search_throttle
 
     phrase = search_phrase(query)
     if not phrase:

@@ -15,11 +15,11 @@ from pathlib import Path
 
 from github import Github
 
-from bot.action_event import DiscussionEvent, configured_label
-from bot.action_publish import Permission, Posted, post_reply, sender_permission
-from bot.action_render import load_reply, md_text, render_reply
-from bot.action_reproduce import ReproduceOptions, reproduce
-from bot.action_result import SILENT, ActionResult
+from bot.action.event import DiscussionEvent, configured_label
+from bot.action.publish import Permission, Posted, post_reply, sender_permission
+from bot.action.render import load_reply, md_text, render_reply
+from bot.action.reproduce import ReproduceOptions, reproduce
+from bot.action.result import SILENT, ActionResult
 from reducer.errors import ReprobotError
 
 __all__ = ["GateDecision", "PublishOutcome", "gate", "reproduce", "ReproduceOptions", "publish", "set_output"]

@@ -39,7 +39,7 @@ from pathlib import Path
 from packaging.markers import InvalidMarker
 from packaging.requirements import InvalidRequirement, Requirement
 
-from bot.envprobe import resolve_python, run_probe
+from bot.env.probe import resolve_python, run_probe
 from bot.store import ReproDir, write_text_atomic
 from reducer.errors import ExitCode, ReprobotError
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import jinja2
 
-from bot.templating import templates_dir
-from bot.forms import CONFIRM_MARK, MISSING_MARK, FieldValue, Form, Validation, field_values, get_form, validate
+from bot.issue.templating import templates_dir
+from bot.issue.forms import CONFIRM_MARK, MISSING_MARK, FieldValue, Form, Validation, field_values, get_form, validate
 from bot.scrub import Finding, scrub
 from bot.store import ReproDir, write_json_atomic, write_text_atomic
 from reducer.errors import ExitCode, ReprobotError
@@ -305,9 +305,9 @@ def _system_info(env: dict[str, Any] | None, repo_key: str, notes: list[str]) ->
         notes.append("env.json is missing: System Info is not filled (run `reprobot env` on this folder)")
         return None
     try:
-        from bot.envinfo import system_info
+        from bot.env.system_info import system_info
     except ImportError:
-        notes.append("bot/envinfo.py is not available: System Info is a plain listing of env.json, "
+        notes.append("bot/env/system_info.py is not available: System Info is a plain listing of env.json, "
                      "not the repository's own format")
         return _plain_env(env)
     return system_info(env, repo_key).strip() or None

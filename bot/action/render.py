@@ -21,8 +21,8 @@ from typing import Any
 
 import jinja2
 
-from bot.templating import templates_dir
-from bot.action_result import REPRO_SUBDIR, SILENT, ActionResult
+from bot.issue.templating import templates_dir
+from bot.action.result import REPRO_SUBDIR, SILENT, ActionResult
 from reducer.signature import Signature
 
 TEMPLATES_DIR = templates_dir()

@@ -1,0 +1,1 @@
+"""The GitHub Action: event, extract, reproduce, result, render, publish."""

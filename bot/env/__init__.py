@@ -1,0 +1,1 @@
+"""The environment a failure happened in: probe, system info, lockfile, check."""

@@ -1,0 +1,1 @@
+"""The issue itself: forms, drafts, filing, the GitHub client."""

@@ -1,0 +1,1 @@
+"""What upstream knows: routing, the issue index, dedup."""
