@@ -99,7 +99,11 @@ def run(args: argparse.Namespace) -> int:
     draft, now, secrets = prepared(repro, key)
     check = draft.validate()
 
+    from bot.rerun.report import notes_for
+    fixed = notes_for(repro).headline()
     if args.dry_run:
+        if fixed:
+            console.print(f"[bold yellow]{escape(fixed)}[/]")
         console.print(Rule(f"{form.repo}: issue preview"))
         console.print(Panel(escape(draft.title), title="title", expand=False))
         console.print(Markdown(submission_body(draft)))
@@ -141,6 +145,9 @@ def run(args: argparse.Namespace) -> int:
         for fid in check.unconfirmed:
             console.print(f"[yellow]{escape(form.field(fid).label)} is reprobot's proposal:[/] "
                           + escape(str(draft.fields.get(fid, ""))[-300:]))
+        if fixed and not Confirm.ask(f"[yellow]{escape(fixed)}[/] File anyway?", default=False):
+            console.print("not filed")
+            return 0
         if not Confirm.ask(f"File [bold]{escape(draft.title)}[/] on {escape(form.repo)}?", default=False):
             console.print("not filed")
             return 0

@@ -39,6 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-reduce", action="store_true", help="stop after finding and storing the failure")
     p.add_argument("--no-env", action="store_true",
                    help="skip env.json and the lockfile (`reprobot env` writes them later)")
+    p.add_argument("--versions", action="store_true",
+                   help="afterwards, re-run the repro against the latest releases (`reprobot versions`)")
+    p.add_argument("--contrast", action="store_true",
+                   help="afterwards, try one change at a time to see what makes it pass (`reprobot contrast`)")
     p.set_defaults(func=run)
 
 
@@ -58,4 +62,24 @@ def run(args: argparse.Namespace) -> int:
     reduce_failure(failure, repro, jobs=args.jobs, gpus=args.gpus, jobs_per_gpu=args.jobs_per_gpu,
                    max_time=args.max_time,
                    resume=args.resume, trace=not args.no_trace, pin_env=not args.no_env)
+    if args.versions or args.contrast:
+        _rerun(repro, args)
     return 0
+
+
+def _rerun(repro, args: argparse.Namespace) -> None:
+    from bot.output import console
+    from bot.rerun.report import print_contrast, print_rows
+    from bot.rerun.steps import run_contrast, run_versions
+    from reducer.errors import ReprobotError
+
+    notify = lambda msg: console.print(f"[dim]{msg}[/]", highlight=False)  # noqa: E731
+    if args.versions:
+        try:
+            rows, _, data = run_versions(repro, args.python, notify=notify)
+            print_rows(rows)
+        except ReprobotError as e:  # no lock (--no-env), say so and go on to contrast
+            console.print(f"[yellow]versions skipped:[/] {e.message}")
+    if args.contrast:
+        results, _ = run_contrast(repro, args.python, jobs=args.jobs, notify=notify)
+        print_contrast(results)

@@ -386,6 +386,15 @@ def fence(text: str, lang: str = "") -> str:
     return f"{ticks}{lang}\n{body}\n{ticks}"
 
 
+def _reruns(repro: ReproDir, notes: list[str]):
+    """What `versions` and `contrast` found by running, for the draft's sections."""
+    from bot.rerun.report import notes_for
+    found = notes_for(repro)
+    if found.likely_fixed:
+        notes.append(found.headline())
+    return found
+
+
 def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | None = None) -> Draft:
     """The draft for ``repo_key`` from the repro folder, scrubbed. ``names``: host/user names to
     scrub (default: this machine's)."""
@@ -459,6 +468,7 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
         "marker": marker(sig.id),
         "confirm_mark": CONFIRM_MARK,
         "expected": _expected(entry, record),
+        "reruns": _reruns(repro, notes),
     }
     body_raw = _Renderer().render(repo_key, context)
     title_raw = make_title(entry, record)

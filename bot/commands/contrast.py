@@ -1,0 +1,39 @@
+"""`reprobot contrast repros/<id>`: which single change makes the repro pass, by running each one."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("contrast", help="try one change at a time: which ones make the repro pass?",
+                       description="For each keyword, boolean, device, dtype and dict entry left in the "
+                                   "repro, try small alternatives one at a time (cold runs, same signature) "
+                                   "and report which make it pass, keep the failure, or change it.")
+    p.add_argument("repro_dir", help="repro folder (repros/<id>)")
+    p.add_argument("--python", default=sys.executable, help="interpreter the repro failed in (default: this one)")
+    p.add_argument("--jobs", type=int, default=1, help="changes run in parallel (default: 1)")
+    p.add_argument("--gpu", default=None, help="CUDA_VISIBLE_DEVICES for the runs")
+    p.add_argument("--timeout", type=float, default=None, help="seconds one run may take (default: 5x the original's)")
+    p.add_argument("--json", action="store_true", help="print contrast.json to stdout")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from bot.output import console
+    from bot.rerun.report import print_contrast
+    from bot.rerun.steps import run_contrast
+    from bot.store import ReproDir
+
+    folder = ReproDir.open(args.repro_dir)
+    notify = (lambda msg: None) if args.json else (lambda msg: console.print(f"[dim]{msg}[/]", highlight=False))
+    results, data = run_contrast(folder, args.python, jobs=args.jobs, gpu=args.gpu, timeout=args.timeout,
+                                 notify=notify)
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    print_contrast(results)
+    console.print(f"{data['runs']} runs; written to {folder.path / 'contrast.json'}", highlight=False)
+    return 0

@@ -1,0 +1,53 @@
+"""`versions` and `contrast` as steps: what the commands and `reduce --versions/--contrast` run."""
+from __future__ import annotations
+
+from typing import Callable
+
+from bot.rerun.contrast import Contrast, contrast
+from bot.rerun.lock import STACK, read_lock
+from bot.rerun.releases import IndexOptions
+from bot.rerun.report import save_contrast, save_versions
+from bot.rerun.repro_run import ReproRunner, StoredRepro
+from bot.rerun.versions import Bisection, Row, VersionRunner
+from bot.store import ReproDir
+
+Notify = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+def run_versions(folder: ReproDir, python: str, *, index: IndexOptions | None = None,
+                 packages: tuple[str, ...] = STACK, bisect: str | None = None, sweep: str | None = None,
+                 low: str | None = None, high: str | None = None, git: tuple[tuple[str, str], ...] = (),
+                 timeout: float | None = None, notify: Notify = _quiet) -> tuple[list[Row], Bisection | None, dict]:
+    repro = StoredRepro.load(folder)
+    lock = read_lock(folder.requirements_lock)
+    runner = ReproRunner(repro, python, timeout=timeout)
+    try:
+        versions = VersionRunner(runner, python, lock, index or IndexOptions(tuple(lock.index_options)), notify)
+        bisection = None
+        rows: list[Row] = []
+        if bisect:
+            bisection = versions.bisect(bisect, low, high)
+        elif sweep:
+            rows = versions.sweep(sweep, low, high)
+        else:
+            rows = versions.default_rows(packages)
+        for package, url in git:
+            rows.append(versions.row(f"{package} (git)", {package: url}))
+    finally:
+        runner.close()
+    data = save_versions(folder, rows, bisection, versions.base.full_python, runner.runs)
+    return rows, bisection, data
+
+
+def run_contrast(folder: ReproDir, python: str, *, jobs: int = 1, gpu: str | None = None,
+                 timeout: float | None = None, notify: Notify = _quiet) -> tuple[list[Contrast], dict]:
+    runner = ReproRunner(StoredRepro.load(folder), python, timeout=timeout, gpu=gpu)
+    try:
+        results = contrast(runner, jobs=jobs, notify=notify)
+    finally:
+        runner.close()
+    return results, save_contrast(folder, results, runner.runs)

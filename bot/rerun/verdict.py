@@ -1,0 +1,59 @@
+"""What one re-run of a repro says about the failure: gone, the same, or something else."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import Enum
+
+from reducer.outcome import Outcome
+from reducer.signature import MatchOptions, Signature, distinct_failures, find_match
+
+
+class Kind(str, Enum):
+    PASS = "PASS"
+    SAME = "same failure"
+    DIFFERENT = "different failure"
+    TIMEOUT = "timeout"
+    NOT_INSTALLABLE = "not installable"
+    ERROR = "could not run"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: Kind
+    detail: str = ""               # the other failure's one-line signature, or why it could not run
+    signature_id: str | None = None
+    wall_time: float | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.kind is Kind.PASS
+
+    def label(self) -> str:
+        return f"{self.kind.value}: {self.detail}" if self.detail else self.kind.value
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["kind"] = self.kind.value
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Verdict":
+        return cls(Kind(d["kind"]), d.get("detail", ""), d.get("signature_id"), d.get("wall_time"))
+
+
+def classify(outcome: Outcome, target: Signature, options: MatchOptions) -> Verdict:
+    """PASS only for a run that ended by itself, exit 0, with no traceback at all: a hang or a
+    crash without a Python stack is never counted as fixed."""
+    wall = round(outcome.wall_time, 2)
+    if find_match(outcome.tracebacks, target, options) is not None:
+        return Verdict(Kind.SAME, "", target.id, wall)
+    if outcome.timed_out:
+        return Verdict(Kind.TIMEOUT, f"no result after {outcome.wall_time:.0f}s", None, wall)
+    others = distinct_failures(outcome, options)
+    if others:
+        sig = others[0][0]
+        return Verdict(Kind.DIFFERENT, sig.one_line(), sig.id, wall)
+    if outcome.returncode != 0:
+        how = outcome.signal or f"exit {outcome.returncode}"
+        return Verdict(Kind.DIFFERENT, f"{how} without a traceback", None, wall)
+    return Verdict(Kind.PASS, "", None, wall)

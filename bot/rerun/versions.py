@@ -1,0 +1,206 @@
+"""`reprobot versions`: the repro against other releases of the stack, one package at a time.
+
+Rows by default: the locked versions, the latest release of each stack package alone (the
+rest as locked), and all latest together. `bisect` finds the first release of one package
+where the outcome changes, trusting that it changes once in the range (the usual case for a
+fix or a regression) and saying which runs it took.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from packaging.utils import canonicalize_name
+
+from bot.rerun.environments import Installed, NotInstallable, prepare, probe
+from bot.rerun.lock import STACK, Lock
+from bot.rerun.releases import IndexOptions, Releases, list_releases
+from bot.rerun.repro_run import ReproRunner
+from bot.rerun.verdict import Kind, Verdict
+
+SHOWN = ("torch",) + STACK
+
+
+@dataclass
+class Row:
+    label: str
+    versions: dict[str, str]            # what the shown packages are in this row
+    verdict: Verdict
+    seconds: float
+    changed: dict[str, str] = field(default_factory=dict)   # the pins that differ from the lock
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return {"label": self.label, "versions": self.versions, "changed": self.changed, "note": self.note,
+                "verdict": self.verdict.to_dict(), "seconds": round(self.seconds, 2)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Row":
+        return cls(d["label"], d["versions"], Verdict.from_dict(d["verdict"]), d.get("seconds", 0.0),
+                   d.get("changed", {}), d.get("note", ""))
+
+
+@dataclass
+class Bisection:
+    package: str
+    tried: list[tuple[str, Verdict]]       # in the order they ran
+    first_changed: str | None
+    last_same: str | None
+    releases_in_range: int
+    note: str = ""
+
+    def sentence(self) -> str:
+        if self.note:
+            return self.note
+        results = dict(self.tried)
+        changed, same = results.get(self.first_changed or ""), results.get(self.last_same or "")
+        if changed is None or same is None:
+            return f"{self.package}: no change in the range"
+        return (f"first {_word(changed)}: {self.package} {self.first_changed} "
+                f"(last {_word(same)} {self.last_same}), {len(self.tried)} runs")
+
+    def to_dict(self) -> dict:
+        return {"package": self.package, "first_changed": self.first_changed, "last_same": self.last_same,
+                "releases_in_range": self.releases_in_range, "runs": len(self.tried), "note": self.note,
+                "sentence": self.sentence(),
+                "tried": [{"version": v, "verdict": r.to_dict()} for v, r in self.tried]}
+
+
+Notify = Callable[[str], None]
+
+
+class VersionRunner:
+    """Builds rows (environment + one cold run each) for one repro."""
+
+    def __init__(self, runner: ReproRunner, python: str, lock: Lock, index: IndexOptions,
+                 notify: Notify = lambda _: None) -> None:
+        self.runner, self.python, self.lock, self.index, self.notify = runner, python, lock, index, notify
+        self.base: Installed = probe(python, [])
+        # The lock is a whole closure: every pin the interpreter does not already have goes on top.
+        self.locked_pins = {name: v for name, v in lock.pins.items() if self.base.version(name) != v}
+        self._releases: dict[str, Releases] = {}
+
+    def releases(self, name: str) -> Releases:
+        key = canonicalize_name(name)
+        if key not in self._releases:
+            self._releases[key] = list_releases(name, self.base.python, self.index)
+        return self._releases[key]
+
+    def row(self, label: str, swap: dict[str, str]) -> Row:
+        merged = {**self.locked_pins, **{canonicalize_name(k): v for k, v in swap.items()}}
+        pins = {k: v for k, v in merged.items() if self.base.version(k) != v}
+        started = time.monotonic()
+        self.notify(f"{label}: preparing the environment")
+        try:
+            env = prepare(self.python, self.base, pins, self.index)
+        except NotInstallable as e:
+            verdict = Verdict(Kind.NOT_INSTALLABLE, str(e))
+            return Row(label, self._shown(merged, swap), verdict, time.monotonic() - started, dict(swap))
+        self.notify(f"{label}: running the repro")
+        verdict = self.runner.verdict(env=env.env())
+        return Row(label, self._shown({**merged, **env.pins}, swap), verdict, time.monotonic() - started,
+                   dict(swap))
+
+    def _shown(self, pins: dict[str, str], swap: dict[str, str]) -> dict[str, str]:
+        out = {}
+        for name in SHOWN + tuple(canonicalize_name(k) for k in swap if canonicalize_name(k) not in SHOWN):
+            v = pins.get(name) or self.lock.version(name) or self.base.version(name)
+            if v:
+                out[name] = v
+        return out
+
+    def default_rows(self, packages: tuple[str, ...] = STACK) -> list[Row]:
+        rows = [self.row("locked", {})]
+        latest: dict[str, str] = {}
+        for name in packages:
+            if not self.lock.has(name):
+                continue
+            rel = self.releases(name)
+            if rel.error or not rel.latest:
+                rows.append(Row(f"{name} latest", self._shown(self.locked_pins, {}),
+                                Verdict(Kind.NOT_INSTALLABLE, rel.error or "no releases listed"), 0.0))
+                continue
+            latest[name] = rel.latest
+            if rel.latest == self.lock.version(name):
+                # The locked row already ran this release: say so rather than run it twice.
+                rows.append(Row(f"{name} latest", rows[0].versions, rows[0].verdict, 0.0,
+                                {name: rel.latest}, note="= locked"))
+                continue
+            rows.append(self.row(f"{name} latest", {name: rel.latest}))
+        if len([n for n in latest if latest[n] != self.lock.version(n)]) > 1:
+            rows.append(self.row("all latest", latest))
+        return rows
+
+    def sweep(self, package: str, low: str | None, high: str | None) -> list[Row]:
+        rel = self.releases(package)
+        if rel.error:
+            return [Row(f"{package}", {}, Verdict(Kind.NOT_INSTALLABLE, rel.error), 0.0)]
+        return [self.row(f"{package} {v}", {package: v}) for v in rel.between(low, high)]
+
+    def bisect(self, package: str, low: str | None = None, high: str | None = None) -> Bisection:
+        rel = self.releases(package)
+        if rel.error:
+            return Bisection(package, [], None, None, 0, note=f"{package}: {rel.error}")
+        low = low or self.lock.version(package)
+        versions = rel.between(low, high)
+        if len(versions) < 2:
+            return Bisection(package, [], None, None, len(versions),
+                             note=f"{package}: fewer than two releases between {low or 'the first'} "
+                                  f"and {high or 'the latest'}")
+        tried: list[tuple[str, Verdict]] = []
+        cache: dict[int, Verdict] = {}
+
+        def at(i: int) -> Verdict:
+            if i not in cache:
+                cache[i] = self.row(f"{package} {versions[i]}", {package: versions[i]}).verdict
+                tried.append((versions[i], cache[i]))
+            return cache[i]
+
+        reference = at(0)
+        if reference.kind is Kind.NOT_INSTALLABLE:
+            return Bisection(package, tried, None, None, len(versions),
+                             note=f"{package} {versions[0]}: {reference.label()}")
+        last = len(versions) - 1
+        while last > 0 and at(last).kind is Kind.NOT_INSTALLABLE:
+            last -= 1
+        if last == 0 or _same(at(last), reference):
+            return Bisection(package, tried, None, versions[last], len(versions),
+                             note=f"{package}: the outcome is the same from {versions[0]} to {versions[last]} "
+                                  f"({reference.label()}), {len(tried)} runs")
+        lo, hi = 0, last
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            probe_at = _installable_near(mid, lo, hi, at)
+            if probe_at is None:
+                break
+            if _same(at(probe_at), reference):
+                lo = probe_at
+            else:
+                hi = probe_at
+        note = "" if hi - lo == 1 else (f"{package}: releases between {versions[lo]} and {versions[hi]} "
+                                        f"did not install; the change is somewhere in that range")
+        return Bisection(package, tried, versions[hi], versions[lo], len(versions), note=note)
+
+
+def _word(v: Verdict) -> str:
+    return {Kind.PASS: "passing", Kind.SAME: "failing"}.get(v.kind, v.kind.value)
+
+
+def _same(a: Verdict, b: Verdict) -> bool:
+    return a.kind is b.kind and a.signature_id == b.signature_id
+
+
+def _installable_near(mid: int, lo: int, hi: int, at: Callable[[int], Verdict]) -> int | None:
+    """mid, else the nearest release strictly inside (lo, hi) that installs."""
+    for offset in range(0, hi - lo):
+        for i in (mid + offset, mid - offset):
+            if lo < i < hi and at(i).kind is not Kind.NOT_INSTALLABLE:
+                return i
+    return None
+
+
+def bisect_bound(n: int) -> int:
+    """Runs a bisection over n releases should take at most (both ends, then halving)."""
+    return math.ceil(math.log2(max(n, 2))) + 2
