@@ -203,3 +203,43 @@ def test_draft_and_preview_carry_what_the_reruns_found(tmp_path, capsys):
     out = capsys.readouterr().out
     first = next(line for line in out.splitlines() if line.strip())
     assert first.startswith("Passes on peft 0.22.0 (latest)") and "likely fixed" in first
+
+
+CPU_EXAMPLE_REPRO = '''\
+from peft import LoraConfig, get_peft_model
+from transformers import Gemma4Config, Gemma4ForConditionalGeneration, Gemma4TextConfig, Gemma4VisionConfig
+
+text = Gemma4TextConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                        num_attention_heads=2, num_key_value_heads=1, head_dim=16, global_head_dim=16,
+                        vocab_size_per_layer_input=128, hidden_size_per_layer_input=8)
+vision = Gemma4VisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                            num_key_value_heads=2, head_dim=16, position_embedding_size=64)
+model = Gemma4ForConditionalGeneration(Gemma4Config(text_config=text, vision_config=vision))
+get_peft_model(model, LoraConfig(target_modules=["q_proj"]))
+'''
+
+
+@pytest.mark.slow
+def test_cpu_example_repro_still_fails_on_the_latest_peft(tmp_path, monkeypatch, capsys):
+    """The bundled CPU example's minimal repro (Gemma4ClippableLinear is not a LoRA target),
+    locked at an older peft, against the latest peft from the package index."""
+    pytest.importorskip("peft")
+    from bot.rerun.releases import IndexOptions, list_releases
+    releases = list_releases("peft", f"{sys.version_info[0]}.{sys.version_info[1]}", IndexOptions())
+    if releases.error or len(releases.versions) < 2:
+        pytest.skip(f"the package index is not reachable from here: {releases.error}")
+    monkeypatch.setenv("REPROBOT_ENV_CACHE", str(tmp_path / "envs"))
+    import importlib.metadata as md
+    older = releases.between("0.21.0", None)[0]
+    pins = {n: md.version(n) for n in ("torch", "transformers", "accelerate", "safetensors", "huggingface-hub",
+                                      "tokenizers")}
+    lock = "".join(f"{n}=={v}\n" for n, v in pins.items()) + f"peft=={older}\n"
+    folder = make_repro(tmp_path, Path(sys.executable), CPU_EXAMPLE_REPRO, lock, "cpu-example")
+    assert main(["versions", str(folder), "--packages", "peft"]) == 0
+    print(capsys.readouterr().out)  # the table, for the log
+    rows = {r["label"]: r for r in json.loads((folder / "versions.json").read_text())["rows"]}
+    assert rows["locked"]["versions"]["peft"] == older
+    assert rows["locked"]["verdict"]["kind"] == "same failure"
+    latest = rows["peft latest"]
+    assert latest["versions"]["peft"] == releases.latest
+    assert latest["verdict"]["kind"] == "same failure", latest

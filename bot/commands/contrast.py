@@ -35,5 +35,5 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
         return 0
     print_contrast(results)
-    console.print(f"{data['runs']} runs; written to {folder.path / 'contrast.json'}", highlight=False)
+    console.print(f"{data['runs']} runs; written to {folder.path / 'contrast.json'}", highlight=False, soft_wrap=True)
     return 0

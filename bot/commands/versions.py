@@ -101,5 +101,5 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[bold]{bisection.sentence()}[/]", highlight=False)
         for v, verdict in bisection.tried:
             console.print(f"  {args.bisect} {v}: {verdict.label()}", highlight=False)
-    console.print(f"{data['runs']} runs; written to {folder.path / 'versions.json'}", highlight=False)
+    console.print(f"{data['runs']} runs; written to {folder.path / 'versions.json'}", highlight=False, soft_wrap=True)
     return 0
