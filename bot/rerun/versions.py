@@ -108,7 +108,7 @@ class VersionRunner:
         for name in SHOWN + tuple(canonicalize_name(k) for k in swap if canonicalize_name(k) not in SHOWN):
             v = pins.get(name) or self.lock.version(name) or self.base.version(name)
             if v:
-                out[name] = v
+                out[name] = "git " + v.rsplit("@", 1)[-1] if "://" in v else v
         return out
 
     def default_rows(self, packages: tuple[str, ...] = STACK) -> list[Row]:
