@@ -1,26 +1,114 @@
-"""Drive a reduction from the CLI: oracle, trace, progress display, the repro folder, resume."""
+"""Drive a reduction from the CLI, in steps: runs (warm or cold), resume, trace, search with
+progress, the cold verdict on the result, and pinning the environment."""
 from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
-from rich.progress import BarColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
 
 from bot.output import console, traceback_tail
+from bot.progress import ReductionProgress
 from bot.store import ReproDir, safe, write_json_atomic, write_text_atomic
-from reducer.errors import ExitCode, ReprobotError
+from reducer.errors import DeadlineReached, ExitCode, ReprobotError
 from reducer.failure import Failure
 from reducer.gpu import GpuPool, parse_gpus
 from reducer.oracle import Oracle, candidate_memory, candidate_timeout
-from reducer.search import Progress, Reducer
+from reducer.search import Reducer, ReductionResult
 from reducer.signature import find_match
 from reducer.size import count_statements
 
+# How many earlier results the cold fallback may try before going back to the original.
+COLD_FALLBACK_TRIES = 6
 
-def _load_resume(repro: ReproDir, oracle: Oracle) -> tuple[str | None, dict[str, bool], dict[str, Any] | None]:
-    """Best source, seen-set and stats of an interrupted run, if there is one to continue."""
+
+@dataclass
+class Options:
+    jobs: int = 1
+    gpus: str | None = None
+    jobs_per_gpu: int = 1
+    max_time: float | None = None
+    deadline: float | None = None     # time.monotonic() at which the whole command stops
+    resume: bool = False
+    trace: bool = True
+    pin_env: bool = True
+    warm: bool = True
+
+
+@dataclass
+class WarmReport:
+    enabled: bool = False
+    why_not: str = ""
+    zygote: dict[str, Any] = field(default_factory=dict)
+    original_warm_seconds: float | None = None
+    original_cold_seconds: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"enabled": self.enabled, "why_not": self.why_not, "zygote": self.zygote,
+                "original_warm_seconds": self.original_warm_seconds,
+                "original_cold_seconds": self.original_cold_seconds}
+
+
+# ---- steps ---------------------------------------------------------------------------------
+def make_oracle(failure: Failure, pool: GpuPool, deadline: float | None) -> Oracle:
+    oracle = Oracle(failure.runner, failure.signature, failure.spec.options,
+                    timeout=candidate_timeout(failure.wall_time), gpus=pool,
+                    max_rss=candidate_memory(failure.peak_rss), allow_hang=failure.hangs,
+                    stop_grace=max(2.0, 0.25 * failure.wall_time))
+    oracle.deadline = deadline
+    return oracle
+
+
+def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
+    """Warm interpreters for the runs, if the original fails the same way warm as cold.
+
+    The original was already run cold to establish the failure; here it runs once warm. A
+    different outcome (another signature, or none) means something in the warm start changes
+    what the script does: then every run stays cold."""
+    from reducer.zygote import ZygoteError, ZygotePool, warm_imports
+    runner = failure.runner
+    modules = warm_imports(failure.spec.source, runner.script_dir)
+    report = WarmReport(original_cold_seconds=round(failure.wall_time, 3))
+    if not modules:
+        report.why_not = "the script imports nothing worth importing ahead"
+        return report
+    pool = ZygotePool(runner.python, modules, runner.base_environment())
+    runner.zygotes = pool
+    try:
+        pool.release(pool.start_one())
+        verdict = oracle.test(failure.spec.source, warm=True)
+    except ZygoteError as e:
+        report.why_not = str(e)
+    except DeadlineReached:
+        report.why_not = "the time limit came first"
+    else:
+        report.original_warm_seconds = round(verdict.outcome.wall_time, 3)
+        report.zygote = pool.info.to_dict() if pool.info else {}
+        if runner.warm_fallbacks:
+            report.why_not = "the warm interpreter died on the original"
+        elif not verdict.interesting:
+            report.why_not = ("the original does not fail the same way when started warm "
+                              f"({_describe(verdict.outcome)})")
+        else:
+            report.enabled = True
+            return report
+    pool.stop()
+    runner.zygotes = None
+    return report
+
+
+def _describe(outcome) -> str:
+    if outcome.tracebacks:
+        r = outcome.tracebacks[-1]
+        return f"{r.exc_type}: {r.message[:80]}"
+    return f"exit {outcome.returncode} without a traceback"
+
+
+def load_resume(repro: ReproDir, oracle: Oracle) -> tuple[str | None, dict[str, bool], dict[str, Any] | None]:
+    """Best source, seen-set and stats of an interrupted run: one cold check of repro.py."""
     if not repro.reduction_json.is_file():
         return None, {}, None
     saved = repro.read_json(repro.reduction_json)
@@ -28,101 +116,150 @@ def _load_resume(repro: ReproDir, oracle: Oracle) -> tuple[str | None, dict[str,
     if saved.get("status") == "done":
         return None, seen, None
     best = repro.repro.read_text(encoding="utf-8") if repro.repro.is_file() else None
-    # repro.py is stored scrubbed; if scrubbing changed what it does, start again from the
-    # original but keep the cache, which still saves every run it remembers.
-    if best is not None and not oracle.test(best).interesting:
+    if best is not None and not oracle.test(best, warm=False).interesting:
+        console.print("[yellow]repro.py no longer fails the same way here: starting again from the original "
+                      "(the cache of earlier runs is kept)[/]")
         best = None
     return best, seen, saved
 
 
-def _trace(failure: Failure):
-    from reducer.trace import runner_run_fn, trace_run
+def trace_data(failure: Failure, repro: ReproDir, resumed: bool):
+    from reducer.trace import TraceData, runner_run_fn, trace_run
+    trace_file = repro.path / "trace.json"
+    if resumed and trace_file.is_file():
+        return TraceData.from_dict(failure.spec.source, repro.read_json(trace_file))
     try:
-        return trace_run(failure.spec.source, runner_run_fn(failure.runner))
+        data = trace_run(failure.spec.source, runner_run_fn(failure.runner))
     except Exception as e:  # tracing is an optimisation: never let it stop a reduction
         console.print(f"[yellow]trace-guided first cut skipped:[/] {escape(str(e))[:200]}")
         return None
+    if data is not None:
+        # kept (scrubbed) so that --resume still has the recorded values and dispatch targets
+        write_text_atomic(trace_file, safe(json.dumps(data.to_dict())))
+    return data
 
 
-def reduce_failure(failure: Failure, repro: ReproDir, *, jobs: int = 1, gpus: str | None = None,
-                   jobs_per_gpu: int = 1, max_time: float | None = None, resume: bool = False,
-                   trace: bool = True, pin_env: bool = True) -> int:
-    pool = GpuPool(parse_gpus(gpus), per_gpu=jobs_per_gpu)
-    if len(pool) and jobs > pool.slots:
-        console.print(f"[yellow]--jobs {jobs} > {pool.slots} GPU slots: candidates queue for a free GPU "
-                      f"(--jobs-per-gpu lets small candidates share one)[/]")
-    oracle = Oracle(failure.runner, failure.signature, failure.spec.options,
-                    timeout=candidate_timeout(failure.wall_time), gpus=pool,
-                    max_rss=candidate_memory(failure.peak_rss), allow_hang=failure.hangs,
-                    stop_grace=max(2.0, 0.25 * failure.wall_time))
-    start_source, seen, stats = (None, {}, None)
-    if resume:
-        start_source, seen, stats = _load_resume(repro, oracle)
-        if start_source is not None:
-            console.print(f"resuming from repro.py ({count_statements(start_source)} statements)")
-    source = start_source or failure.spec.source
-    trace_file = repro.path / "trace.json"
-    trace_data = None
-    if trace and start_source is not None and trace_file.is_file():
-        from reducer.trace import TraceData
-        trace_data = TraceData.from_dict(failure.spec.source, repro.read_json(trace_file))
-    elif trace:
-        # a resumed folder without its trace (copied without it) traces the original again
-        trace_data = _trace(failure)
-        if trace_data is not None:
-            # kept (scrubbed) so that --resume still has the recorded values and dispatch targets
-            write_text_atomic(trace_file, safe(json.dumps(trace_data.to_dict())))
+class Saver:
+    """repro.py and reduction.json after every accepted step, and the history of accepted
+    results (the cold fallback walks it back)."""
 
-    def save(best: str, stats_dict: dict[str, Any], status: str | None = None, seen_now=None) -> None:
-        write_text_atomic(repro.repro, safe(best))
-        data = dict(stats_dict)
+    def __init__(self, repro: ReproDir, oracle: Oracle, pool: GpuPool, warm: WarmReport, jobs: int) -> None:
+        self.repro, self.oracle, self.pool, self.warm, self.jobs = repro, oracle, pool, warm, jobs
+        self.reducer: Reducer | None = None
+        self.history: list[str] = []
+        self.started = time.monotonic()
+
+    def __call__(self, best: str, stats: dict[str, Any], status: str | None = None,
+                 seen: dict[str, bool] | None = None) -> None:
+        if not self.history or self.history[-1] != best:
+            self.history.append(best)
+        # repro.py stays exactly what ran: it must run and resume as it is.
+        write_text_atomic(self.repro.repro, best)
+        data = dict(stats)
         if status:
             data["status"] = status
-        data["seen"] = seen_now if seen_now is not None else reducer.seen
-        data["gpus"] = pool.gpus
-        data["gpu_not_released"] = pool.unreleased
-        data["oracle_run_seconds"] = round(oracle.run_seconds, 3)
-        write_json_atomic(repro.reduction_json, data)
+        data["seen"] = seen if seen is not None else (self.reducer.seen if self.reducer else {})
+        data["gpus"] = self.pool.gpus
+        data["gpu_not_released"] = self.pool.unreleased
+        data["oracle_run_seconds"] = round(self.oracle.run_seconds, 3)
+        runner = self.oracle.runner
+        data["warm"] = {**self.warm.to_dict(), "runs_warm": runner.warm_runs, "warm_fallbacks": runner.warm_fallbacks}
+        elapsed = max(time.monotonic() - self.started, 1e-6)
+        # busy run-seconds over what the slots could have run in this session
+        data["slot_utilisation"] = round(min(1.0, self.oracle.run_seconds / (self.jobs * elapsed)), 3)
+        write_json_atomic(self.repro.reduction_json, data)
 
-    reducer = Reducer(source, oracle, jobs=jobs, max_time=max_time, trace=trace_data,
-                      seen=seen, stats=stats, on_accept=lambda best, st: save(best, st))
-    save(source, reducer.stats.to_dict(), "running")
 
-    with RichProgress(TextColumn("[bold]{task.fields[pass_name]:<18}"), BarColumn(bar_width=24),
-                      TextColumn("{task.fields[tokens]} tokens · "
-                                 "runs {task.fields[runs]} · kept {task.fields[accepted]} · "
-                                 "cache {task.fields[hits]}"),
-                      TimeElapsedColumn(), console=console, transient=False) as bar:
-        start_tokens = max(reducer.best_size.tokens, 1)
-        task = bar.add_task("reduce", total=start_tokens, pass_name="start",
-                            tokens=start_tokens, runs=0, accepted=0, hits=0)
+def search(source: str, oracle: Oracle, opts: Options, trace, seen, stats, saver: Saver,
+           script: Path) -> ReductionResult:
+    reducer = Reducer(source, oracle, jobs=opts.jobs, max_time=opts.max_time, trace=trace,
+                      seen=seen, stats=stats, on_accept=lambda best, st: saver(best, st))
+    saver.reducer = reducer
+    saver(source, reducer.stats.to_dict(), "running")
+    with ReductionProgress(console, max(reducer.best_size.tokens, 1)) as progress:
+        reducer.on_progress = progress.update
+        return reducer.run()
 
-        def progress(p: Progress) -> None:
-            bar.update(task, completed=start_tokens - p.size_now.tokens, pass_name=p.pass_name,
-                       tokens=p.size_now.tokens,
-                       runs=p.runs, accepted=p.accepted, hits=p.cache_hits)
 
-        reducer.on_progress = progress
-        result = reducer.run()
+def cold_verdict(failure: Failure, oracle: Oracle, result: ReductionResult, saver: Saver):
+    """The final word comes from a cold run in a clean directory. If the result only fails
+    warm, walk back to the newest earlier result that fails cold."""
+    verdict = oracle.test(result.best_source, warm=False)
+    record = find_match(verdict.outcome.tracebacks, failure.signature, failure.spec.options)
+    if record is not None or oracle.runner.zygotes is None:
+        return result.best_source, record
+    console.print("[yellow]the result fails warm but not cold: going back to the last result that fails cold[/]")
+    for source in list(reversed(saver.history[:-1]))[:COLD_FALLBACK_TRIES]:
+        verdict = oracle.test(source, warm=False)
+        record = find_match(verdict.outcome.tracebacks, failure.signature, failure.spec.options)
+        if record is not None:
+            return source, record
+    return failure.spec.source, None
 
+
+def reduce_failure(failure: Failure, repro: ReproDir, opts: Options | None = None, **kwargs: Any) -> int:
+    opts = opts or Options(**kwargs)
+    pool = GpuPool(parse_gpus(opts.gpus), per_gpu=opts.jobs_per_gpu)
+    if len(pool) and opts.jobs > pool.slots:
+        console.print(f"[yellow]--jobs {opts.jobs} > {pool.slots} GPU slots: candidates queue for a free GPU "
+                      f"(--jobs-per-gpu lets small candidates share one)[/]")
+    deadline = opts.deadline
+    if deadline is None and opts.max_time is not None:
+        deadline = time.monotonic() + opts.max_time
+    oracle = make_oracle(failure, pool, deadline)
+    try:
+        return _reduce(failure, repro, opts, pool, oracle)
+    finally:
+        if failure.runner.zygotes is not None:
+            failure.runner.zygotes.stop()
+
+
+def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, oracle: Oracle) -> int:
+    try:
+        start_source, seen, stats = load_resume(repro, oracle) if opts.resume else (None, {}, None)
+    except DeadlineReached:
+        return _time_limit(failure, repro)
+    if start_source is not None:
+        console.print(f"resuming from repro.py ({count_statements(start_source)} statements)")
+    warm = start_warm(failure, oracle) if opts.warm else WarmReport(why_not="--cold")
+    if warm.enabled:
+        z = warm.zygote
+        console.print(f"warm start: {len(z.get('imported', []))} modules imported once "
+                      f"({z.get('start_seconds', 0):.1f}s); the original ran in {warm.original_warm_seconds:.1f}s "
+                      f"warm vs {warm.original_cold_seconds:.1f}s cold"
+                      + (f"; left out (they initialise CUDA): {', '.join(z['dropped'])}" if z.get("dropped") else ""))
+    elif opts.warm:
+        console.print(f"[yellow]cold runs:[/] {escape(warm.why_not)}")
+    trace = trace_data(failure, repro, start_source is not None) if opts.trace else None
+    saver = Saver(repro, oracle, pool, warm, opts.jobs)
+    max_time = None if oracle.deadline is None else max(0.0, oracle.deadline - time.monotonic())
+    opts.max_time = max_time
+    result = search(start_source or failure.spec.source, oracle, opts, trace, seen, stats, saver,
+                    failure.spec.script)
     status = result.stats.status
-    save(result.best_source, result.stats.to_dict(), status, result.seen)
     if status == "interrupted":
+        saver(result.best_source, result.stats.to_dict(), status, result.seen)
         console.print(f"[yellow]interrupted:[/] best so far kept in {repro.repro}; "
                       f"`reprobot reduce {failure.spec.script} --resume` continues")
         raise ReprobotError("interrupted; the best result so far is saved", ExitCode.INTERRUPTED)
+    if status == "timeout":
+        saver(result.best_source, result.stats.to_dict(), "stopped: time limit", result.seen)
+        return _time_limit(failure, repro, result)
+    saver(result.best_source, result.stats.to_dict(), status, result.seen)
 
-    # The final word comes from one more run in a clean scratch directory.
-    verdict = oracle.test(result.best_source)
-    record = find_match(verdict.outcome.tracebacks, failure.signature, failure.spec.options)
+    best, record = cold_verdict(failure, oracle, result, saver)
     if record is None:
         raise ReprobotError(f"the reduced script did not fail the same way when re-run in a clean "
                             f"directory (flaky?): kept in {repro.repro}", ExitCode.FLAKY)
-    write_text_atomic(repro.traceback_txt, safe(record.text) + "\n")
-    if pin_env:
-        _capture_environment(failure, repro)
+    if best != result.best_source:
+        saver(best, {**result.stats.to_dict(), "cold_fallback": True}, "done", result.seen)
+        console.print(f"[yellow]kept the last result that fails cold ({count_statements(best)} statements); "
+                      f"run again with --resume --cold to continue from it[/]")
+    write_text_atomic(repro.traceback_txt, record.text + "\n")
+    if opts.pin_env:
+        capture_environment(failure, repro)
     st = result.stats
-    console.print(f"[bold green]reduced[/] {st.statements_before} → {st.statements_after} statements, "
+    console.print(f"[bold green]reduced[/] {st.statements_before} → {count_statements(best)} statements, "
                   f"{st.size_before.get('tokens')} → {st.size_after.get('tokens')} tokens "
                   f"in {st.runs} runs ({st.cache_hits} cache hits), {st.wall_time:.1f}s"
                   + (f" [{status}]" if status != "done" else ""))
@@ -131,7 +268,14 @@ def reduce_failure(failure: Failure, repro: ReproDir, *, jobs: int = 1, gpus: st
     return 0
 
 
-def _capture_environment(failure: Failure, repro: ReproDir) -> None:
+def _time_limit(failure: Failure, repro: ReproDir, result: ReductionResult | None = None) -> int:
+    size = f" ({result.stats.statements_after} statements)" if result else ""
+    console.print(f"[yellow]stopped at the time limit[/]; the best result so far{size} is in {repro.repro}; "
+                  f"run again with --resume to continue")
+    raise ReprobotError("stopped at the time limit; run again with --resume to continue", ExitCode.TIME_LIMIT)
+
+
+def capture_environment(failure: Failure, repro: ReproDir) -> None:
     """env.json and the lockfile, from the user's interpreter; a failure here is reported, not fatal."""
     started = time.monotonic()
     try:

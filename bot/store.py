@@ -103,11 +103,11 @@ def safe(text: str) -> str:
 def record_failure(failure: "Failure", root: Path = DEFAULT_ROOT) -> ReproDir:
     """Write what `reduce` learned before reducing: original.py, signature.json, traceback.txt."""
     d = ReproDir.create(failure.spec.script, failure.signature, root)
-    write_text_atomic(d.original, safe(failure.spec.source))
+    # Verbatim: these files stay on the user's disk and must run and resume exactly; whatever
+    # leaves the machine (drafts, previews, replies) is scrubbed on its way out.
+    write_text_atomic(d.original, failure.spec.source)
     record = failure.record
-    from bot.scrub import scrub_tree
-    # Scrubbed whole: an exception message can carry a token or a home path.
-    write_json_atomic(d.signature_json, scrub_tree({
+    write_json_atomic(d.signature_json, {
         "signature": failure.signature.to_dict(),
         "options": failure.spec.options.to_dict(),
         "record": record.to_dict(),
@@ -115,8 +115,8 @@ def record_failure(failure: "Failure", root: Path = DEFAULT_ROOT) -> ReproDir:
         "args": list(failure.spec.args),
         "command": " ".join(["python", failure.spec.script.name, *failure.spec.args]),
         "runs": [{"wall_time": round(o.wall_time, 3), "returncode": o.returncode,
-                  "timed_out": o.timed_out} for o in failure.outcomes],
+                  "timed_out": o.timed_out, "peak_rss": o.peak_rss} for o in failure.outcomes],
         "choices": [s.to_dict() for s, _ in failure.choices],
-    }))
-    write_text_atomic(d.traceback_txt, safe(record.text) + "\n")
+    })
+    write_text_atomic(d.traceback_txt, record.text + "\n")
     return d

@@ -14,6 +14,7 @@ class ExitCode:
     NO_TOKEN = 10
     NETWORK = 11           # GitHub unreachable, rate limit exhausted
     UNSAFE = 12            # a secret survived scrubbing; filing refused
+    TIME_LIMIT = 14        # --max-time reached: the best result so far is saved; --resume continues
     INTERRUPTED = 130
 
 
@@ -30,3 +31,7 @@ class ReprobotError(Exception):
     @property
     def message(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class DeadlineReached(Exception):
+    """The command's --max-time is spent; raised where a run or a pass notices it."""

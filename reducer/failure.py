@@ -1,6 +1,7 @@
 """Establish the target failure: the script parses, fails, and fails the same way again."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +54,7 @@ class FailureSpec:
     env: dict[str, str] = field(default_factory=dict)
     gpu: str | None = None
     clean_env: bool = False
+    deadline: float | None = None      # time.monotonic() at which the whole command stops
 
 
 @dataclass
@@ -88,11 +90,42 @@ def _describe(outcome: Outcome) -> str:
     return "failed with " + "; ".join(r.headline.splitlines()[0][:120] for r in outcome.tracebacks[:2])
 
 
+def _timed_run(runner: Runner, spec: FailureSpec) -> Outcome:
+    """One run of the original, cut at the command's deadline (which then ends the command)."""
+    timeout = spec.timeout
+    if spec.deadline is not None:
+        left = spec.deadline - time.monotonic()
+        if left <= 0:
+            raise ReprobotError("stopped at the time limit (--max-time) before the failure was confirmed",
+                                ExitCode.TIME_LIMIT)
+        timeout = min(timeout, left)
+    outcome = runner.run(spec.source, timeout=timeout, warm=False)
+    if outcome.timed_out and timeout < spec.timeout:
+        raise ReprobotError("stopped at the time limit (--max-time) before the failure was confirmed",
+                            ExitCode.TIME_LIMIT)
+    return outcome
+
+
+def make_runner(spec: FailureSpec) -> Runner:
+    return Runner(RunSpec(script=spec.script, python=spec.python, args=spec.args,
+                          timeout=spec.timeout, env=dict(spec.env), gpu=spec.gpu,
+                          clean_env=spec.clean_env))
+
+
+def stored_failure(spec: FailureSpec, signature: Signature, record: TracebackRecord,
+                   runs: list[dict]) -> Failure:
+    """The failure as an earlier `reduce` established it, trusted without running it again
+    (--resume): its signature, and the wall time and memory of the runs that confirmed it."""
+    outcomes = [Outcome(returncode=r.get("returncode"), wall_time=float(r.get("wall_time") or 0.0),
+                        stdout="", stderr="", timed_out=bool(r.get("timed_out")),
+                        peak_rss=int(r.get("peak_rss") or 0)) for r in runs] or \
+        [Outcome(returncode=1, wall_time=spec.timeout / 3, stdout="", stderr="", timed_out=False)]
+    return Failure(spec, signature, record, [(signature, record)], outcomes, make_runner(spec))
+
+
 def find_failure(spec: FailureSpec) -> Failure:
-    runner = Runner(RunSpec(script=spec.script, python=spec.python, args=spec.args,
-                            timeout=spec.timeout, env=dict(spec.env), gpu=spec.gpu,
-                            clean_env=spec.clean_env))
-    first = runner.run(spec.source)
+    runner = make_runner(spec)
+    first = _timed_run(runner, spec)
     choices = distinct_failures(first, spec.options)
     if not choices:
         if first.timed_out and first.timeout_reason != "wall clock":
@@ -109,7 +142,7 @@ def find_failure(spec: FailureSpec) -> Failure:
     signature, record = choices[spec.pick - 1]
     outcomes = [first]
     for n in range(2, spec.runs + 1):
-        again = runner.run(spec.source)
+        again = _timed_run(runner, spec)
         outcomes.append(again)
         if find_match(again.tracebacks, signature, spec.options) is None:
             raise ReprobotError(f"{spec.script}: flaky: run 1 failed with {signature.one_line()[:150]} "

@@ -6,6 +6,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import PurePath
 
+import time
+
+from reducer.errors import DeadlineReached
 from reducer.gpu import GpuPool
 from reducer.normalize import library_path
 from reducer.outcome import Outcome
@@ -53,6 +56,9 @@ class Oracle:
         self.stop_early = stop_early
         self.runs = 0
         self.run_seconds = 0.0
+        # The whole command's deadline (time.monotonic()): a run is cut there, and a cut run
+        # has no verdict (it must not be cached as "not interesting").
+        self.deadline: float | None = None
         self._lock = threading.Lock()
         # where each recent interesting candidate failed (its own lines), for the slicing pass
         self._failure_lines: OrderedDict[str, tuple[int, ...]] = OrderedDict()
@@ -60,14 +66,24 @@ class Oracle:
     def _hit(self, records) -> bool:
         return find_match(records, self.target, self.options) is not None
 
-    def test(self, source: str) -> Verdict:
+    def test(self, source: str, warm: bool = True) -> Verdict:
+        """``warm=False``: a cold run even when the runner has warm interpreters."""
+        timeout, cut = self.timeout, False
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise DeadlineReached
+            if timeout is None or left < timeout:
+                timeout, cut = left, True
         with self.gpus.acquire() as slot:
             outcome = self.runner.run(
-                source, timeout=self.timeout,
+                source, timeout=timeout,
                 extra_env={"CUDA_VISIBLE_DEVICES": slot.gpu} if slot.gpu is not None else None,
                 stop_when=self._hit if self.stop_early else None, max_rss=self.max_rss,
-                stop_grace=self.stop_grace)
+                stop_grace=self.stop_grace, warm=warm)
             slot.pgid = outcome.pid
+        if cut and outcome.timed_out:
+            raise DeadlineReached
         with self._lock:
             self.runs += 1
             self.run_seconds += outcome.wall_time

@@ -103,11 +103,33 @@ def _pump(stream, buf: _BoundedBuffer) -> None:
     stream.close()
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(pid: int) -> None:
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        pass
+        # a forked child killed before its setsid() is not a group leader yet
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+class _ColdChild:
+    """A candidate started by Popen: `python script.py`."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc, self.pid = proc, proc.pid
+
+    def wait(self, timeout: float) -> bool:
+        try:
+            self.proc.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
 
 
 def group_rss(pgid: int) -> int:
@@ -147,15 +169,21 @@ def _signal_name(returncode: int | None) -> str | None:
 
 
 class Runner:
-    """Runs candidates of one script. Thread-safe: each run has its own scratch dir."""
+    """Runs candidates of one script. Thread-safe: each run has its own scratch dir.
 
-    def __init__(self, spec: RunSpec) -> None:
+    With ``zygotes`` (reducer/zygote.py), plain runs are forked from a warm interpreter that
+    already imported the script's stack; everything else about the run is the same."""
+
+    def __init__(self, spec: RunSpec, zygotes: "ZygotePool | None" = None) -> None:
         if not spec.script.is_file():
             raise ReprobotError(f"{spec.script}: no such file", ExitCode.FILE_MISSING)
         self.spec = spec
         self.python = check_python(spec.python)
         self.script_dir = spec.script.resolve().parent
         self._files = self._scan()
+        self.zygotes = zygotes
+        self.warm_runs = 0
+        self.warm_fallbacks = 0
 
     def _scan(self) -> list[tuple[Path, bool]]:
         """The script directory's files (relative path, symlink-instead-of-copy?), once."""
@@ -195,6 +223,13 @@ class Runner:
                     continue
         return scratch
 
+    def base_environment(self) -> dict[str, str]:
+        """The environment every run shares (what a warm interpreter starts with)."""
+        env = self._environment(Path(tempfile.gettempdir()), None)
+        for k in ("TMPDIR", "TEMP", "TMP"):
+            env.pop(k, None)
+        return env
+
     def _environment(self, scratch: Path, extra_env: dict[str, str] | None) -> dict[str, str]:
         env = {} if self.spec.clean_env else dict(os.environ)
         env.update(self.spec.env)
@@ -217,7 +252,8 @@ class Runner:
             extra_env: dict[str, str] | None = None, timeout: float | None = None,
             stop_when: Callable[[list[TracebackRecord]], bool] | None = None,
             keep_dir: Path | None = None, max_rss: int | None = None,
-            stop_grace: float = 2.0) -> Outcome:
+            stop_grace: float = 2.0, warm: bool = True) -> Outcome:
+        """``warm=False`` forces a cold run; a run with a launcher is always cold."""
         timeout = self.spec.timeout if timeout is None else timeout
         scratch = self._make_scratch(keep_dir)
         try:
@@ -226,8 +262,23 @@ class Runner:
                 target.unlink()
             target.write_text(source, encoding="utf-8")
             cmd = [self.python, *(launcher or []), target.name, *self.spec.args]
-            return self._execute(cmd, scratch / "work", self._environment(scratch, extra_env),
-                                 timeout, stop_when, max_rss, stop_grace)
+            env = self._environment(scratch, extra_env)
+            if warm and launcher is None and self.zygotes is not None:
+                from reducer.zygote import ZygoteError
+                zygote = None
+                try:
+                    zygote = self.zygotes.acquire()
+                    outcome = self._execute(cmd, scratch / "work", env, timeout, stop_when, max_rss,
+                                            stop_grace, zygote=zygote)
+                    self.zygotes.release(zygote)
+                    self.warm_runs += 1
+                    return outcome
+                except ZygoteError:
+                    # A zygote that died takes no verdict with it: this candidate runs cold.
+                    if zygote is not None:
+                        self.zygotes.release(zygote, healthy=False)
+                    self.warm_fallbacks += 1
+            return self._execute(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace)
         finally:
             if keep_dir is None:
                 shutil.rmtree(scratch, ignore_errors=True)
@@ -240,14 +291,29 @@ class Runner:
 
     def _execute(self, cmd: list[str], cwd: Path, env: dict[str, str], timeout: float,
                  stop_when: Callable[[list[TracebackRecord]], bool] | None,
-                 max_rss: int | None = None, stop_grace: float = 2.0) -> Outcome:
+                 max_rss: int | None = None, stop_grace: float = 2.0, zygote=None) -> Outcome:
         out, err = _BoundedBuffer(), _BoundedBuffer()
         start = time.monotonic()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
-        pumps = [threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
-                 threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True)]
+        if zygote is None:
+            popen = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     start_new_session=True)
+            proc, streams = _ColdChild(popen), [popen.stdout, popen.stderr]
+        else:
+            out_r, out_w = os.pipe()
+            err_r, err_w = os.pipe()
+            try:
+                proc = zygote.fork(cmd[1], cmd[2:], cwd, env, out_w, err_w)
+            except BaseException:
+                os.close(out_r)
+                os.close(err_r)
+                raise
+            finally:
+                os.close(out_w)
+                os.close(err_w)
+            streams = [os.fdopen(out_r, "rb"), os.fdopen(err_r, "rb")]
+        pumps = [threading.Thread(target=_pump, args=(streams[0], out), daemon=True),
+                 threading.Thread(target=_pump, args=(streams[1], err), daemon=True)]
         for t in pumps:
             t.start()
         timed_out = stopped = over_memory = False
@@ -256,11 +322,8 @@ class Runner:
         stop_deadline: float | None = None
         try:
             while True:
-                try:
-                    proc.wait(timeout=0.05)
+                if proc.wait(0.05):
                     break
-                except subprocess.TimeoutExpired:
-                    pass
                 now = time.monotonic()
                 if now - start > timeout:
                     timed_out = True
@@ -288,8 +351,9 @@ class Runner:
                             stop_deadline = now + stop_grace
         finally:
             # Kill the whole group: worker subprocesses (multiprocessing, DataLoader) included.
-            _kill_group(proc)
-            proc.wait()
+            _kill_group(proc.pid)
+            while not proc.wait(5.0):
+                _kill_group(proc.pid)
             for t in pumps:
                 t.join(timeout=5)
         wall = time.monotonic() - start

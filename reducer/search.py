@@ -41,7 +41,7 @@ from typing import Any
 
 import libcst as cst
 
-from reducer.errors import ExitCode, ReprobotError
+from reducer.errors import DeadlineReached, ExitCode, ReprobotError
 from reducer.passes import DEFAULT_PHASES, Pass
 from reducer.passes.base import Candidate, parses
 from reducer.passes.names import unbound_reads
@@ -50,7 +50,7 @@ from reducer.size import Size, count_statements, normalize, size_of
 Oracle = Callable[[str], bool]
 
 
-class OutOfTime(Exception):
+class OutOfTime(DeadlineReached):
     """``max_time`` is spent; the best so far stands."""
 
 
@@ -90,6 +90,9 @@ class ReductionStats:
     accepted: int = 0
     rounds: int = 0
     first_cut_done: bool = False
+    # Where the search is (phase, pass within it), so --resume continues there.
+    level: int = 0
+    pass_index: int = 0
     size_before: dict[str, int] = field(default_factory=dict)
     size_after: dict[str, int] = field(default_factory=dict)
     statements_before: int = 0
@@ -203,6 +206,8 @@ class Reducer:
     def _check(self, source: str) -> _Checked:
         """What the gate knows before any run: the refusals that need none (not smaller than the
         best, does not parse, would unbind a name), or that the seen-set answers."""
+        # A pass computing candidates on a huge script stops at the deadline too.
+        self._check_time()
         size = size_of(source)
         if not size < self.best_size:
             return _Checked(source, size, "", "not_smaller")
@@ -284,6 +289,8 @@ class Reducer:
         for k, fut in futures.items():
             try:
                 self.seen[k] = bool(fut.result())
+            except DeadlineReached:
+                raise OutOfTime from None
             except Exception as e:
                 raise _External(e) from e
             self._prefetched.add(k)
@@ -321,6 +328,8 @@ class Reducer:
         self.stats.runs += 1
         try:
             interesting = bool(self.oracle(source))
+        except DeadlineReached:
+            raise OutOfTime from None
         except Exception as e:
             raise _External(e) from e
         self.seen[key] = interesting
@@ -342,6 +351,9 @@ class Reducer:
     def _check_time(self) -> None:
         if self._deadline is not None and time.monotonic() >= self._deadline:
             raise OutOfTime
+        oracle_deadline = getattr(self.oracle, "deadline", None)
+        if oracle_deadline is not None and time.monotonic() >= oracle_deadline:
+            raise OutOfTime
 
     def _progress(self) -> None:
         if self.on_progress is not None:
@@ -360,7 +372,7 @@ class Reducer:
         t0 = time.monotonic()
         try:
             p.fn(self)
-        except (OutOfTime, KeyboardInterrupt, _External):
+        except (DeadlineReached, KeyboardInterrupt, _External):
             raise
         except Exception as e:  # noqa: BLE001 - a bug in one pass must not lose hours of runs
             errors = self.stats.for_pass(p.name).errors
@@ -369,11 +381,14 @@ class Reducer:
         finally:
             self.stats.for_pass(p.name).seconds += time.monotonic() - t0
 
-    def _round(self, passes: list[Pass]) -> str:
-        """Run ``passes`` once each; returns the best source from before the round."""
+    def _round(self, level: int, start: int = 0) -> str:
+        """Run the passes of phase ``level`` once each (from ``start``); returns the best
+        source from before the round."""
         self.stats.rounds += 1
         before = self.best
-        for p in passes:
+        self.stats.level = level
+        for i, p in enumerate(self.phases[level][start:], start):
+            self.stats.pass_index = i
             self._run_pass(p)
         return before
 
@@ -389,14 +404,18 @@ class Reducer:
                 self.stats.first_cut_done = True
             # each phase to a fixpoint before the next; a change in a finer phase sends the
             # search back to the coarsest, so the end is a fixpoint of every pass
-            level = 0
+            level = min(self.stats.level, len(self.phases) - 1)
+            start = self.stats.pass_index if 0 <= self.stats.pass_index < len(self.phases[level]) else 0
             while level < len(self.phases):
-                before = self._round(self.phases[level])
-                level = 0 if self.best != before else level + 1
+                before = self._round(level, start)
+                # a resumed round started midway: finish it as a whole round before judging it
+                changed = self.best != before or start > 0
+                start = 0
+                level = 0 if changed else level + 1
             if self.format_result:
                 self._format()
             self.stats.status = "done"
-        except OutOfTime:
+        except DeadlineReached:
             self.stats.status = "timeout"
         except KeyboardInterrupt:
             self.stats.status = "interrupted"

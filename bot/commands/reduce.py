@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
-from bot.output import print_failure
+from bot.output import console, print_failure
 from bot.store import DEFAULT_ROOT, record_failure
+from reducer.errors import ReprobotError
 from reducer.failure import FailureSpec, find_failure, load_script
 from reducer.signature import DEFAULT_FRAMES, MatchOptions
 
@@ -27,14 +29,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="treat cuda:0 and cuda:1 (GPU 0, GPU 1) as the same in messages")
     p.add_argument("--pick", type=int, default=1, help="which of several distinct failures to keep (1-based)")
     p.add_argument("--runs", type=int, default=2, help="runs that must show the failure before reducing (default: 2)")
-    p.add_argument("--timeout", type=float, default=900.0, help="seconds one run of the original may take")
-    p.add_argument("--jobs", type=int, default=1, help="candidates evaluated in parallel")
+    p.add_argument("--timeout", type=float, default=900.0,
+                   help="seconds one run of the original may take (default: 900)")
+    p.add_argument("--jobs", type=int, default=1, help="candidates evaluated in parallel (default: 1)")
+    p.add_argument("--cold", action="store_true",
+                   help="start every run from a fresh interpreter (default: fork runs from a warm "
+                        "interpreter that imported the script's stack once; the result is verified cold)")
     p.add_argument("--gpus", default=None,
                    help="GPUs for candidate runs, e.g. 0,1 (default: all visible); each job is pinned to one")
     p.add_argument("--jobs-per-gpu", type=int, default=1,
                    help="candidates that may share one GPU at a time (default: 1)")
-    p.add_argument("--max-time", type=float, default=None, help="bound on the whole reduction, in seconds")
-    p.add_argument("--resume", action="store_true", help="continue an interrupted reduction of this script")
+    p.add_argument("--max-time", type=float, default=None,
+                   help="bound on the whole command, in seconds (default: none); the best result is kept")
+    p.add_argument("--resume", action="store_true",
+                   help="continue an interrupted reduction of this script (its stored failure is trusted)")
     p.add_argument("--no-trace", action="store_true", help="skip the trace-guided first cut")
     p.add_argument("--no-reduce", action="store_true", help="stop after finding and storing the failure")
     p.add_argument("--no-env", action="store_true",
@@ -47,24 +55,65 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    deadline = None if args.max_time is None else time.monotonic() + args.max_time
     script_args = list(args.passthrough)
     source = load_script(args.script)
     spec = FailureSpec(
         script=args.script, source=source, python=args.python, args=tuple(script_args),
         options=MatchOptions(args.frames, args.ignore_message, args.normalize_devices),
-        pick=args.pick, runs=args.runs, timeout=args.timeout)
-    failure = find_failure(spec)
-    repro = record_failure(failure, root=args.out)
-    print_failure(failure, repro)
+        pick=args.pick, runs=args.runs, timeout=args.timeout, deadline=deadline)
+    stored = find_stored(args.out, spec) if args.resume else None
+    if stored is not None:
+        failure, repro = stored
+        console.print(f"resuming {repro.path}: failure [cyan]{failure.signature.id}[/] as stored "
+                      f"(not confirmed again)")
+    else:
+        failure = find_failure(spec)
+        repro = record_failure(failure, root=args.out)
+        print_failure(failure, repro)
     if args.no_reduce:
         return 0
-    from bot.reduction import reduce_failure  # the engine is only loaded when it is used
-    reduce_failure(failure, repro, jobs=args.jobs, gpus=args.gpus, jobs_per_gpu=args.jobs_per_gpu,
-                   max_time=args.max_time,
-                   resume=args.resume, trace=not args.no_trace, pin_env=not args.no_env)
+    from bot.reduction import Options, reduce_failure  # the engine is only loaded when it is used
+    reduce_failure(failure, repro, Options(
+        jobs=args.jobs, gpus=args.gpus, jobs_per_gpu=args.jobs_per_gpu, max_time=args.max_time,
+        deadline=deadline, resume=args.resume, trace=not args.no_trace, pin_env=not args.no_env,
+        warm=not args.cold))
     if args.versions or args.contrast:
         _rerun(repro, args)
     return 0
+
+
+def find_stored(root: Path, spec: FailureSpec):
+    """The repro folder an earlier `reduce` of this script left, as (Failure, ReproDir), without
+    running anything; None when there is none to continue."""
+    from bot.store import ReproDir, slugify
+    from reducer.failure import stored_failure
+    from reducer.outcome import TracebackRecord
+    from reducer.signature import Signature
+    if not root.is_dir():
+        return None
+    prefix = slugify(spec.script.stem) + "-"
+    candidates = []
+    for sig_file in root.glob(f"{prefix}*/signature.json"):
+        folder = ReproDir(sig_file.parent)
+        try:
+            data = folder.read_json(sig_file)
+        except ReprobotError:
+            continue
+        if data.get("script") != spec.script.name or list(data.get("args") or []) != list(spec.args):
+            continue
+        if not folder.reduction_json.is_file():
+            continue
+        candidates.append((folder.reduction_json.stat().st_mtime, folder, data))
+    if not candidates:
+        return None
+    _, folder, data = max(candidates, key=lambda c: c[0])
+    try:
+        signature = Signature.from_dict(data["signature"])
+        record = TracebackRecord.from_dict(data["record"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return stored_failure(spec, signature, record, list(data.get("runs") or [])), folder
 
 
 def _rerun(repro, args: argparse.Namespace) -> None:

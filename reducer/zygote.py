@@ -1,0 +1,285 @@
+"""Warm starts: a zygote per slot in the user's interpreter, forking one child per candidate.
+
+On a Hugging Face script most of a run is importing the stack (torch, transformers, peft...).
+A zygote pays that once; each candidate is a fork of it, made to look like a cold run (see
+zygote_server.py). It is an optimisation only: reduction.py checks the original's warm outcome
+against its cold one before trusting it, and the final repro is always verified cold.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reducer.errors import ExitCode, ReprobotError
+
+SERVER = Path(__file__).with_name("zygote_server.py")
+READY_TIMEOUT = 900.0   # importing the stack on a cold disk can take minutes
+
+
+class ZygoteError(Exception):
+    """The zygote could not start or died; the caller falls back to cold runs."""
+
+
+def warm_imports(source: str, script_dir: Path) -> list[str]:
+    """Modules worth importing ahead: the script's leading block of top-level imports.
+
+    Only the leading block: an import after other statements may depend on them (an
+    environment variable set first, a sys.path change), and importing it early would change
+    what the script does. Modules that live next to the script are left out (they are copied
+    per run), and so is anything that is not a plain import."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    names: list[str] = []
+    for i, node in enumerate(tree.body):
+        if i == 0 and isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant):
+            continue  # the docstring
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module != "__future__":
+                names.append(node.module)
+        else:
+            break
+    out: list[str] = []
+    for name in names:
+        top = name.split(".")[0]
+        if (script_dir / f"{top}.py").exists() or (script_dir / top).is_dir():
+            continue
+        if name not in out:
+            out.append(name)
+    return out
+
+
+@dataclass
+class ZygoteInfo:
+    imported: list[str] = field(default_factory=list)
+    failed: list[list[str]] = field(default_factory=list)
+    threads: int = 1
+    cuda_initialized: bool = False
+    gpus: bool = False
+    start_seconds: float = 0.0
+    dropped: list[str] = field(default_factory=list)   # left out because importing them initialised CUDA
+
+    def to_dict(self) -> dict:
+        return {"imported": self.imported, "failed": self.failed, "threads": self.threads,
+                "cuda_initialized": self.cuda_initialized, "gpus": self.gpus,
+                "start_seconds": round(self.start_seconds, 2), "dropped": self.dropped}
+
+
+class Zygote:
+    """One warm interpreter. Runs one candidate at a time (a slot owns it)."""
+
+    def __init__(self, python: str, modules: list[str], env: dict[str, str]) -> None:
+        self.python = python
+        self.modules = list(modules)
+        self.env = dict(env)
+        self.info = ZygoteInfo()
+        self._proc: subprocess.Popen | None = None
+        self._sock: socket.socket | None = None
+        self._home: Path | None = None
+        self._lock = threading.Lock()
+
+    # ---- lifecycle --------------------------------------------------------------------------
+    def start(self) -> ZygoteInfo:
+        """Start it, dropping from the import list any module whose import initialises CUDA."""
+        t0 = time.monotonic()
+        modules = list(self.modules)
+        dropped: list[str] = []
+        while True:
+            reply = self._spawn(modules)
+            if reply.get("ready"):
+                break
+            culprit = reply.get("cuda_initialized_by")
+            self._close()
+            if not culprit or culprit not in modules:
+                raise ZygoteError(reply.get("why") or "the warm interpreter did not start")
+            # The largest CUDA-free prefix of the imports: everything before the culprit.
+            idx = modules.index(culprit)
+            dropped += modules[idx:]
+            modules = modules[:idx]
+        self.info = ZygoteInfo(reply.get("imported", []), reply.get("failed", []), reply.get("threads", 1),
+                               bool(reply.get("cuda_initialized")), bool(reply.get("gpus")),
+                               time.monotonic() - t0, dropped)
+        return self.info
+
+    def _spawn(self, modules: list[str]) -> dict:
+        self._home = Path(tempfile.mkdtemp(prefix="reprobot-zygote-"))
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = dict(self.env)
+        env["TMPDIR"] = env["TEMP"] = env["TMP"] = str(self._home)
+        # is_available()/device_count() through NVML during the imports: cudaGetDeviceCount
+        # would initialise the driver, and no forked child could use the GPU after that.
+        env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+        log = open(self._home / "zygote.log", "wb")
+        try:
+            self._proc = subprocess.Popen(
+                [self.python, str(SERVER), str(theirs.fileno()), *modules], pass_fds=[theirs.fileno()],
+                cwd=self._home, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        except OSError as e:
+            raise ZygoteError(f"could not start the warm interpreter: {e}") from None
+        finally:
+            theirs.close()
+            log.close()
+        self._sock = ours
+        ours.settimeout(READY_TIMEOUT)
+        try:
+            data = ours.recv(1 << 20)
+        except (socket.timeout, OSError):
+            data = b""
+        ours.settimeout(None)
+        if not data:
+            tail = self.log_tail()
+            self._close()
+            raise ZygoteError("the warm interpreter exited while importing" + (f": {tail}" if tail else ""))
+        return json.loads(data.decode())
+
+    def log_tail(self, lines: int = 3) -> str:
+        try:
+            text = (self._home / "zygote.log").read_text(errors="replace") if self._home else ""
+        except OSError:
+            return ""
+        return " | ".join(text.strip().splitlines()[-lines:])[:300]
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _close(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+            self._sock = None
+        if self._proc is not None:
+            try:
+                os.killpg(self._proc.pid, 9)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self._proc.wait()
+            self._proc = None
+        if self._home is not None:
+            shutil.rmtree(self._home, ignore_errors=True)
+            self._home = None
+
+    def stop(self) -> None:
+        with self._lock:
+            self._close()
+
+    # ---- one candidate ----------------------------------------------------------------------
+    def fork(self, script: str, args: list[str], cwd: Path, env: dict[str, str],
+             stdout_fd: int, stderr_fd: int) -> "WarmChild":
+        if self._sock is None or not self.alive:
+            raise ZygoteError("the warm interpreter is not running")
+        req = {"script": script, "args": list(args), "cwd": str(cwd), "env": env}
+        try:
+            socket.send_fds(self._sock, [json.dumps(req).encode()], [stdout_fd, stderr_fd])
+            data = self._sock.recv(1 << 16)
+        except OSError as e:
+            raise ZygoteError(f"the warm interpreter stopped answering: {e}") from None
+        if not data:
+            raise ZygoteError("the warm interpreter exited")
+        return WarmChild(self, json.loads(data.decode())["pid"])
+
+
+class WarmChild:
+    """A candidate forked by a zygote; its exit status arrives on the zygote's socket."""
+
+    def __init__(self, zygote: Zygote, pid: int) -> None:
+        self.zygote = zygote
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def wait(self, timeout: float) -> bool:
+        """True once the child has exited (its status read); False after ``timeout``."""
+        if self.returncode is not None:
+            return True
+        sock = self.zygote._sock
+        if sock is None:
+            self.returncode = -9
+            return True
+        sock.settimeout(timeout)
+        try:
+            data = sock.recv(1 << 16)
+        except socket.timeout:
+            return False
+        except OSError:
+            data = b""
+        finally:
+            try:
+                sock.settimeout(None)
+            except OSError:
+                pass
+        if not data:
+            raise ZygoteError("the warm interpreter died during a run")
+        self.returncode = int(json.loads(data.decode())["returncode"])
+        return True
+
+
+class ZygotePool:
+    """Zygotes handed to runs one at a time; started lazily, up to one per parallel slot."""
+
+    def __init__(self, python: str, modules: list[str], env: dict[str, str]) -> None:
+        self.python, self.modules, self.env = python, modules, env
+        self._idle: list[Zygote] = []
+        self._all: list[Zygote] = []
+        self._lock = threading.Lock()
+        self.info: ZygoteInfo | None = None
+        self.failures = 0
+
+    def start_one(self) -> Zygote:
+        z = Zygote(self.python, self.modules, self.env)
+        info = z.start()
+        with self._lock:
+            self._all.append(z)
+            if self.info is None:
+                self.info = info
+            if info.dropped and not self.info.dropped:
+                self.info = info
+            # later zygotes need not probe the imports that initialise CUDA again
+            self.modules = info.imported
+        return z
+
+    def acquire(self) -> Zygote:
+        with self._lock:
+            while self._idle:
+                z = self._idle.pop()
+                if z.alive:
+                    return z
+        return self.start_one()
+
+    def release(self, z: Zygote, healthy: bool = True) -> None:
+        if healthy and z.alive:
+            with self._lock:
+                self._idle.append(z)
+            return
+        self.failures += 1
+        z.stop()
+
+    def stop(self) -> None:
+        with self._lock:
+            zygotes, self._all, self._idle = self._all, [], []
+        for z in zygotes:
+            z.stop()
+
+
+def check_server_python(python: str) -> None:
+    """The server needs socket.send_fds (Python 3.9+); say so in one line otherwise."""
+    proc = subprocess.run([python, "-c", "import socket,sys; sys.exit(0 if hasattr(socket, 'send_fds') else 3)"],
+                          capture_output=True)
+    if proc.returncode != 0:
+        raise ReprobotError("warm starts need Python 3.9+ in the script's interpreter; use --cold",
+                            ExitCode.NO_INTERPRETER)
+

@@ -1,0 +1,225 @@
+"""The warm interpreter: runs in the USER's interpreter (stdlib only, Python >= 3.9).
+
+It imports the heavy modules a script imports once, then forks one child per candidate. The
+child is made to look like a cold `python script.py` run: its own session and process group,
+stdout/stderr on the pipes reprobot passed in, stdin on /dev/null, the run's cwd, environment,
+argv and sys.path[0], and the script executed as ``__main__`` with the interpreter's own exit
+behaviour (exit codes, uncaught tracebacks, atexit, non-daemon threads joined).
+
+Protocol over a SOCK_SEQPACKET socket inherited as fd argv[1], one JSON object per packet:
+  server -> {"ready": true, "imported": [...], "failed": [[name, why]...], "threads": n}
+         or {"ready": false, "why": "...", "cuda_initialized_by": name}
+  client -> {"script": path, "args": [...], "cwd": dir, "env": {...}} with fds [stdout, stderr]
+  server -> {"pid": n}, then {"pid": n, "returncode": rc} when the child has exited
+Closing the socket stops the server.
+"""
+import json
+import os
+import socket
+import sys
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    """A zygote (and its children) must not outlive the process that started it."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except Exception:
+        pass
+
+
+def _cuda_initialized():
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    try:
+        return bool(torch.cuda.is_initialized())
+    except Exception:
+        return False
+
+
+_HEAVY = {"torch", "transformers", "peft", "accelerate", "bitsandbytes", "diffusers", "trl", "datasets",
+          "vllm", "deepspeed", "xformers", "flash_attn", "torchvision", "torchaudio", "timm", "optimum"}
+
+
+def _gpus_visible():
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    try:
+        return torch.cuda.device_count() > 0  # through NVML here (PYTORCH_NVML_BASED_CUDA_CHECK)
+    except Exception:
+        return False
+
+
+def _fork_can_use_cuda():
+    """Whether a child forked now can still initialise CUDA: the driver does not survive a fork
+    once something in the parent called into it, whether or not torch knows."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            import torch
+            torch.empty(1, device="cuda")
+            torch.cuda.synchronize()
+            code = 0
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def _send(sock, obj, fds=()):
+    data = json.dumps(obj).encode()
+    if fds:
+        socket.send_fds(sock, [data], list(fds))
+    else:
+        sock.send(data)
+
+
+def _user_frames_only(tb, script):
+    """Drop the frames of this file and runpy above the script's first frame, so a warm
+    traceback reads exactly as a cold one."""
+    first = tb
+    while first is not None and os.path.abspath(first.tb_frame.f_code.co_filename) != script:
+        first = first.tb_next
+    return first if first is not None else tb
+
+
+def _exit_code_of(exc):
+    """What the interpreter does with an uncaught SystemExit."""
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    try:
+        sys.stderr.write(str(code) + "\n")
+    except Exception:
+        pass
+    return 1
+
+
+def _run_script(req):
+    import runpy
+    script = os.path.abspath(req["script"])
+    code = 0
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        code = _exit_code_of(exc)
+    except BaseException as exc:
+        tb = _user_frames_only(exc.__traceback__, script)
+        exc.__traceback__ = tb
+        sys.excepthook(type(exc), exc, tb)
+        code = 130 if isinstance(exc, KeyboardInterrupt) else 1
+    # What the interpreter does on its way out: join non-daemon threads, run atexit handlers.
+    threading = sys.modules.get("threading")
+    if threading is not None and hasattr(threading, "_shutdown"):
+        try:
+            threading._shutdown()
+        except BaseException:
+            pass
+    try:
+        import atexit
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    return code
+
+
+def _child(req, fds, sock):
+    code = 1
+    try:
+        sock.close()
+        os.setsid()
+        _die_with_parent()
+        out_fd, err_fd = fds
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        for fd in (null, out_fd, err_fd):
+            if fd > 2:
+                os.close(fd)
+        import signal
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update(req["env"])
+        script = os.path.abspath(req["script"])
+        sys.argv = [req["script"]] + list(req["args"])
+        sys.path[0] = os.path.dirname(script)
+        tempfile = sys.modules.get("tempfile")
+        if tempfile is not None:
+            tempfile.tempdir = None  # a cold run computes it from this run's TMPDIR
+        if os.environ.get("PYTHONFAULTHANDLER"):
+            import faulthandler
+            faulthandler.enable()
+        code = _run_script(req)
+    finally:
+        os._exit(code)
+
+
+def serve(sock, modules):
+    imported, failed = [], []
+    for name in modules:
+        try:
+            __import__(name)
+        except BaseException as exc:  # a module that fails here fails (or not) in the child too
+            failed.append([name, ("%s: %s" % (type(exc).__name__, exc))[:200]])
+            continue
+        poisoned = _cuda_initialized() or (
+            name.split(".")[0] in _HEAVY and _gpus_visible() and not _fork_can_use_cuda())
+        if poisoned:
+            _send(sock, {"ready": False, "cuda_initialized_by": name,
+                         "why": "importing %s initialised CUDA; a forked child could not use the GPU" % name})
+            return 3
+        imported.append(name)
+    threading = sys.modules.get("threading")
+    threads = threading.active_count() if threading is not None else 1
+    _send(sock, {"ready": True, "imported": imported, "failed": failed, "threads": threads,
+                 "cuda_initialized": _cuda_initialized(), "gpus": _gpus_visible()})
+    while True:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 4)
+        except OSError:
+            return 0
+        if not data:
+            return 0
+        req = json.loads(data.decode())
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        pid = os.fork()
+        if pid == 0:
+            _child(req, fds, sock)
+        for fd in fds:
+            os.close(fd)
+        _send(sock, {"pid": pid})
+        _, status = os.waitpid(pid, 0)
+        _send(sock, {"pid": pid, "returncode": os.waitstatus_to_exitcode(status)})
+
+
+def main(argv):
+    _die_with_parent()
+    sock = socket.socket(fileno=int(argv[1]))
+    # Imports resolve from site-packages, never from reprobot's own folder.
+    sys.path[0] = os.getcwd()
+    return serve(sock, argv[2:])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))
