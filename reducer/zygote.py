@@ -70,11 +70,13 @@ class ZygoteInfo:
     gpus: bool = False
     start_seconds: float = 0.0
     dropped: list[str] = field(default_factory=list)   # left out because importing them initialised CUDA
+    first_cuda_init: list[str] = field(default_factory=list)  # the stack that initialised it
 
     def to_dict(self) -> dict:
         return {"imported": self.imported, "failed": self.failed, "threads": self.threads,
                 "cuda_initialized": self.cuda_initialized, "gpus": self.gpus,
-                "start_seconds": round(self.start_seconds, 2), "dropped": self.dropped}
+                "start_seconds": round(self.start_seconds, 2), "dropped": self.dropped,
+                "first_cuda_init": self.first_cuda_init}
 
 
 class Zygote:
@@ -89,6 +91,7 @@ class Zygote:
         self._sock: socket.socket | None = None
         self._home: Path | None = None
         self._lock = threading.Lock()
+        self.first_cuda_init: list[str] = []
 
     # ---- lifecycle --------------------------------------------------------------------------
     def start(self) -> ZygoteInfo:
@@ -104,13 +107,15 @@ class Zygote:
             self._close()
             if not culprit or culprit not in modules:
                 raise ZygoteError(reply.get("why") or "the warm interpreter did not start")
-            # The largest CUDA-free prefix of the imports: everything before the culprit.
-            idx = modules.index(culprit)
-            dropped += modules[idx:]
-            modules = modules[:idx]
+            # Leave out the module whose import initialised CUDA (the child imports it itself);
+            # the others still go ahead (a module the culprit would have imported first is
+            # imported either way).
+            dropped.append(culprit)
+            self.first_cuda_init = reply.get("first_cuda_init") or []
+            modules = [m for m in modules if m != culprit]
         self.info = ZygoteInfo(reply.get("imported", []), reply.get("failed", []), reply.get("threads", 1),
                                bool(reply.get("cuda_initialized")), bool(reply.get("gpus")),
-                               time.monotonic() - t0, dropped)
+                               time.monotonic() - t0, dropped, self.first_cuda_init)
         return self.info
 
     def _spawn(self, modules: list[str]) -> dict:

@@ -77,6 +77,52 @@ def _fork_can_use_cuda():
     return os.waitstatus_to_exitcode(status) == 0
 
 
+_FIRST_CUDA_INIT = []   # where CUDA was first initialised during the imports (file:function, innermost last)
+
+
+def _guard_cuda():
+    """Once torch is imported: answer the compute-capability question that libraries ask at
+    import time (bitsandbytes picks its native library that way) from NVML, which does not
+    initialise CUDA, and record who initialises CUDA anyway."""
+    torch = sys.modules.get("torch")
+    if torch is None or getattr(torch.cuda, "_reprobot_guarded", False):
+        return
+    torch.cuda._reprobot_guarded = True
+    try:
+        import pynvml  # nvidia-ml-py; absent on most CPU machines, where nothing needs guarding
+        pynvml.nvmlInit()
+    except Exception:
+        pynvml = None
+    real_capability = torch.cuda.get_device_capability
+
+    def get_device_capability(device=None):
+        if pynvml is None or torch.cuda.is_initialized():
+            return real_capability(device)
+        try:
+            index = torch.cuda._get_device_index(device, optional=True)
+            if index < 0:
+                index = 0
+            visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+            if visible:
+                index = int(visible.split(",")[index])
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            return tuple(pynvml.nvmlDeviceGetCudaComputeCapability(handle))
+        except Exception:
+            return real_capability(device)
+
+    torch.cuda.get_device_capability = get_device_capability
+    real_lazy_init = torch.cuda._lazy_init
+
+    def _lazy_init():
+        if not _FIRST_CUDA_INIT and not torch.cuda.is_initialized():
+            import traceback
+            _FIRST_CUDA_INIT.extend("%s:%s" % (os.path.basename(f.filename), f.name)
+                                    for f in traceback.extract_stack()[-8:-1])
+        return real_lazy_init()
+
+    torch.cuda._lazy_init = _lazy_init
+
+
 def _send(sock, obj, fds=()):
     data = json.dumps(obj).encode()
     if fds:
@@ -182,10 +228,11 @@ def serve(sock, modules):
         except BaseException as exc:  # a module that fails here fails (or not) in the child too
             failed.append([name, ("%s: %s" % (type(exc).__name__, exc))[:200]])
             continue
+        _guard_cuda()
         poisoned = _cuda_initialized() or (
             name.split(".")[0] in _HEAVY and _gpus_visible() and not _fork_can_use_cuda())
         if poisoned:
-            _send(sock, {"ready": False, "cuda_initialized_by": name,
+            _send(sock, {"ready": False, "cuda_initialized_by": name, "first_cuda_init": _FIRST_CUDA_INIT,
                          "why": "importing %s initialised CUDA; a forked child could not use the GPU" % name})
             return 3
         imported.append(name)
