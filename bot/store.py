@@ -58,6 +58,8 @@ class ReproDir:
     @classmethod
     def open(cls, path: str | Path) -> "ReproDir":
         d = cls(Path(path))
+        if not d.path.exists():
+            raise ReprobotError(f"{path}: no such folder", ExitCode.FILE_MISSING)
         if not d.signature_json.is_file():
             raise ReprobotError(f"{path}: not a repro folder (no signature.json); run `reprobot reduce` first",
                                 ExitCode.BAD_INPUT)

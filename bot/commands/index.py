@@ -101,8 +101,10 @@ def run_status(args: argparse.Namespace) -> int:
         print(json.dumps(repos, indent=2))
         return 0
     if not repos:
-        raise ReprobotError("the issue index is empty: run `reprobot index import` or `index sync`",
-                            ExitCode.NO_FAILURE)
+        # An empty index is a state, not an error (exit 5 means "no failure" elsewhere).
+        console.print("the issue index is empty: run `reprobot index import FILE` or "
+                      "`reprobot index sync --repo OWNER/NAME` (needs GITHUB_TOKEN)")
+        return 0
     table = Table(title="issue index")
     for col in ("repository", "issues+PRs", "last sync (updated_at watermark)", "synced at"):
         table.add_column(col)

@@ -1,0 +1,138 @@
+"""Warm starts against cold runs, side by side in one process on one machine.
+
+For each script: per-candidate overhead (mean run time minus the script's own time, measured
+inside the script with time.perf_counter from its first line to its failure), runs per minute,
+and the whole reduction's wall time, warm and --cold.
+
+    python bench/warm_vs_cold.py [--runs 5] [--max-time 900] [--skip-reduce-example]
+
+Prints a markdown table. Timings on a 2-core machine are noisy: compare the ratios of one run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from reducer.runner import Runner, RunSpec  # noqa: E402
+from reducer.zygote import ZygotePool, warm_imports  # noqa: E402
+
+EXAMPLE = ROOT / "examples" / "cpu_gemma4_lora" / "train_lora.py"
+CORPUS = ROOT / "bench" / "corpus"
+# Inserted after the script's leading imports: how long the script itself ran after them (the
+# part no warm start can save), reported on stderr at exit.
+_CLOCK = (
+    "import time as _rb_time\n_rb_t0 = _rb_time.perf_counter()\n"
+    "import atexit as _rb_atexit, sys as _rb_sys\n"
+    "_rb_atexit.register(lambda: _rb_sys.stderr.write("
+    "'REPROBOT_SELF %.4f\\n' % (_rb_time.perf_counter() - _rb_t0)))\n")
+
+
+def _self_time(stderr: str) -> float | None:
+    for line in stderr.splitlines():
+        if line.startswith("REPROBOT_SELF "):
+            return float(line.split()[1])
+    return None
+
+
+def with_clock(source: str) -> str:
+    import ast
+    tree = ast.parse(source)
+    end = 0
+    for i, node in enumerate(tree.body):
+        if i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            end = node.end_lineno
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            end = node.end_lineno
+        else:
+            break
+    lines = source.splitlines(keepends=True)
+    return "".join(lines[:end]) + _CLOCK + "".join(lines[end:])
+
+
+def per_candidate(script: Path, args: list[str], runs: int) -> dict:
+    source = with_clock(script.read_text())
+    runner = Runner(RunSpec(script=script, args=tuple(args), timeout=600))
+    runner.zygotes = ZygotePool(runner.python, warm_imports(script.read_text(), runner.script_dir),
+                                runner.base_environment())
+    out: dict = {}
+    try:
+        t0 = time.monotonic()
+        runner.zygotes.release(runner.zygotes.start_one())
+        out["zygote_start"] = time.monotonic() - t0
+        for mode in ("warm", "cold"):
+            walls, selfs = [], []
+            for _ in range(runs):
+                o = runner.run(source, warm=(mode == "warm"))
+                walls.append(o.wall_time)
+                selfs.append(_self_time(o.stderr) or 0.0)
+            out[mode] = {"mean_run": statistics.mean(walls), "self": statistics.mean(selfs),
+                         "overhead": statistics.mean(w - s for w, s in zip(walls, selfs)),
+                         "runs_per_min": 60.0 / statistics.mean(walls)}
+    finally:
+        runner.zygotes.stop()
+    return out
+
+
+def reduction(script: Path, args: list[str], warm: bool, max_time: float, jobs: int) -> dict:
+    out_dir = Path(tempfile.mkdtemp(prefix="reprobot-bench-wc-"))
+    cmd = [sys.executable, "-m", "bot", "reduce", str(script), "--out", str(out_dir), "--no-env",
+           "--jobs", str(jobs), "--max-time", str(max_time)] + ([] if warm else ["--cold"])
+    if args:
+        cmd += ["--", *args]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    wall = time.monotonic() - t0
+    folders = list(out_dir.glob("*/reduction.json"))
+    data = json.loads(folders[0].read_text()) if folders else {}
+    return {"wall": wall, "rc": proc.returncode, "status": data.get("status"), "runs": data.get("runs"),
+            "statements": data.get("statements_after"), "slot_utilisation": data.get("slot_utilisation")}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5, help="runs per mode for the per-candidate figures")
+    ap.add_argument("--max-time", type=float, default=900.0, help="bound on each whole reduction")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--skip-reduce-example", action="store_true",
+                    help="per-candidate figures only for the CPU example (its reductions take minutes)")
+    args = ap.parse_args()
+    manifest = json.loads((CORPUS / "MANIFEST.json").read_text())["scripts"]
+    scripts = [(EXAMPLE, [])] + [(CORPUS / e["file"], e["args"]) for e in manifest]
+    print(f"load before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; --jobs {args.jobs}", flush=True)
+    print("| script | zygote start s | run warm s | run cold s | overhead warm s | overhead cold s | "
+          "overhead ratio | runs/min warm | runs/min cold | reduce warm s (runs, stmts, status) | "
+          "reduce cold s (runs, stmts, status) | reduce speed-up |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for script, sargs in scripts:
+        pc = per_candidate(script, sargs, args.runs)
+        w, c = pc["warm"], pc["cold"]
+        ratio = c["overhead"] / max(w["overhead"], 1e-3)
+        if script == EXAMPLE and args.skip_reduce_example:
+            rw = rc = None
+        else:
+            rw = reduction(script, sargs, True, args.max_time, args.jobs)
+            rc = reduction(script, sargs, False, args.max_time, args.jobs)
+
+        def cell(r):
+            return "-" if r is None else f"{r['wall']:.1f} ({r['runs']}, {r['statements']}, {r['status']})"
+        speed = "-" if rw is None else f"{rc['wall'] / max(rw['wall'], 1e-3):.2f}x"
+        print(f"| {script.name} | {pc['zygote_start']:.2f} | {w['mean_run']:.3f} | {c['mean_run']:.3f} | "
+              f"{w['overhead']:.3f} | {c['overhead']:.3f} | {ratio:.1f}x | {w['runs_per_min']:.0f} | "
+              f"{c['runs_per_min']:.0f} | {cell(rw)} | {cell(rc)} | {speed} |", flush=True)
+    print(f"load after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
