@@ -47,6 +47,7 @@ def test_exit_codes_become_statuses(tmp_path: Path) -> None:
     (repro / "repro.py").write_text("x\n")
     assert _status_of(0, repro) == "reduced"
     assert _status_of(ExitCode.INTERRUPTED, repro) == "reduced"
+    assert _status_of(ExitCode.TIME_LIMIT, repro) == "reduced"      # --max-time: best so far kept
 
 
 def test_copy_repro_takes_plain_small_files_and_scrubs_them(tmp_path: Path) -> None:

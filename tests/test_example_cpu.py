@@ -64,7 +64,8 @@ def test_reduce_cpu_example_end_to_end(tmp_path):
         [sys.executable, "-m", "bot", "reduce", str(EXAMPLE), "--out", str(out), "--jobs", "2",
          "--max-time", "600"],
         cwd=tmp_path, check=False, capture_output=True, text=True, timeout=1100)
-    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    # 14: stopped at --max-time with the best result so far kept
+    assert proc.returncode in (0, 14), proc.stderr[-3000:] + proc.stdout[-3000:]
     folders = [p for p in out.iterdir() if p.is_dir()]
     assert len(folders) == 1, folders
     folder = folders[0]

@@ -166,7 +166,7 @@ def _status_of(code: int | None, repro: Path | None) -> str:
     if code == 0:
         return "reduced" if repro is not None and (repro / "repro.py").is_file() else (
             "reproduced" if repro is not None else "error")
-    if code == ExitCode.INTERRUPTED:
+    if code in (ExitCode.INTERRUPTED, ExitCode.TIME_LIMIT):
         # --max-time ran out mid-reduction: repro.py holds the best so far, and it was checked.
         if repro is None:
             return "timeout"
