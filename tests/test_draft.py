@@ -281,7 +281,7 @@ def test_malformed_inputs_are_one_line_errors(repro: Path, capsys: pytest.Captur
     (repro / "signature.json").write_text("{}")
     assert main(["draft", str(repro), "--repo", "peft"]) == ExitCode.BAD_INPUT
     assert "not a reprobot signature file" in capsys.readouterr().err
-    assert main(["draft", str(repro.parent / "nowhere")]) == ExitCode.BAD_INPUT
+    assert main(["draft", str(repro.parent / "nowhere")]) == ExitCode.FILE_MISSING  # no such folder
 
 
 def test_fence_outlasts_backticks_and_drops_leading_blank_lines() -> None:
