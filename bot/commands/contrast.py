@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
+
+from bot.commands._rerun_options import add_rerun_options, notifier
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -10,12 +11,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="For each keyword, boolean, device, dtype and dict entry left in the "
                                    "repro, try small alternatives one at a time (cold runs, same signature) "
                                    "and report which make it pass, keep the failure, or change it.")
-    p.add_argument("repro_dir", help="repro folder (repros/<id>)")
-    p.add_argument("--python", default=sys.executable, help="interpreter the repro failed in (default: this one)")
+    add_rerun_options(p, "contrast.json")
     p.add_argument("--jobs", type=int, default=1, help="changes run in parallel (default: 1)")
     p.add_argument("--gpu", default=None, help="CUDA_VISIBLE_DEVICES for the runs")
-    p.add_argument("--timeout", type=float, default=None, help="seconds one run may take (default: 5x the original's)")
-    p.add_argument("--json", action="store_true", help="print contrast.json to stdout")
     p.set_defaults(func=run)
 
 
@@ -28,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from bot.store import ReproDir
 
     folder = ReproDir.open(args.repro_dir)
-    notify = (lambda msg: None) if args.json else (lambda msg: console.print(f"[dim]{msg}[/]", highlight=False))
+    notify = notifier(args)
     results, data = run_contrast(folder, args.python, jobs=args.jobs, gpu=args.gpu, timeout=args.timeout,
                                  notify=notify)
     if args.json:

@@ -8,8 +8,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
+from bot.commands._rerun_options import add_rerun_options, notifier
 from reducer.errors import ExitCode, ReprobotError
 
 
@@ -18,9 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Run the repro cold against other releases of the stack, each in a "
                                    "throwaway environment (cached), and say where it passes, fails the same "
                                    "way, or fails differently.")
-    p.add_argument("repro_dir", help="repro folder (repros/<id>)")
-    p.add_argument("--python", default=sys.executable,
-                   help="interpreter the repro failed in (default: this one)")
+    add_rerun_options(p, "versions.json")
     p.add_argument("--bisect", metavar="PACKAGE", help="binary-search PACKAGE's releases for the first change")
     p.add_argument("--package", metavar="PACKAGE", help="run every release of PACKAGE in --range")
     p.add_argument("--range", metavar="A..B", help="releases from A to B, both included (either may be empty)")
@@ -32,8 +30,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--find-links", metavar="DIR", action="append", default=[],
                    help="also look for releases in DIR (a folder of wheels)")
     p.add_argument("--no-index", action="store_true", help="only --find-links, no package index")
-    p.add_argument("--timeout", type=float, default=None, help="seconds one run may take (default: 5x the original's)")
-    p.add_argument("--json", action="store_true", help="print versions.json to stdout")
     p.set_defaults(func=run)
 
 
@@ -87,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         package, _, ref = spec.partition("@")
         git.append((package, git_url(package, ref or "main")))
     packages = tuple(p.strip() for p in args.packages.split(",")) if args.packages else STACK
-    notify = (lambda msg: None) if args.json else (lambda msg: console.print(f"[dim]{msg}[/]", highlight=False))
+    notify = notifier(args)
     rows, bisection, data = run_versions(
         folder, args.python, index=index_options(args, read_lock(folder.requirements_lock)), packages=packages,
         bisect=args.bisect, sweep=None if args.bisect else args.package, low=low, high=high, git=tuple(git),
