@@ -140,6 +140,10 @@ def test_a_release_that_does_not_exist_is_one_line_not_a_crash(world, env_cache)
     assert main(["versions", str(folder), "--python", str(python), "--package", "fakelib", "--range", "9.0..",
                  "--no-index", "--find-links", str(wheels), "--json"]) == 0
     assert json.loads((folder / "versions.json").read_text())["rows"] == []
+    assert main(["versions", str(folder), "--python", str(python), "--bisect", "otherlib",
+                 "--no-index", "--find-links", str(wheels), "--json"]) == 0
+    note = json.loads((folder / "versions.json").read_text())["bisect"]["note"]
+    assert note.startswith("otherlib") and "\n" not in note
     from bot.rerun.environments import NotInstallable, prepare, probe
     from bot.rerun.releases import IndexOptions
     with pytest.raises(NotInstallable) as e:

@@ -143,6 +143,9 @@ class VersionRunner:
         rel = self.releases(package)
         if rel.error:
             return Bisection(package, [], None, None, 0, note=f"{package}: {rel.error}")
+        if low is None and not self.lock.has(package):
+            return Bisection(package, [], None, None, 0,
+                             note=f"{package} is not in requirements.lock: give the range to search, --range A..B")
         low = low or self.lock.version(package)
         versions = rel.between(low, high)
         if len(versions) < 2:
