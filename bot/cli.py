@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 from typing import Sequence
 
 from rich.console import Console
@@ -33,7 +35,32 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI job cancelled, `kill`, a container stopping), taken down the same path as
+    Ctrl-C: candidates and warm interpreters are stopped and the best result so far is saved."""
+
+
+_TERMINATED = threading.Event()
+
+
+def _on_sigterm(signum, frame) -> None:
+    _TERMINATED.set()
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    previous = None
+    _TERMINATED.clear()
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return _main(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv else None)
     # Everything after "--" belongs to the user's script, never to reprobot.
@@ -47,7 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except ReprobotError as e:
         err_console.print(f"[bold red]reprobot:[/] {e.message}", markup=True, highlight=False)
+        if e.exit_code == ExitCode.INTERRUPTED and _TERMINATED.is_set():
+            return ExitCode.TERMINATED
         return e.exit_code
+    except Terminated:
+        err_console.print("[bold red]reprobot:[/] terminated (SIGTERM)", markup=True)
+        return ExitCode.TERMINATED
     except KeyboardInterrupt:
         err_console.print("[bold red]reprobot:[/] interrupted", markup=True)
         return ExitCode.INTERRUPTED

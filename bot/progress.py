@@ -37,6 +37,8 @@ class ReductionProgress:
             self._bar.update(self._task, completed=self.start_tokens - p.size_now.tokens, pass_name=p.pass_name,
                              tokens=p.size_now.tokens, runs=p.runs, accepted=p.accepted, hits=p.cache_hits)
             return
+        if self.console.quiet:
+            return
         now = time.monotonic()
         if p.accepted != self._last_accepted or now - self._last_line >= self.every:
             self._last_accepted, self._last_line = p.accepted, now

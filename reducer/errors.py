@@ -16,6 +16,7 @@ class ExitCode:
     UNSAFE = 12            # a secret survived scrubbing; filing refused
     TIME_LIMIT = 14        # --max-time reached: the best result so far is saved; --resume continues
     INTERRUPTED = 130
+    TERMINATED = 143       # SIGTERM: as INTERRUPTED, the best result so far is saved
 
 
 class ReprobotError(Exception):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import libcst as cst
 
@@ -123,8 +124,12 @@ def stored_failure(spec: FailureSpec, signature: Signature, record: TracebackRec
     return Failure(spec, signature, record, [(signature, record)], outcomes, make_runner(spec))
 
 
-def find_failure(spec: FailureSpec) -> Failure:
+def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None) -> Failure:
+    """Run the original until its failure is established (``spec.runs`` matching runs);
+    ``notify`` hears one line before each run, so a long or hanging script is not silent."""
     runner = make_runner(spec)
+    say = notify or (lambda _msg: None)
+    say(f"running {spec.script.name} (run 1 of {spec.runs}, up to {spec.timeout:.0f}s)")
     first = _timed_run(runner, spec)
     choices = distinct_failures(first, spec.options)
     if not choices:
@@ -135,13 +140,15 @@ def find_failure(spec: FailureSpec) -> Failure:
             raise ReprobotError(f"{spec.script}: timed out after {spec.timeout:.0f}s without a traceback "
                                 f"(raise --timeout, or make it fail sooner)", ExitCode.TIMEOUT)
         raise ReprobotError(f"{spec.script}: ran to completion (exit {first.returncode}) without any "
-                            f"traceback: nothing to reduce", ExitCode.NO_FAILURE)
+                            f"traceback: nothing to reduce (if it fails only some of the time, run "
+                            f"`reprobot reduce` again; --runs sets how many runs must fail)", ExitCode.NO_FAILURE)
     if not 1 <= spec.pick <= len(choices):
         raise ReprobotError(f"--pick {spec.pick}: the run showed {len(choices)} distinct "
                             f"failure{'s' if len(choices) > 1 else ''}", ExitCode.USAGE)
     signature, record = choices[spec.pick - 1]
     outcomes = [first]
     for n in range(2, spec.runs + 1):
+        say(f"confirming the failure (run {n} of {spec.runs}, {first.wall_time:.0f}s the first time)")
         again = _timed_run(runner, spec)
         outcomes.append(again)
         if find_match(again.tracebacks, signature, spec.options) is None:

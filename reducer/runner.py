@@ -158,6 +158,18 @@ def group_rss(pgid: int) -> int:
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _MEMORY_POLL = 0.25
 
+# Set when the reduction stops early (Ctrl-C, SIGTERM, --max-time): every run in flight, in
+# any thread, kills its process group at once instead of running to its own end.
+_STOP_ALL = threading.Event()
+
+
+def stop_runs_in_flight() -> None:
+    _STOP_ALL.set()
+
+
+def allow_runs() -> None:
+    _STOP_ALL.clear()
+
 
 def _signal_name(returncode: int | None) -> str | None:
     if returncode is None or returncode >= 0:
@@ -323,6 +335,9 @@ class Runner:
         try:
             while True:
                 if proc.wait(0.05):
+                    break
+                if _STOP_ALL.is_set():
+                    stopped = True
                     break
                 now = time.monotonic()
                 if now - start > timeout:

@@ -424,8 +424,17 @@ class Reducer:
             raise e.original from None
         finally:
             if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
+                early = self.stats.status in ("timeout", "interrupted")
+                if early:
+                    from reducer.runner import stop_runs_in_flight
+                    stop_runs_in_flight()
+                # Waiting is short once the runs in flight are told to stop, and it means no
+                # candidate outlives the search.
+                self._pool.shutdown(wait=early, cancel_futures=True)
                 self._pool = None
+                if early:
+                    from reducer.runner import allow_runs
+                    allow_runs()
             self.stats.speculative_unused += len(self._prefetched)
             self._prefetched.clear()
             self._refresh_stats()

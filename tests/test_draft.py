@@ -96,7 +96,8 @@ def test_draft_content_is_the_evidence(repro: Path) -> None:
     assert re.match(r"(json\.)?loads: json\.decoder\.JSONDecodeError: Expecting property name", draft.title)
     assert len(draft.title) <= 120
     assert "<!-- reprobot:confirm" in str(values["expected-behavior"])
-    assert re.search(r"`(json\.)?loads\(\.\.\.\)` should complete without raising `json\.decoder\.JSONDecodeError`\.",
+    assert re.search(r"`(json\.)?loads\(\.\.\.\)` should complete\. Instead it raises "
+                     r"`json\.decoder\.JSONDecodeError: Expecting property name enclosed in double quotes",
                      str(values["expected-behavior"]))
     assert validate(get_form("transformers"), draft.body).unconfirmed[-1] == "expected-behavior"
 
@@ -207,7 +208,7 @@ def test_validation_rejects_wrong_sections_and_options() -> None:
 
 
 def test_draft_command_writes_md_and_json(repro: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["draft", str(repro)]) == 0
+    assert main(["draft", str(repro), "--all"]) == 0
     for key in REPO_KEYS:
         md = (repro / f"draft-{key}.md").read_text()
         data = json.loads((repro / f"draft-{key}.json").read_text())
@@ -237,7 +238,8 @@ def test_file_dry_run_previews_validates_and_prints_the_url(repro: Path, capsys:
     # Without env.json the form's required System Info is empty: the preview says so and fails.
     (repro / "env.json").unlink()
     (repro / "draft-accelerate.md").unlink()
-    assert main(["file", str(repro), "--dry-run", "--repo", "accelerate"]) == ExitCode.BAD_INPUT
+    assert main(["file", str(repro), "--dry-run", "--repo", "accelerate",
+                 "--python", str(repro / "no-such-python")]) == ExitCode.BAD_INPUT
     assert "invalid: system-info: required but empty" in capsys.readouterr().out
 
 

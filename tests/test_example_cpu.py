@@ -100,3 +100,31 @@ def test_reduce_cpu_example_end_to_end(tmp_path):
         # get there on two cores (bench/README.md and the notes have the measured figures).
         pytest.xfail(f"{n} statements > {MAX_STATEMENTS} after {reduction['runs']} runs "
                      f"in {reduction.get('wall_time')} s")
+
+
+QUICK = ROOT / "examples" / "cpu_gemma4_lora" / "quick_lora.py"
+
+
+@pytest.mark.slow
+def test_readme_demo_reduces_the_quick_example_and_previews_the_issue(tmp_path):
+    """README command 1 without its setup: `reduce quick_lora.py`, then `file --dry-run` with no
+    folder named (the latest one), offline, with an empty index."""
+    env = {**os.environ, "REPROBOT_INDEX_DB": str(tmp_path / "index.db"), "REPROBOT_OFFLINE": "1",
+           "COLUMNS": "200"}
+    env.pop("GITHUB_TOKEN", None)
+    reduce = subprocess.run([sys.executable, "-m", "bot", "reduce", str(QUICK), "--max-time", "600"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert reduce.returncode in (0, 14), reduce.stderr[-3000:] + reduce.stdout[-3000:]
+    (folder,) = (tmp_path / "repros").iterdir()
+    repro = (folder / "repro.py").read_text(encoding="utf-8")
+    assert "get_peft_model" in repro
+    if reduce.returncode == 0:
+        assert count_statements(repro) <= 6, repro
+    preview = subprocess.run([sys.executable, "-m", "bot", "file", "--dry-run"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=600)
+    out = " ".join(preview.stdout.split())
+    assert preview.returncode == 0, preview.stdout[-3000:] + preview.stderr[-3000:]
+    assert "route: file at huggingface/peft" in out
+    assert "huggingface/peft: issue preview" in out and "get_peft_model" in out
+    assert "valid against the huggingface/peft bug-report form" in out
+    assert sorted(p.name for p in folder.glob("draft-*.md")) == ["draft-peft.md"]

@@ -151,7 +151,8 @@ def test_a_secret_in_the_draft_fails_closed(repro: Path, gh: FakeGitHub, capsys:
 
 def test_an_incomplete_draft_is_not_filed(repro: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]) -> None:
     (repro / "env.json").unlink()
-    assert submit(repro) == ExitCode.BAD_INPUT
+    assert main(["file", str(repro), "--submit", "--yes", "--repo", "peft",
+                 "--python", str(repro / "no-such-python")]) == ExitCode.BAD_INPUT
     assert "system-info: required but empty" in flat(capsys.readouterr().err)
     assert gh.requests == []
 

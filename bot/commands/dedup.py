@@ -32,9 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bot.upstream.dedup import dedup
-    from bot.issue.github import github_client, token_from_env
-    from bot.upstream.index import IssueIndex
+    from bot.prepare import related_for
     from bot.upstream.route import load_failure, route
     from bot.store import ReproDir, safe, write_json_atomic
 
@@ -45,12 +43,8 @@ def run(args: argparse.Namespace) -> int:
         # A forum post usually states its versions next to the traceback.
         failure.versions = mentioned_versions(failure.raw_text)
     target = args.repo or route(failure).target
-    client = None
-    if not args.no_search and token_from_env():
-        # Search is an extra: a short timeout and one retry, so no network costs seconds, not minutes.
-        client = github_client(api_url=args.api_url, max_wait=15, timeout=10, retries=1)
-    with IssueIndex.open(args.db) as index:
-        result = dedup(index, failure, target_repo=target, client=client, top=max(1, args.top))
+    result = related_for(failure, target, db=args.db, api_url=args.api_url, search=not args.no_search,
+                         top=args.top)
     data = result.to_dict()
     if failure.repro_dir is not None:
         write_json_atomic(ReproDir(failure.repro_dir).related_json, json.loads(safe(json.dumps(data))))

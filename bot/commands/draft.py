@@ -21,14 +21,41 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "(scrubbed), writing draft-<repo>.md and draft-<repo>.json there.")
     p.add_argument("repro_dir", type=Path, help="a repro folder (repros/<slug>-<id>)")
     p.add_argument("--repo", action="append", choices=REPO_KEYS, metavar="KEY",
-                   help=f"draft for this repository only ({', '.join(REPO_KEYS)}); repeatable; default: all four")
+                   help=f"draft for this repository ({', '.join(REPO_KEYS)}); repeatable; "
+                        "default: the one routing picked")
+    p.add_argument("--cross-links", action="store_true",
+                   help="also draft for the other repositories routing says are involved")
+    p.add_argument("--all", action="store_true", help="draft for every repository reprobot knows")
     p.add_argument("--force", action="store_true", help="overwrite a draft that was edited by hand")
     p.set_defaults(func=run)
 
 
+def keys_to_draft(repro: ReproDir, args: argparse.Namespace) -> list[str]:
+    """--repo/--all as asked; otherwise the routed repository (routing runs if it has not),
+    with its cross-links on request; none for a failure routing says is the user's own."""
+    if args.all:
+        return list(REPO_KEYS)
+    keys = list(args.repo or [])
+    if keys and not args.cross_links:
+        return list(dict.fromkeys(keys))
+    from bot.prepare import route_folder
+    route = repro.read_json(repro.route_json) if repro.route_json.is_file() else route_folder(repro)
+    if not isinstance(route, dict):
+        raise ReprobotError(f"{repro.route_json}: expected a JSON object", ExitCode.BAD_INPUT)
+    known = {get_form(k).repo.lower(): k for k in REPO_KEYS}
+    if not keys and route.get("target"):
+        keys.append(get_form(str(route["target"])).key)
+    if args.cross_links:
+        keys += [known[str(r).lower()] for r in route.get("cross_links") or [] if str(r).lower() in known]
+    if not keys:
+        console.print(f"no draft: {escape(str(route.get('verdict') or 'routing names no repository'))}; "
+                      "pass --repo KEY to draft for a repository anyway")
+    return list(dict.fromkeys(keys))
+
+
 def run(args: argparse.Namespace) -> int:
     repro = ReproDir.open(args.repro_dir)
-    keys = list(dict.fromkeys(args.repo or REPO_KEYS))
+    keys = keys_to_draft(repro, args)
     edited = [k for k in keys if edited_by_hand(repro, k)]
     if edited and not args.force:
         raise ReprobotError(f"{', '.join(f'draft-{k}.md' for k in edited)} edited by hand; pass --force to overwrite",

@@ -17,6 +17,7 @@ from rich.rule import Rule
 from bot.issue.draft import Draft, build_draft, load_draft, write_draft
 from bot.issue.filing import already_filed, check_safe, submission_body, submit
 from bot.issue.forms import REPO_KEYS, field_values, get_form
+from bot.prepare import Prepared, duplicate_line, likely_duplicate, prepare, search_related
 from bot.scrub import Finding, scrub
 from bot.store import DEFAULT_ROOT, ReproDir
 from reducer.errors import ExitCode, ReprobotError
@@ -32,11 +33,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("repro_dir", type=Path, nargs="?", default=None,
                    help="a repro folder (default: the most recent one under ./repros)")
     mode = p.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--dry-run", action="store_true", help="preview only; nothing is sent")
+    mode.add_argument("--dry-run", action="store_true",
+                      help="preview only; nothing is filed (with GITHUB_TOKEN, GitHub search is read for "
+                           "related issues)")
     mode.add_argument("--submit", action="store_true", help="create the issue on GitHub")
     p.add_argument("--repo", choices=REPO_KEYS, metavar="KEY",
                    help="which repository's draft (default: routing's target, or the only draft)")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation before filing")
+    p.add_argument("--not-a-duplicate", action="store_true",
+                   help="file even when dedup's best match looks like the same failure (with --yes)")
+    p.add_argument("--python", default=sys.executable,
+                   help="interpreter whose environment is captured if env.json is missing (default: this one)")
+    p.add_argument("--db", metavar="PATH", help="issue index for related issues (default: the user's cache directory)")
+    p.add_argument("--no-search", action="store_true", help="do not use GitHub search, even with a token")
+    p.add_argument("--api-url", help="GitHub API URL (default: $REPROBOT_GITHUB_API or api.github.com)")
     p.set_defaults(func=run)
 
 
@@ -48,19 +58,18 @@ def latest_repro(root: Path = DEFAULT_ROOT) -> Path:
     return max(folders, key=lambda p: (p / "signature.json").stat().st_mtime)
 
 
-def pick_repo(repro: ReproDir, requested: str | None) -> str:
+def pick_repo(repro: ReproDir, requested: str | None, prep: Prepared) -> str:
     if requested:
         return requested
-    if repro.route_json.is_file():
-        target = repro.read_json(repro.route_json).get("target")
-        if target:
-            return get_form(str(target)).key
+    if prep.target:
+        return get_form(prep.target).key
     drafted = [k for k in REPO_KEYS if repro.draft_md(k).is_file()]
     if len(drafted) == 1:
         return drafted[0]
-    raise ReprobotError("which repository? no routing target in route.json"
-                        + (f" and drafts for {', '.join(drafted)}" if drafted else "") + "; pass --repo KEY",
-                        ExitCode.USAGE)
+    verdict = (prep.route or {}).get("verdict") or "no routing target"
+    raise ReprobotError(f"nothing to file upstream: {verdict}"
+                        + (f" (drafts exist for {', '.join(drafted)})" if drafted else "")
+                        + "; pass --repo KEY to file there anyway", ExitCode.USAGE)
 
 
 def prepared(repro: ReproDir, key: str) -> tuple[Draft, list[Finding], list[Finding]]:
@@ -68,9 +77,11 @@ def prepared(repro: ReproDir, key: str) -> tuple[Draft, list[Finding], list[Find
     Returns (draft with private details scrubbed again, scrubbed now, secrets in the stored text)."""
     if repro.draft_md(key).is_file() and repro.draft_json(key).is_file():
         draft = load_draft(repro.path, key)
+        _step(f"draft: {repro.draft_md(key).name} (kept; `reprobot draft --force` writes it again)")
     else:
         draft = build_draft(repro.path, key)
-        write_draft(repro.path, draft)
+        md, _ = write_draft(repro.path, draft)
+        _step(f"draft: {md.name} written")
     again = scrub(draft.body)
     title = scrub(draft.title)
     secrets = title.secrets + again.secrets
@@ -87,9 +98,16 @@ def _show_findings(title: str, findings: list[Finding]) -> None:
         console.print(f"  {mark} {escape(str(f))}")
 
 
+def _step(text: str) -> None:
+    console.print(f"[dim]{escape(text)}[/]")
+
+
 def run(args: argparse.Namespace) -> int:
     repro = ReproDir.open(args.repro_dir if args.repro_dir is not None else latest_repro())
-    key = pick_repo(repro, args.repo)
+    # --submit sends nothing, not even a search, before the draft has passed its safety checks.
+    prep = prepare(repro, python=args.python, db=args.db, api_url=args.api_url,
+                   search=args.dry_run and not args.no_search, notify=lambda line: _step(str(line)))
+    key = pick_repo(repro, args.repo, prep)
     form = get_form(key)
     if args.submit:
         prior = already_filed(repro, form.repo)
@@ -102,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
     from bot.rerun.report import notes_for
     fixed = notes_for(repro).headline()
     if args.dry_run:
+        dup = likely_duplicate(prep.related, draft.signature_id)
+        if dup:
+            console.print(f"[bold yellow]likely duplicate:[/] {escape(duplicate_line(dup))}", soft_wrap=True)
         if fixed:
             console.print(f"[bold yellow]{escape(fixed)}[/]")
         console.print(Rule(f"{form.repo}: issue preview"))
@@ -125,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
         url = draft.prefill_url()
         console.print(f"[bold]URL[/] ({escape(url.instruction)}):")
         console.print(url.url, soft_wrap=True, markup=False)
+        console.print(f"files: {escape(repro.path.as_posix())}/ (repro.py, draft-{key}.md, draft-{key}.json"
+                      + (", requirements.lock" if repro.requirements_lock.is_file() else "") + ")")
         return 0 if check.ok and not secrets else (ExitCode.UNSAFE if secrets else ExitCode.BAD_INPUT)
 
     # --submit
@@ -139,12 +162,24 @@ def run(args: argparse.Namespace) -> int:
     from bot.issue.github import github_client
 
     client = github_client(write=True)  # one-line NO_TOKEN error without GITHUB_TOKEN
+    if not args.no_search:
+        line = search_related(repro, prep, db=args.db, api_url=args.api_url)
+        if line is not None:
+            _step(str(line))
+    dup = likely_duplicate(prep.related, draft.signature_id)
+    if dup and args.yes and not args.not_a_duplicate:
+        raise ReprobotError(f"not filed: {duplicate_line(dup)} (pass --not-a-duplicate to file a new issue)",
+                            ExitCode.USAGE)
     if not args.yes:
         if not sys.stdin.isatty():
             raise ReprobotError("--submit files a public issue: confirm interactively, or pass --yes", ExitCode.USAGE)
         for fid in check.unconfirmed:
             console.print(f"[yellow]{escape(form.field(fid).label)} is reprobot's proposal:[/] "
                           + escape(str(draft.fields.get(fid, ""))[-300:]))
+        if dup and not args.not_a_duplicate and not Confirm.ask(
+                f"[yellow]{escape(duplicate_line(dup))}[/] File a new issue anyway?", default=False):
+            console.print("not filed")
+            return 0
         if fixed and not Confirm.ask(f"[yellow]{escape(fixed)}[/] File anyway?", default=False):
             console.print("not filed")
             return 0

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -47,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-reduce", action="store_true", help="stop after finding and storing the failure")
     p.add_argument("--no-env", action="store_true",
                    help="skip env.json and the lockfile (`reprobot env` writes them later)")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors (and --json)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object at the end (folder, status, sizes, runs, signature); implies --quiet")
     p.add_argument("--versions", action="store_true",
                    help="afterwards, re-run the repro against the latest releases (`reprobot versions`)")
     p.add_argument("--contrast", action="store_true",
@@ -55,6 +59,31 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.quiet or args.json:
+        console.quiet = True
+    args.repro = None
+    try:
+        return _run(args)
+    finally:
+        console.quiet = False
+        if args.json and args.repro is not None:  # also when stopped at --max-time or interrupted
+            print(json.dumps(summary(args.repro), indent=2))
+
+
+def summary(repro) -> dict:
+    """What --json prints: enough for a script to pick up the result."""
+    from bot.store import safe
+    reduction = repro.read_json(repro.reduction_json) if repro.reduction_json.is_file() else {}
+    sig = repro.read_json(repro.signature_json)
+    data = {"repro_dir": str(repro.path), "repro": str(repro.repro) if repro.repro.is_file() else None,
+            "status": reduction.get("status", "not reduced"),
+            "statements_before": reduction.get("statements_before"),
+            "statements_after": reduction.get("statements_after"), "runs": reduction.get("runs"),
+            "signature": sig.get("signature"), "next": f"reprobot file --dry-run {repro.path}"}
+    return json.loads(safe(json.dumps(data)))
+
+
+def _run(args: argparse.Namespace):
     deadline = None if args.max_time is None else time.monotonic() + args.max_time
     script_args = list(args.passthrough)
     source = load_script(args.script)
@@ -68,9 +97,10 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"resuming {repro.path}: failure [cyan]{failure.signature.id}[/] as stored "
                       f"(not confirmed again)")
     else:
-        failure = find_failure(spec)
+        failure = find_failure(spec, notify=lambda msg: console.print(f"[dim]{msg}[/]", highlight=False))
         repro = record_failure(failure, root=args.out)
         print_failure(failure, repro)
+    args.repro = repro
     if args.no_reduce:
         return 0
     from bot.reduction import Options, reduce_failure  # the engine is only loaded when it is used
@@ -80,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         warm=not args.cold))
     if args.versions or args.contrast:
         _rerun(repro, args)
+    console.print(f"next: [bold]reprobot file --dry-run {repro.path}[/] previews the issue it would file")
     return 0
 
 

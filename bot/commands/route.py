@@ -26,21 +26,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from bot.prepare import route_folder
+    from bot.store import ReproDir, safe
     from bot.upstream.route import load_failure, route
-    from bot.store import ReproDir, safe, write_json_atomic
 
-    failure = load_failure(args.repro_dir, args.traceback)
-    result = route(failure)
-    data = result.to_dict()
-    data["source"] = "repro folder" if failure.repro_dir else "pasted traceback"
-    if failure.repro_dir is not None:
-        write_json_atomic(ReproDir(failure.repro_dir).route_json, json.loads(safe(json.dumps(data))))
+    if args.traceback is None and args.repro_dir:
+        repro = ReproDir.open(args.repro_dir)
+        data = route_folder(repro)
+    else:
+        repro = None
+        data = route(load_failure(args.repro_dir, args.traceback)).to_dict()
+        data["source"] = "pasted traceback"
     if args.json:
         print(safe(json.dumps(data, indent=2)))
         return 0
     print_route(data, safe)
-    if failure.repro_dir is not None:
-        console.print(f"written to [bold]{escape(safe(str(ReproDir(failure.repro_dir).route_json)))}[/]")
+    if repro is not None:
+        console.print(f"written to [bold]{escape(safe(str(repro.route_json)))}[/]")
     return 0
 
 

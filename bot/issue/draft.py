@@ -33,7 +33,7 @@ TEMPLATES_DIR = templates_dir()
 MARKER_PREFIX = "<!-- reprobot:sig="
 TITLE_MAX = 120          # GitHub allows 256; titles past ~120 are cut in every list view
 URL_MAX = 8000           # beyond this, browsers and GitHub's front end start refusing URLs
-LOCK_MAX_CHARS = 12_000  # an issue body is capped at 65,536 characters
+LOCK_SHORT_PINS = 12     # a longer lock is a file to attach, not part of the body
 INNER_FRAMES = 6         # innermost library frames always shown
 
 
@@ -225,9 +225,13 @@ def entry_point(record: TracebackRecord, script: str, route: dict[str, Any] | No
     return None
 
 
-def make_title(entry: str | None, record: TracebackRecord) -> str:
+def make_title(entry: str | None, record: TracebackRecord, family: str | None = None) -> str:
+    """``<API call> on <model family>: <exception>: <message>``, as a maintainer would scan it;
+    the family is left out when the message already names it."""
     msg = one_line_message(record)
-    head = f"{entry}: {record.exc_type}" if entry else record.exc_type
+    squash = lambda t: re.sub(r"[\W_]", "", t).lower()  # noqa: E731
+    on = f" on {family}" if family and entry and squash(family) not in squash(msg) else ""
+    head = f"{entry}{on}: {record.exc_type}" if entry else record.exc_type
     title = f"{head}: {msg}" if msg else head
     if len(title) > TITLE_MAX and msg:
         # The first sentence is usually the part that names the bug.
@@ -283,21 +287,42 @@ def trim_traceback(record: TracebackRecord, script: str, inner: int = INNER_FRAM
     return TrimmedTraceback("\n".join(lines), omitted, [c.headline for c in record.chain])
 
 
-def _lockfile(repro: ReproDir) -> tuple[str | None, bool]:
-    """requirements.lock, without pip-compile's comments and hashes when it is long."""
+@dataclass(frozen=True)
+class LockSection:
+    """How the pinned environment appears in the body: short locks in full (collapsed), long ones
+    as a file to attach plus one `pip install` line of the pins that matter."""
+    text: str | None          # the lock, in full, when it is short
+    install: str | None       # `pip install torch==... transformers==...`
+    pins: int
+
+
+def _lock_pins(text: str) -> list[tuple[str, str]]:
+    pins = []
+    for ln in text.splitlines():
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s;\\#]+)", ln)
+        if m:
+            pins.append((m.group(1), m.group(2)))
+    return pins
+
+
+def _lockfile(repro: ReproDir) -> LockSection | None:
+    """requirements.lock for the body; None when there is none or it pins nothing."""
     if not repro.requirements_lock.is_file():
-        return None, False
+        return None
     text = repro.requirements_lock.read_text(encoding="utf-8", errors="replace").strip()
-    if not any(ln.strip() and not ln.lstrip().startswith("#") for ln in text.splitlines()):
-        return None, False  # pins nothing (a script using the standard library only)
-    if len(text) <= LOCK_MAX_CHARS // 2:
-        return text, False
-    kept = [ln.split(" \\")[0].rstrip() for ln in text.splitlines()
-            if ln.strip() and not ln.lstrip().startswith(("#", "--hash"))]
-    out = "\n".join(kept)
-    if len(out) > LOCK_MAX_CHARS:
-        out = out[:LOCK_MAX_CHARS].rsplit("\n", 1)[0] + "\n# [... truncated; the full file is in the repro folder]"
-    return out, True
+    pins = _lock_pins(text)
+    if not pins:
+        return None  # pins nothing (a script using the standard library only)
+    from bot.env.probe import STACK
+    order = {name: i for i, name in enumerate(STACK[:5])}
+    key = sorted(((n, v) for n, v in pins if n.lower().replace("_", "-") in order),
+                 key=lambda p: order[p[0].lower()])
+    install = "pip install " + " ".join(f"{n}=={v}" for n, v in key) if key else None
+    if len(pins) <= LOCK_SHORT_PINS:
+        kept = [ln.split(" \\")[0].rstrip() for ln in text.splitlines()
+                if ln.strip() and not ln.lstrip().startswith(("#", "--hash"))]
+        return LockSection("\n".join(kept), install, len(pins))
+    return LockSection(None, install, len(pins))
 
 
 def _system_info(env: dict[str, Any] | None, repo_key: str, notes: list[str]) -> str | None:
@@ -358,9 +383,15 @@ def _evidence(repro: ReproDir, sig_data: dict[str, Any], reduction: dict[str, An
     return out
 
 
-def _expected(entry: str | None, record: TracebackRecord) -> str:
+def _expected(entry: str | None, record: TracebackRecord, family: str | None = None) -> str:
+    """What should have happened, and what happened instead, in the failure's own words."""
     call = f"`{entry}(...)`" if entry else "The script"
-    return f"{call} should complete without raising `{record.exc_type}`."
+    on = f" on this {family} model" if family else ""
+    first = re.split(r"(?<=[^.])\.\s", one_line_message(record), maxsplit=1)[0].rstrip(".")
+    if len(first) > 200:
+        first = first[:199].rsplit(" ", 1)[0] + "\u2026"
+    instead = f"`{record.exc_type}: {first}`" if first else f"`{record.exc_type}`"
+    return f"{call} should complete{on}. Instead it raises {instead}."
 
 
 class _Renderer:
@@ -426,7 +457,10 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
         notes.append(f"routing chose {route['target']} as the place to file first, not {form.repo}")
     if related is None:
         notes.append("related.json is missing: related upstream issues were not searched (run `reprobot dedup`)")
-    lock, lock_stripped = _lockfile(repro)
+    lock = _lockfile(repro)
+    if lock is not None and lock.text is None:
+        notes.append(f"attach requirements.lock from {repro.path.name}/ when filing ({lock.pins} packages: "
+                     "too long for the body, which names it)")
     if lock is None and repro.requirements_lock.is_file():
         notes.append("requirements.lock pins no packages (the repro uses the standard library only): not shown")
     elif lock is None:
@@ -461,17 +495,16 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
         "script_name": script,
         "command": shlex.join(["python", script, *args]),
         "lock": lock,
-        "lock_stripped": lock_stripped,
         "traceback": trim_traceback(record, script),
         "related": _related_items(related),
         "cross_links": cross,
         "marker": marker(sig.id),
         "confirm_mark": CONFIRM_MARK,
-        "expected": _expected(entry, record),
+        "expected": _expected(entry, record, (route or {}).get("model_family")),
         "reruns": _reruns(repro, notes),
     }
     body_raw = _Renderer().render(repo_key, context)
-    title_raw = make_title(entry, record)
+    title_raw = make_title(entry, record, (route or {}).get("model_family"))
     body = scrub(body_raw, names=names)
     title = scrub(title_raw, names=names)
     return Draft(repo_key=repo_key, repo=form.repo, title=title.text, body=body.text,

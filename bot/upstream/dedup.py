@@ -261,8 +261,15 @@ def search_phrase(query: Query) -> str | None:
     chunks = [c.replace('"', "") for c in chunks if len(c) >= 16]
     if not chunks:
         return None
-    phrase = max(chunks, key=len)
-    return phrase[:200]
+    phrase = max(chunks, key=len)[:200]
+    from bot.scrub import scrub
+    clean = scrub(phrase)
+    if clean.findings:
+        # Only the part of the message with nothing private in it goes to GitHub.
+        pieces = [c.strip(" '\"`:,()[]") for c in re.split(r"<[^<>]*>", clean.text)]
+        pieces = [c for c in pieces if len(c) >= 16]
+        return max(pieces, key=len) if pieces and not clean.secrets else None
+    return phrase
 
 
 def github_search(client: Any, query: Query, repos: list[str], *, per_page: int = 10) -> list[IndexedIssue]:

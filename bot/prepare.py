@@ -1,0 +1,214 @@
+"""Everything `file` needs before it can show a preview, from whatever a repro folder holds.
+
+Each missing step (routing, the environment, related issues, the draft) runs here, in the
+pipeline's order; a step whose output is already in the folder is kept as it is. Each step
+says in one line what it did or why it was skipped, so `reduce` followed by `file --dry-run`
+is the whole workflow, and a user who ran the steps one by one loses nothing.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from bot.store import ReproDir, safe, write_json_atomic
+from reducer.errors import ReprobotError
+
+# A likely duplicate, from dedup's parts (bot/upstream/dedup.py:score): the same normalised
+# error message together with the same innermost library frame, or reprobot's own marker in
+# the issue. A shared message alone is not enough ("Expected all tensors to be on the same
+# device" names nothing), nor is a high BM25 score.
+DUP_SCORE = 0.5
+
+
+@dataclass(frozen=True)
+class StepLine:
+    step: str
+    did: str        # "ran", "kept" (already in the folder) or "skipped"
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.step}: {self.text}"
+
+
+@dataclass
+class Prepared:
+    route: dict[str, Any] | None = None
+    related: dict[str, Any] | None = None
+    lines: list[StepLine] = field(default_factory=list)
+
+    @property
+    def target(self) -> str | None:
+        return str(self.route["target"]) if self.route and self.route.get("target") else None
+
+
+# ---- the steps, each also behind its own command -------------------------------------------
+def route_folder(repro: ReproDir) -> dict[str, Any]:
+    """Route the folder's failure and write route.json (what `reprobot route DIR` does)."""
+    from bot.upstream.route import failure_from_repro, route
+    data = route(failure_from_repro(str(repro.path))).to_dict()
+    data["source"] = "repro folder"
+    data = json.loads(safe(json.dumps(data)))
+    write_json_atomic(repro.route_json, data)
+    return data
+
+
+def related_for(failure, target: str | None, *, db: str | Path | None = None, api_url: str | None = None,
+                search: bool = True, top: int = 5):
+    """dedup against the local index, plus GitHub search when a token is set (and ``search``)."""
+    from bot.issue.github import github_client, token_from_env
+    from bot.upstream.dedup import dedup
+    from bot.upstream.index import IssueIndex
+    client = None
+    if search and token_from_env():
+        # Search is an extra: a short timeout and one retry, so no network costs seconds, not minutes.
+        client = github_client(api_url=api_url, max_wait=15, timeout=10, retries=1)
+    with IssueIndex.open(db) as index:
+        return dedup(index, failure, target_repo=target, client=client, top=max(1, top))
+
+
+def dedup_folder(repro: ReproDir, target: str | None, **kwargs: Any) -> dict[str, Any]:
+    """Rank related issues for the folder's failure and write related.json (`reprobot dedup DIR`)."""
+    from bot.upstream.route import failure_from_repro
+    data = related_for(failure_from_repro(str(repro.path)), target, **kwargs).to_dict()
+    data = json.loads(safe(json.dumps(data)))
+    write_json_atomic(repro.related_json, data)
+    return data
+
+
+def index_is_empty(db: str | Path | None) -> bool:
+    from bot.upstream.index import IssueIndex
+    with IssueIndex.open(db) as index:
+        return index.count() == 0
+
+
+def likely_duplicate(related: dict[str, Any] | None, signature_id: str | None = None) -> dict[str, Any] | None:
+    """dedup's top match when it is probably the same failure, else None."""
+    results = (related or {}).get("results") or []
+    if not results or not isinstance(results[0], dict):
+        return None
+    top = results[0]
+    parts = top.get("components") or {}
+    reason = str(top.get("reason") or "")
+    if signature_id and f"sig={signature_id}" in reason:
+        return top
+    same_text = bool(parts.get("message") or parts.get("github_search"))
+    innermost = "incl. the innermost" in reason
+    if top.get("is_pr"):
+        return None  # a PR is a fix to read, not a place to comment instead
+    if same_text and (innermost or float(top.get("score") or 0) >= DUP_SCORE):
+        return top
+    return None
+
+
+def duplicate_line(dup: dict[str, Any]) -> str:
+    short = f"{str(dup['repo']).split('/')[-1]}#{dup['number']}"
+    fixed = f", likely fixed in {dup['likely_fixed_in']}" if dup.get("likely_fixed_in") else ""
+    return (f"{short} ({dup.get('state', 'unknown')}{fixed}) looks like the same failure "
+            f"(score {float(dup.get('score') or 0):.2f}: {dup.get('reason') or 'same error'}): "
+            f"comment there instead? https://github.com/{dup['repo']}/issues/{dup['number']}")
+
+
+# ---- the whole preparation ------------------------------------------------------------------
+def prepare(repro: ReproDir, *, python: str | None = None, db: str | Path | None = None,
+            api_url: str | None = None, search: bool = True,
+            notify: Callable[[StepLine], None] | None = None) -> Prepared:
+    """Run what the folder lacks for a preview; returns routing, related issues and one line per step."""
+    out = Prepared()
+
+    def say(step: str, did: str, text: str) -> None:
+        line = StepLine(step, did, safe(text))
+        out.lines.append(line)
+        if notify:
+            notify(line)
+
+    if repro.route_json.is_file():
+        out.route = _read(repro, repro.route_json)
+        say("route", "kept", _route_text(out.route) + " (route.json)")
+    else:
+        out.route = route_folder(repro)
+        say("route", "ran", _route_text(out.route))
+
+    if repro.env_json.is_file():
+        say("environment", "kept", "env.json" + (" and requirements.lock" if repro.requirements_lock.is_file()
+                                                 else "; no requirements.lock"))
+    elif python is None:
+        say("environment", "skipped", "env.json is missing; run `reprobot env` with the script's interpreter")
+    else:
+        say("environment", "ran", _capture_env(repro, python))
+
+    out.related = _read(repro, repro.related_json) if repro.related_json.is_file() else None
+    from bot.issue.github import token_from_env
+    stale = out.related is not None and not out.related.get("indexed_issues") \
+        and not (out.related.get("github_search") or {}).get("used")
+    can_search = not index_is_empty(db) or (search and bool(token_from_env()))
+    if out.related is not None and not (stale and can_search):
+        say("related issues", "kept", _related_text(out.related) + " (related.json)")
+    elif not can_search and token_from_env():
+        say("related issues", "skipped", "not searched yet: the issue index is empty; GitHub search runs "
+                                         "once the draft has passed its checks")
+    elif not can_search:
+        say("related issues", "skipped", "not searched: the issue index is empty and GITHUB_TOKEN is not set; "
+                                         "run `reprobot index sync --repo "
+                                         + (out.target or "huggingface/peft") + "` (needs GITHUB_TOKEN)")
+    else:
+        try:
+            out.related = dedup_folder(repro, out.target, db=db, api_url=api_url, search=search)
+            say("related issues", "ran", _related_text(out.related))
+        except ReprobotError as e:
+            say("related issues", "skipped", f"not searched: {e.message}")
+    return out
+
+
+def search_related(repro: ReproDir, prep: Prepared, *, db: str | Path | None = None,
+                   api_url: str | None = None) -> StepLine | None:
+    """Before filing: GitHub search for the error text, when a token is set and related.json
+    does not already include a search. Updates ``prep.related``; None when nothing was done."""
+    from bot.issue.github import token_from_env
+    if not token_from_env() or (prep.related and (prep.related.get("github_search") or {}).get("used")):
+        return None
+    try:
+        prep.related = dedup_folder(repro, prep.target, db=db, api_url=api_url, search=True)
+    except ReprobotError as e:
+        return StepLine("related issues", "skipped", safe(f"GitHub search failed: {e.message}"))
+    line = StepLine("related issues", "ran", safe(_related_text(prep.related)))
+    prep.lines.append(line)
+    return line
+
+
+def _read(repro: ReproDir, path: Path) -> dict[str, Any]:
+    data = repro.read_json(path)
+    if not isinstance(data, dict):
+        from reducer.errors import ExitCode
+        raise ReprobotError(f"{path}: expected a JSON object, found {type(data).__name__}", ExitCode.BAD_INPUT)
+    return data
+
+
+def _route_text(route: dict[str, Any]) -> str:
+    return str(route.get("verdict") or (route.get("target") or "no repository named"))
+
+
+def _related_text(related: dict[str, Any]) -> str:
+    results = related.get("results") or []
+    where = f"{related.get('indexed_issues', 0)} indexed" + (
+        " + GitHub search" if (related.get("github_search") or {}).get("used") else "")
+    if not results:
+        return f"none found ({where})"
+    top = results[0]
+    return (f"{len(results)} found ({where}); best: {str(top.get('repo', '')).split('/')[-1]}#{top.get('number')} "
+            f"({float(top.get('score') or 0):.2f})")
+
+
+def _capture_env(repro: ReproDir, python: str) -> str:
+    from bot.env.lockfile import write_lock
+    from bot.env.probe import write_env
+    try:
+        write_env(repro, python)
+    except ReprobotError as e:
+        return f"not captured: {e.message}"
+    try:
+        write_lock(repro, python, None)
+    except ReprobotError as e:
+        return f"env.json written; requirements.lock not written: {e.message}"
+    return "env.json and requirements.lock written from this interpreter"
