@@ -43,7 +43,7 @@ import libcst as cst
 
 from reducer.errors import DeadlineReached, ExitCode, ReprobotError
 from reducer.passes import DEFAULT_PHASES, Pass
-from reducer.passes.base import Candidate, parses
+from reducer.passes.base import Candidate, compiles, libcst_parses, parses
 from reducer.passes.names import unbound_reads
 from reducer.size import Size, count_statements, normalize, size_of
 
@@ -98,6 +98,10 @@ class ReductionStats:
     statements_before: int = 0
     statements_after: int = 0
     wall_time: float = 0.0
+    # CPU time of reprobot's own process (passes, the gate, reading outputs), candidates excluded:
+    # what has to stay small per candidate on a long script.
+    reducer_cpu: float = 0.0
+    proposed: int = 0               # candidates offered by the passes, run or not
 
     def for_pass(self, name: str) -> PassStats:
         return self.passes.setdefault(name, PassStats())
@@ -106,6 +110,7 @@ class ReductionStats:
         d = asdict(self)
         d["passes"] = {k: v.to_dict() for k, v in self.passes.items()}
         d["wall_time"] = round(self.wall_time, 3)
+        d["reducer_cpu"] = round(self.reducer_cpu, 3)
         return d
 
     @classmethod
@@ -148,8 +153,7 @@ class _Checked:
 def _unbound(source: str) -> frozenset[str] | None:
     """``unbound_reads`` of a source; the best's is asked for with every candidate. (Not through
     the passes' parse cache: candidates would push the best out of it.)"""
-    found = unbound_reads(cst.parse_module(source))
-    return None if found is None else frozenset(found)
+    return unbound_reads(source)
 
 
 def _key(source: str) -> str:
@@ -197,6 +201,8 @@ class Reducer:
         self._t0 = time.monotonic()
         self._deadline: float | None = None
         self._wall_before = self.stats.wall_time
+        self._cpu_before = self.stats.reducer_cpu
+        self._cpu0 = time.process_time()
 
     # ---- the gate -------------------------------------------------------------------------
     def consider(self, source: str) -> bool:
@@ -214,15 +220,19 @@ class Reducer:
         key = _key(source)
         if key in self.seen:
             return _Checked(source, size, key, "seen")
-        if not parses(source, self.compile_check):
+        # cheapest first: compile and the name check are C-fast, libcst's parse is not
+        if self.compile_check and not compiles(source):
             return _Checked(source, size, key, "invalid")
         if self._unbinds(source):
             return _Checked(source, size, key, "unbound")
+        if not libcst_parses(source):
+            return _Checked(source, size, key, "invalid")
         return _Checked(source, size, key, None)
 
     def _decide(self, c: _Checked) -> bool:
         ps = self.stats.for_pass(self._pass)
         ps.proposed += 1
+        self.stats.proposed += 1
         if c.why == "seen":
             if c.key in self._prefetched:
                 self._prefetched.discard(c.key)     # a speculative run: already counted in tried
@@ -364,6 +374,7 @@ class Reducer:
     def _refresh_stats(self) -> None:
         self.stats.size_after = self.best_size.to_dict()
         self.stats.wall_time = self._wall_before + time.monotonic() - self._t0
+        self.stats.reducer_cpu = self._cpu_before + time.process_time() - self._cpu0
 
     # ---- the loop -------------------------------------------------------------------------
     def _run_pass(self, p: Pass) -> None:
@@ -395,6 +406,7 @@ class Reducer:
     def run(self) -> ReductionResult:
         """Reduce to a fixpoint of all passes (or until max_time / Ctrl-C)."""
         self._t0 = time.monotonic()
+        self._cpu0 = time.process_time()
         self._deadline = None if self.max_time is None else self._t0 + self.max_time
         self.stats.status = "running"
         try:

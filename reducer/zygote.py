@@ -30,7 +30,10 @@ class ZygoteError(Exception):
 
 
 def warm_imports(source: str, script_dir: Path) -> list[str]:
-    """Modules worth importing ahead: the script's leading block of top-level imports.
+    """Modules worth importing ahead: the script's leading block of top-level imports, each as
+    ``module`` or, for ``from module import a, b``, ``module:a,b``. Resolving the names matters:
+    ``from transformers import AutoModel`` loads the model's code lazily, on that attribute
+    access, and it is most of the import time.
 
     Only the leading block: an import after other statements may depend on them (an
     environment variable set first, a sys.path change), and importing it early would change
@@ -48,12 +51,13 @@ def warm_imports(source: str, script_dir: Path) -> list[str]:
             names += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             if node.module != "__future__":
-                names.append(node.module)
+                attrs = [a.name for a in node.names if a.name != "*"]
+                names.append(node.module + (":" + ",".join(attrs) if attrs else ""))
         else:
             break
     out: list[str] = []
     for name in names:
-        top = name.split(".")[0]
+        top = name.split(":")[0].split(".")[0]
         if (script_dir / f"{top}.py").exists() or (script_dir / top).is_dir():
             continue
         if name not in out:

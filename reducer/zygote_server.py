@@ -13,6 +13,7 @@ Protocol over a SOCK_SEQPACKET socket inherited as fd argv[1], one JSON object p
   server -> {"pid": n}, then {"pid": n, "returncode": rc} when the child has exited
 Closing the socket stops the server.
 """
+import importlib
 import json
 import os
 import socket
@@ -223,14 +224,20 @@ def _child(req, fds, sock):
 def serve(sock, modules):
     imported, failed = [], []
     for name in modules:
+        module, _, attrs = name.partition(":")
         try:
-            __import__(name)
+            mod = importlib.import_module(module)
         except BaseException as exc:  # a module that fails here fails (or not) in the child too
             failed.append([name, ("%s: %s" % (type(exc).__name__, exc))[:200]])
             continue
+        for attr in filter(None, attrs.split(",")):
+            try:
+                getattr(mod, attr)  # `from module import attr`: a lazy module loads its code here
+            except BaseException:  # noqa: BLE001 - the child meets the same error itself
+                pass
         _guard_cuda()
         poisoned = _cuda_initialized() or (
-            name.split(".")[0] in _HEAVY and _gpus_visible() and not _fork_can_use_cuda())
+            module.split(".")[0] in _HEAVY and _gpus_visible() and not _fork_can_use_cuda())
         if poisoned:
             _send(sock, {"ready": False, "cuda_initialized_by": name, "first_cuda_init": _FIRST_CUDA_INIT,
                          "why": "importing %s initialised CUDA; a forked child could not use the GPU" % name})

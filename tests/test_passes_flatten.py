@@ -34,9 +34,14 @@ def test_flatten_offers_nothing_when_nothing_is_called_once() -> None:
 
 
 def test_unbound_reads_sees_reads_not_attributes_or_keywords() -> None:
-    module = parse("import os\nx = os.path.join(a, sep=b)\nprint(x.c, len(x))\n")
-    assert unbound_reads(module) == {"a", "b"}
-    assert unbound_reads(parse("from m import *\nprint(q)\n")) is None
+    assert unbound_reads("import os\nx = os.path.join(a, sep=b)\nprint(x.c, len(x))\n") == {"a", "b"}
+    assert unbound_reads("from m import *\nprint(q)\n") is None
+    # every binding form counts, in any scope (one namespace): nothing here is unbound
+    assert unbound_reads("import a.b as c, d.e\nfrom f import g as h\ndef k(p, *q, r=1, **s):\n"
+                         "    global t\n    t = p\nclass U: pass\nfor v in w(): pass\n"
+                         "try:\n    pass\nexcept E as x:\n    pass\n[y for y in (z := [1])]\n"
+                         "with open('f') as fh:\n    pass\n"
+                         "print(c, d, h, k, q, r, s, t, U, v, x, y, z, fh)\n") == {"w", "E"}
 
 
 def test_gate_refuses_a_candidate_that_unbinds_a_read_name_without_running_it() -> None:

@@ -296,3 +296,31 @@ def test_max_time_stops_a_reduction_and_resume_continues(tmp_path):
     assert "not confirmed again" in second.stdout
     done = json.loads((folder / "reduction.json").read_text())
     assert done["status"] == "done" and done["runs"] > data["runs"]
+
+
+def test_from_imports_resolve_lazy_attributes_in_the_zygote(tmp_path):
+    """`from pkg import Name` on a lazy package (transformers' style: the class's module loads
+    on attribute access) is resolved once in the zygote, not in every child."""
+    site = tmp_path / "site"
+    (site / "lazypkg").mkdir(parents=True)
+    write(site / "lazypkg" / "__init__.py", """
+        def __getattr__(name):
+            if name == "Heavy":
+                from lazypkg.heavy import Heavy
+                return Heavy
+            raise AttributeError(name)
+    """)
+    write(site / "lazypkg" / "heavy.py", """
+        import os
+        class Heavy:
+            loaded_in = os.getpid()
+    """)
+    script = write(tmp_path / "job.py", """
+        from lazypkg import Heavy
+        import os
+        raise RuntimeError("loaded here" if Heavy.loaded_in == os.getpid() else "loaded ahead")
+    """)
+    assert warm_imports(script.read_text(), tmp_path) == ["lazypkg:Heavy", "os"]
+    warm, cold = both(script, env={"PYTHONPATH": str(site)})
+    assert "RuntimeError: loaded ahead" in warm.stderr
+    assert "RuntimeError: loaded here" in cold.stderr

@@ -50,13 +50,24 @@ def parse_with_positions(source: str):
 
 
 def parses(source: str, compile_check: bool = True) -> bool:
-    """libcst can parse it and (unless the original itself needs a newer Python than ours)
-    ``compile`` accepts it, which also catches `return` outside a function and the like."""
+    """``compile`` accepts it (unless the original itself needs a newer Python than ours; it
+    also catches `return` outside a function and the like) and libcst can parse it. compile
+    comes first: it is C, and a hundred times faster on a long script."""
+    return (not compile_check or compiles(source)) and libcst_parses(source)
+
+
+def compiles(source: str) -> bool:
+    try:
+        compile(source, "<candidate>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def libcst_parses(source: str) -> bool:
     try:
         cst.parse_module(source)
-        if compile_check:
-            compile(source, "<candidate>", "exec", dont_inherit=True)
-    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError, MemoryError):
+    except (cst.ParserSyntaxError, RecursionError, MemoryError):
         return False
     return True
 

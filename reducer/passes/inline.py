@@ -2,7 +2,9 @@
 the arguments bound as assignments plus the body, and the definition goes (it is dead now)."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
+from typing import Any
 
 import libcst as cst
 
@@ -73,9 +75,27 @@ def _binds_locally(fn: cst.FunctionDef, name: str) -> bool:
     return binding_counts(fn.body).get(name, 0) > 0
 
 
-def _call_site(module: cst.Module, fn: cst.FunctionDef):
-    """The one statement calling ``fn`` and the call in it, when inlining there is possible."""
-    name = fn.name.value
+def _first_calls(expr: cst.BaseExpression) -> Iterable[tuple[str, cst.Call]]:
+    """(callee name, call) for every call ``_nested_call`` could return from ``expr``, in its order."""
+    if isinstance(expr, (cst.Subscript, cst.Attribute)):
+        yield from _first_calls(expr.value)
+        return
+    if not isinstance(expr, cst.Call):
+        return
+    f = expr.func
+    if isinstance(f, cst.Name):
+        yield f.value, expr
+    elif isinstance(f, cst.Attribute):
+        yield f.attr.value, expr
+    for arg in expr.args:
+        yield from _first_calls(arg.value)
+
+
+@functools.lru_cache(maxsize=8)
+def _call_sites(module: cst.Module) -> dict[str, tuple[cst.SimpleStatementLine, cst.BaseSmallStatement, cst.Call]]:
+    """For each callee name, the first one-statement line calling it (and the statement and the
+    call): one walk of the module, so finding every function's call site stays linear."""
+    sites: dict[str, tuple[cst.SimpleStatementLine, cst.BaseSmallStatement, cst.Call]] = {}
     for line in collect(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
         s = line.body[0]
         if isinstance(s, (cst.Expr, cst.Assign, cst.Return)):
@@ -84,10 +104,16 @@ def _call_site(module: cst.Module, fn: cst.FunctionDef):
             expr = s.exc
         else:
             continue
-        call = _nested_call(expr, name) if expr is not None else None
-        if call is not None:
-            return line, s, call
-    return None
+        if expr is None:
+            continue
+        for name, call in _first_calls(expr):
+            sites.setdefault(name, (line, s, call))
+    return sites
+
+
+def _call_site(module: cst.Module, fn: cst.FunctionDef):
+    """The one statement calling ``fn`` and the call in it, when inlining there is possible."""
+    return _call_sites(module).get(fn.name.value)
 
 
 def targets(module: cst.Module) -> list[cst.FunctionDef]:
@@ -106,6 +132,13 @@ def targets(module: cst.Module) -> list[cst.FunctionDef]:
 
 
 def inline_call(module: cst.Module, fn: cst.FunctionDef) -> str | None:
+    pairs = _inline_pairs(module, fn)
+    return None if pairs is None else replace_many(module, pairs)
+
+
+def _inline_pairs(module: cst.Module, fn: cst.FunctionDef) -> list[tuple[cst.CSTNode, Any]] | None:
+    """The replacements that inline ``fn`` at its one call site: the site's line becomes the
+    bound arguments plus the body, and the definition goes."""
     site = _call_site(module, fn)
     if site is None:
         return None
@@ -155,7 +188,7 @@ def inline_call(module: cst.Module, fn: cst.FunctionDef) -> str | None:
         # `main()` whose `return 0` ends the body: the value is dropped, a call is kept
         tail = [cst.SimpleStatementLine([cst.Expr(result)])] if result is not None and not is_pure(result) else []
     new = splice(binds + body + tail, line)
-    return replace_many(module, [(line, new), (fn, cst.RemoveFromParent())])
+    return [(line, new), (fn, cst.RemoveFromParent())]
 
 
 def _alternatives(module: cst.Module, fn: cst.CSTNode) -> Iterable[str | None]:
@@ -170,23 +203,53 @@ def inline_functions(gate: Gate) -> None:
 def flattened(source: str) -> str | None:
     """Every function called once inlined into its caller, repeatedly (``main`` into the module,
     the loader into ``main``, ...), the ``__main__`` guard unwrapped: the failing path as one
-    straight script, offered as ONE candidate. Inlining one function at a time costs a run each."""
+    straight script, offered as ONE candidate. Inlining one function at a time costs a run each.
+
+    Each round inlines a batch of independent functions in one rewrite (one parse, one walk),
+    so a script of a thousand helpers takes as many rounds as its call chain is deep."""
     from reducer.passes.base import parses
     from reducer.passes.unwrap import unwrap_main_guard
     changed = False
     for _ in range(100):
         module = parse(source)
-        for fn in targets(module):
-            new = safe(lambda fn=fn: inline_call(module, fn))
-            if new is not None and parses(new):
-                source, changed = new, True
-                break
-        else:
+        new = _inline_batch(module, targets(module))
+        if new is None:
             break
+        source, changed = new, True
     guardless = safe(lambda: unwrap_main_guard(source))
     if guardless is not None and guardless != source and parses(guardless):
         source, changed = guardless, True
     return source if changed else None
+
+
+def _inline_batch(module: cst.Module, fns: list[cst.FunctionDef]) -> str | None:
+    """Inline the functions of ``fns`` whose call sites are not inside another inlined function
+    (and share no line with one), all in one rewrite; one at a time if the batch does not parse."""
+    from reducer.passes.base import parses
+    chosen: list[tuple[cst.FunctionDef, list[tuple[cst.CSTNode, Any]]]] = []
+    removed: set[int] = set()           # statement lines inside a chosen function
+    sites: set[int] = set()             # the chosen call-site lines
+    for fn in fns:
+        pairs = safe(lambda fn=fn: _inline_pairs(module, fn))
+        if not pairs:
+            continue
+        site_line = id(pairs[0][0])
+        inner = {id(n) for n in collect(fn, lambda n: isinstance(n, cst.SimpleStatementLine))}
+        if site_line in removed or site_line in sites or inner & sites:
+            continue
+        chosen.append((fn, pairs))
+        removed |= inner
+        sites.add(site_line)
+    if not chosen:
+        return None
+    new = safe(lambda: replace_many(module, [p for _, ps in chosen for p in ps]))
+    if new is not None and parses(new):
+        return new
+    for fn, pairs in chosen:
+        one = safe(lambda pairs=pairs: replace_many(module, pairs))
+        if one is not None and parses(one):
+            return one
+    return None
 
 
 def flatten(gate: Gate) -> None:
