@@ -14,11 +14,11 @@ from reducer.passes.base_multi import replace_many
 from reducer.passes.cleanup import is_pure, uses
 
 
-def _own_nodes(fn: cst.FunctionDef, kind: type) -> list[cst.CSTNode]:
-    """Nodes of ``kind`` in fn's body, not counting nested functions/classes."""
-    found: list[cst.CSTNode] = []
+def _own_nodes(fn: cst.FunctionDef, *kinds: type) -> dict[type, list[cst.CSTNode]]:
+    """Nodes of each of ``kinds`` in fn's body, not counting nested functions/classes: one walk."""
+    found: dict[type, list[cst.CSTNode]] = {k: [] for k in kinds}
 
-    class V(cst.CSTVisitor):
+    class OwnNodes(cst.CSTVisitor):
         def visit_FunctionDef(self, node):
             return node is fn
 
@@ -26,11 +26,12 @@ def _own_nodes(fn: cst.FunctionDef, kind: type) -> list[cst.CSTNode]:
             return False
 
         def on_visit(self, node):
-            if isinstance(node, kind):
-                found.append(node)
+            for kind in kinds:
+                if isinstance(node, kind):
+                    found[kind].append(node)
             return super().on_visit(node)
 
-    fn.visit(V())
+    fn.visit(OwnNodes())
     return found
 
 
@@ -40,11 +41,12 @@ def _inlinable(fn: cst.FunctionDef) -> bool:
     p = fn.params
     if not isinstance(p.star_arg, cst.MaybeSentinel) and p.star_arg is not None or p.star_kwarg is not None:
         return False
-    if _own_nodes(fn, cst.Yield) or _own_nodes(fn, cst.Global) or _own_nodes(fn, cst.Nonlocal):
-        return False
     if not isinstance(fn.body, cst.IndentedBlock):
         return False
-    returns = _own_nodes(fn, cst.Return)
+    own = _own_nodes(fn, cst.Yield, cst.Global, cst.Nonlocal, cst.Return)
+    if own[cst.Yield] or own[cst.Global] or own[cst.Nonlocal]:
+        return False
+    returns = own[cst.Return]
     if not returns:
         return True
     last = fn.body.body[-1]
@@ -119,8 +121,11 @@ def _call_site(module: cst.Module, fn: cst.FunctionDef):
 def targets(module: cst.Module) -> list[cst.FunctionDef]:
     used = uses(module)
     out = []
+    sites = _call_sites(module)
     for fn in collect(module, lambda n: isinstance(n, cst.FunctionDef)):
         name = fn.name.value
+        if name not in sites or used.get(name, 0) < 1:
+            continue  # never called where it could be inlined: no walk of its body needed
         # a local of the same name (`main = 0 if cuda else "cpu"` inside main) is not a call
         inside = uses(fn.body).get(name, 0) if _binds_locally(fn, name) else 0
         if used.get(name, 0) - inside == 1 and _inlinable(fn):
