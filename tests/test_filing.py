@@ -113,6 +113,7 @@ def test_rerun_after_lost_answer_adopts_without_a_second_post(repro: Path, gh: F
         calls["n"] += 1
         if calls["n"] == 2:
             gh.fail_next("GET", r"^/search/issues$", 502, times=20)
+            gh.fail_next("GET", r"^/repos/huggingface/peft/issues$", 502, times=20)
         return real(client, repo, sig)
 
     monkeypatch.setattr(filing, "find_marked", find_then_lose_github)
@@ -161,3 +162,43 @@ def test_submit_without_yes_needs_a_terminal(repro: Path, gh: FakeGitHub, capsys
     assert main(["file", str(repro), "--submit", "--repo", "peft"]) == ExitCode.USAGE
     assert "--yes" in capsys.readouterr().err
     assert gh.requests_to("POST", ISSUES) == []
+
+
+def test_search_lag_and_no_user_endpoint_still_find_the_issue(repro: Path, gh: FakeGitHub,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """An App installation token cannot read /user (403) and search has not indexed the new
+    issue yet: the repository's recent issues are read directly, and the marker is found."""
+    existing = gh.add_issue(REPO, title="filed a minute ago", body="...\n\n" + marker(sig_id(repro)) + "\n",
+                            user="someone-else")
+    gh.fail_next("GET", r"^/search/issues$", 200, times=5,
+                 body={"total_count": 0, "incomplete_results": False, "items": []})
+    gh.fail_next("GET", r"^/user$", 403, times=5)
+    assert submit(repro) == 0
+    assert gh.requests_to("POST", ISSUES) == []
+    assert f"already filed: {existing['html_url']}" in flat(capsys.readouterr().out)
+
+
+def test_could_not_check_is_never_not_found(repro: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]) -> None:
+    gh.fail_next("GET", r"^/search/issues$", 502, times=20)
+    gh.fail_next("GET", r"^/user$", 403, times=20)
+    gh.fail_next("GET", r"^/repos/huggingface/peft/issues$", 500, times=20)
+    assert submit(repro) == ExitCode.NETWORK
+    err = flat(capsys.readouterr().err)
+    assert "could not check huggingface/peft for an issue already filed" in err and "nothing was filed" in err
+    assert gh.requests_to("POST", ISSUES) == [] and issues_in(gh) == []
+
+
+def test_two_submits_at_once_file_one_issue(repro: Path, gh: FakeGitHub) -> None:
+    """Two `file --submit` processes on the same folder: the lock lets one file; the other
+    says another is filing, or finds the issue already filed."""
+    import os
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), "REPROBOT_GITHUB_API": gh.url, "GITHUB_TOKEN": "test-token"}
+    cmd = [sys.executable, "-m", "bot", "file", str(repro), "--submit", "--yes", "--repo", "peft", "--no-search"]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    results = [(p.wait(timeout=120), p.stdout.read() + p.stderr.read()) for p in procs]
+    assert len(issues_in(gh)) == 1 and len(gh.requests_to("POST", ISSUES)) == 1, results
+    assert sorted(code for code, _ in results) in ([0, 0], [0, ExitCode.USAGE]), results

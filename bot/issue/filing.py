@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from github import Github, GithubException
+from github import BadCredentialsException, Github, GithubException
 
 from bot.issue.draft import MARKER_PREFIX, Draft, marker
 from bot.scrub import find_secrets
@@ -29,6 +29,7 @@ from reducer.errors import ExitCode, ReprobotError
 # reprobot's own editing aids in a draft (notes, "confirm this" prompts): not for upstream.
 _OWN_COMMENTS = re.compile(r"<!-- reprobot:(?:notes|confirm|missing)\b.*?-->[ \t]*\n?", re.DOTALL)
 RECENT = timedelta(days=2)  # how far back the filer's own issues are checked for the marker
+RECENT_ANYONE = 300         # issues read when the filer is unknown (a busy repository gets ~100 a day)
 
 
 @dataclass(frozen=True)
@@ -105,30 +106,75 @@ def _record(repro: ReproDir, issue: FiledIssue) -> None:
 
 
 def find_marked(client: Github, repo: str, sig_id: str) -> Any | None:
-    """An issue in ``repo`` whose body holds this signature's marker, or None.
+    """An issue in ``repo`` whose body holds this signature's marker, or None when none is there.
 
-    Search first (finds it whoever filed it); then the token owner's issues updated in the
-    last days, read directly, since search can lag behind a create by a minute or more.
+    Search first (finds it whoever filed it, whenever); then the repository's issues updated in
+    the last days, read directly, since search can lag behind a create by a minute or more: the
+    token owner's own when GitHub says who that is, else all of them (an App installation token
+    cannot read ``/user``). "Could not check" is never "not found": when neither listing can be
+    read this raises, and nothing is filed.
     """
     from bot.issue.github import search_throttle
 
     needle = marker(sig_id)
-    search_throttle(client).acquire()
-    query = f'repo:{repo} is:issue in:body "{MARKER_PREFIX[5:]}{sig_id}"'
-    # islice, not [:30]: PyGithub's slice of an empty result raises IndexError.
-    for item in itertools.islice(client.search_issues(query), 30):
-        if needle in (item.body or ""):
-            return item
+    searched = True
     try:
-        login = client.get_user().login
+        search_throttle(client).acquire()
+        query = f'repo:{repo} is:issue in:body "{MARKER_PREFIX[5:]}{sig_id}"'
+        # islice, not [:30]: PyGithub's slice of an empty result raises IndexError.
+        for item in itertools.islice(client.search_issues(query), 30):
+            if needle in (item.body or ""):
+                return item
+    except BadCredentialsException:
+        raise
     except GithubException:
-        return None
+        searched = False  # the direct listing below still decides
+    try:
+        login: str | None = client.get_user().login
+    except GithubException:
+        login = None
     since = datetime.now(timezone.utc) - RECENT
-    gh_repo = client.get_repo(repo)
-    for item in itertools.islice(gh_repo.get_issues(state="all", creator=login, since=since), 100):  # type: ignore[arg-type]
-        if item.pull_request is None and needle in (item.body or ""):
-            return item
+    try:
+        gh_repo = client.get_repo(repo)
+        listing = (gh_repo.get_issues(state="all", creator=login, since=since) if login  # type: ignore[arg-type]
+                   else gh_repo.get_issues(state="all", since=since))
+        for item in itertools.islice(listing, 100 if login else RECENT_ANYONE):
+            if item.pull_request is None and needle in (item.body or ""):
+                return item
+    except GithubException as e:
+        raise ReprobotError(f"could not check {repo} for an issue already filed for this failure "
+                            f"(GitHub answered {e.status}{'' if searched else ', and search failed too'}); "
+                            "nothing was filed", ExitCode.NETWORK) from None
     return None
+
+
+class FilingLock:
+    """One `file --submit` at a time per repro folder: a second one waits for nothing, it says so."""
+
+    def __init__(self, repro: ReproDir) -> None:
+        self.path = repro.path / ".filing.lock"
+        self._fd: int | None = None
+
+    def __enter__(self) -> "FilingLock":
+        import fcntl
+        import os
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            self._fd = None
+            raise ReprobotError(f"another `reprobot file --submit` is filing from {self.path.parent.name} now; "
+                                "run it again when that one has finished", ExitCode.USAGE) from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import fcntl
+        import os
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
 
 
 def _filed(repo: str, item: Any, draft: Draft, created: bool) -> FiledIssue:
@@ -138,6 +184,11 @@ def _filed(repo: str, item: Any, draft: Draft, created: bool) -> FiledIssue:
 
 def submit(repro: ReproDir, draft: Draft, client: Github) -> SubmitResult:
     """File ``draft`` on GitHub unless it is already there; record the URL in filed.json."""
+    with FilingLock(repro):
+        return _submit(repro, draft, client)
+
+
+def _submit(repro: ReproDir, draft: Draft, client: Github) -> SubmitResult:
     from bot.issue.github import github_errors
 
     prior = already_filed(repro, draft.repo)
