@@ -15,6 +15,7 @@ the secret: only a kind, a redacted preview (public prefix + length) and a line 
 from __future__ import annotations
 
 import bisect
+import functools
 import getpass
 import os
 import re
@@ -54,6 +55,13 @@ _TOKENS: tuple[_TokenKind, ...] = (
     _TokenKind("openai_key", "sk-", r"(?<![\w-])sk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{20,}(?![\w-])", 51,
                _TOKEN_CHARS),
     _TokenKind("jwt", "eyJ", r"\beyJ[A-Za-z0-9_\-]{6,}\.eyJ[A-Za-z0-9_\-]{6,}\.[A-Za-z0-9_\-]{6,}", 0),
+    # Hugging Face organisation API tokens (legacy): "api_org_" + 34.
+    _TokenKind("hf_token", "api_org_", r"\bapi_org_[A-Za-z0-9]{30,}\b", 42),
+    _TokenKind("google_api_key", "AIza", r"\bAIza[0-9A-Za-z_\-]{35}(?![\w-])", 39, _TOKEN_CHARS),
+    _TokenKind("npm_token", "npm_", r"\bnpm_[A-Za-z0-9]{36}\b", 40),
+    _TokenKind("pypi_token", "pypi-", r"(?<![\w-])pypi-AgE[A-Za-z0-9_\-]{50,}", 0, _TOKEN_CHARS),
+    _TokenKind("stripe_key", "sk_live_", r"\b[rs]k_live_[A-Za-z0-9]{20,}\b", 0, head=r"[rs]k_live_"),
+    _TokenKind("slack_token", "xox", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", 0, _TOKEN_CHARS, head=r"xox[abposr]-"),
 )
 
 _PEM = re.compile(r"-----BEGIN ([A-Z0-9 ]{1,40})-----.*?(?:-----END \1-----|\Z)", re.DOTALL)
@@ -62,6 +70,11 @@ _AWS_SECRET = re.compile(r"(?i)(aws_secret_access_key[ \t]*[=:][ \t]*[\"']?)([A-
 _AUTH_HEADER = re.compile(
     r"(?i)([\"']?(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:(?:bearer|token|basic|digest)\s+)?)"
     r"([^\s\"',}]+)")
+# Keys recognisable by what they are passed to: wandb.login(key=<40 hex>), Azure connection strings.
+_KEY_ARG = re.compile(r"(?i)(\b(?:api_)?key[ \t]*=[ \t]*[\"'])([0-9a-f]{32,64})(?=[\"'])")
+_AZURE_KEY = re.compile(r"(?i)(AccountKey|SharedAccessKey|sig)=([A-Za-z0-9+/%]{16,}={0,2})")
+# Credentials in a URL: https://user:password@host; both parts go.
+_URL_CREDENTIALS = re.compile(r"(?<=://)([^/\s:@\\\"'<>]+):([^/\s@\\\"'<>]+)@")
 # Env-style assignments: HF_TOKEN=..., OPENAI_API_KEY: ..., os.environ["GH_TOKEN"] = "...".
 # A value starting with $ or < is a reference or a placeholder, not a secret.
 _ENV_ASSIGN = re.compile(
@@ -79,7 +92,7 @@ _SITE_WIN = re.compile(r"(?<![\w])[A-Za-z]:\\(?:[^\\/\n\"'<>|*?:]+\\)*?(?:site|d
 _PATH_REST = re.compile(r"[^\s\"'<>|*?:,]*")
 _HOME_POSIX = re.compile(r"(?<![\w.-])(?:/mnt/[a-z])?(?:/home|/Users|/var/home)/([^/\s\"'<>:]+)"
                          r"|(?<![\w.-])/root(?![\w.-])")
-_HOME_WIN = re.compile(r"(?<![\w])[A-Za-z]:[\\/](?:Users|Documents and Settings)[\\/]([^\\/\n\"'<>|*?:]+)",
+_HOME_WIN = re.compile(r"(?<![\w])[A-Za-z]:[\\/]{1,2}(?:Users|Documents and Settings)[\\/]{1,2}([^\\/\n\"'<>|*?:]+)",
                        re.IGNORECASE)
 # Any other absolute drive path (the seed's E:\Folder\...): its folders go, the file name stays.
 _DRIVE_DIRS = re.compile(r"(?<![\w])[A-Za-z]:[\\/](?:[^\\/\n\"'<>|*?:]+[\\/])+")
@@ -90,6 +103,8 @@ _EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\
 _INTERNAL_HOST = re.compile(
     r"(?<![\w.-])(?:[a-z0-9-]+\.){2,}(?:internal|local|lan|corp|intra|intranet|home|localdomain)(?![\w.(-])"
     r"|(?<![\w.-])[a-z0-9-]+\.(?:internal|lan|corp|intranet|localdomain)(?![\w.(-])", re.IGNORECASE)
+# IPv6 unique-local (fc00::/7) and link-local (fe80::/10) addresses.
+_PRIVATE_IP6 = re.compile(r"(?<![\w:])(?:f[cd][0-9a-f]{2}|fe[89ab][0-9a-f]):[0-9a-f:]*[0-9a-f](?![\w:])", re.IGNORECASE)
 _PRIVATE_IP = re.compile(
     r"(?<![\w.])(?:10(?:\.\d{1,3}){3}|192\.168(?:\.\d{1,3}){2}|172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2})(?![\w.])")
 
@@ -216,6 +231,74 @@ def _find_labelled_secrets(text: str) -> Iterable[_Hit]:
         yield _secret_hit("secret_assignment", m.start(2), m.end(2), m.group(2), f"{m.group(1)}=")
     for m in _CODE_ASSIGN.finditer(text):
         yield _secret_hit("secret_assignment", m.start(2), m.end(2), m.group(2), f"{m.group(1)}=")
+    for m in _KEY_ARG.finditer(text):
+        yield _secret_hit("api_key", m.start(2), m.end(2), m.group(2), "key=")
+    for m in _AZURE_KEY.finditer(text):
+        yield _secret_hit("azure_key", m.start(2), m.end(2), m.group(2), f"{m.group(1)}=")
+    for m in _URL_CREDENTIALS.finditer(text):
+        yield _secret_hit("url_credentials", m.start(), m.end() - 1, m.group()[:-1])
+
+
+# detect-secrets' detectors (Yelp's maintained set: Slack, Stripe, PyPI, Twilio, SendGrid, keyword
+# assignments such as password='...', basic-auth URLs, ...), run after reprobot's own rules so a
+# token keeps its precise kind. Its entropy detectors are not secrets here: a draft is full of
+# hashes and ids; they are shown to a person instead (``high_entropy``).
+_PLACEHOLDER = re.compile(r"<redacted:[^<>\n]*>|<(?:env|path|email|host|ip|user-or-host|tmp)>")
+_ENTROPY_TYPES = {"Base64 High Entropy String", "Hex High Entropy String"}
+_NOT_SECRET_TYPES = _ENTROPY_TYPES | {"Public IP (ipv4)"}
+
+
+@functools.lru_cache(maxsize=1)
+def _detectors() -> tuple[list, list]:
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    mapping = get_mapping_from_secret_type_to_class()
+    secret = [cls() for t, cls in sorted(mapping.items()) if t not in _NOT_SECRET_TYPES]
+    entropy = [cls() for t, cls in sorted(mapping.items()) if t in _ENTROPY_TYPES]
+    return secret, entropy
+
+
+def _detected(text: str, plugins: list) -> Iterable[tuple[int, int, str, str]]:
+    """(start, end, secret type, value) for each value the plugins find, line by line."""
+    pos = 0
+    for n, line in enumerate(text.split("\n"), 1):
+        if line.strip():
+            # reprobot's own placeholders (text scrubbed before) are never a finding again
+            placed = [(m.start(), m.end()) for m in _PLACEHOLDER.finditer(line)]
+            for plugin in plugins:
+                try:
+                    found = plugin.analyze_line(filename="reprobot.draft", line=line, line_number=n)
+                except Exception:  # noqa: BLE001 - a detector's own bug must not stop scrubbing
+                    continue
+                for secret in found:
+                    value = secret.secret_value or ""
+                    if len(value) < 6:
+                        continue
+                    for m in re.finditer(re.escape(value), line):
+                        if not any(a < m.end() and m.start() < b for a, b in placed):
+                            yield pos + m.start(), pos + m.end(), secret.type, value
+        pos += len(line) + 1
+
+
+def _find_detect_secrets(text: str) -> Iterable[_Hit]:
+    for start, end, kind, value in _detected(text, _detectors()[0]):
+        slug = re.sub(r"[^a-z0-9]+", "_", kind.lower()).strip("_")
+        yield _secret_hit(slug, start, end, value)
+
+
+def high_entropy(text: str) -> list[Finding]:
+    """Strings random enough to be a credential nobody has a rule for: not scrubbed (drafts hold
+    hashes and ids), shown to a person before anything is filed."""
+    hits = [_Hit(a, b, "high_entropy", _redacted(v, v[:3]), "", False)
+            for a, b, _kind, v in _detected(text, _detectors()[1])]
+    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for h in sorted(hits, key=lambda h: h.start):
+        if (h.start, h.end) in seen:
+            continue
+        seen.add((h.start, h.end))
+        out.append(Finding(h.kind, h.preview, bisect.bisect_right(line_starts, h.start), False))
+    return out
 
 
 def _find_site_packages(text: str) -> Iterable[_Hit]:
@@ -249,6 +332,8 @@ def _find_contacts(text: str) -> Iterable[_Hit]:
         yield _Hit(m.start(), m.end(), "hostname", "\u2026." + m.group().rsplit(".", 1)[-1], "<host>", False)
     for m in _PRIVATE_IP.finditer(text):
         yield _Hit(m.start(), m.end(), "private_ip", m.group().split(".")[0] + ".\u2026", "<ip>", False)
+    for m in _PRIVATE_IP6.finditer(text):
+        yield _Hit(m.start(), m.end(), "private_ip", m.group().split(":")[0] + ":\u2026", "<ip>", False)
 
 
 def local_identity() -> tuple[str, ...]:
@@ -278,7 +363,7 @@ def _identity_finder(names: Iterable[str]) -> Callable[[str], Iterable[_Hit]]:
 
 
 _SECRET_FINDERS: tuple[Callable[[str], Iterable[_Hit]], ...] = (
-    _find_pem, _find_split_tokens, _find_tokens, _find_labelled_secrets)
+    _find_pem, _find_split_tokens, _find_tokens, _find_labelled_secrets, _find_detect_secrets)
 _PRIVATE_FINDERS: tuple[Callable[[str], Iterable[_Hit]], ...] = (
     _find_site_packages, _find_homes, _find_drive_paths, _find_contacts)
 

@@ -289,3 +289,17 @@ def test_malformed_inputs_are_one_line_errors(repro: Path, capsys: pytest.Captur
 def test_fence_outlasts_backticks_and_drops_leading_blank_lines() -> None:
     assert fence("\n\n  x = 1\n", "python") == "```python\n  x = 1\n```"
     assert fence('s = """```"""', "python") == '````python\ns = """```"""\n````'
+
+
+def test_file_dry_run_flags_random_looking_strings_for_a_person(repro: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import random
+    import string
+    assert main(["draft", str(repro), "--repo", "peft"]) == 0
+    blob = "".join(random.Random(7).choice(string.ascii_letters + string.digits) for _ in range(40))
+    md = repro / "draft-peft.md"
+    md.write_text(md.read_text().replace("Save it as", f'(client_cert="{blob}") Save it as'))
+    capsys.readouterr()
+    assert main(["file", str(repro), "--dry-run", "--repo", "peft"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "check: body line" in out and "random-looking string" in out
+    assert blob not in out.split("URL")[0].split("check:")[1]  # the flag never prints the value

@@ -267,3 +267,81 @@ def test_findings_report_lines_and_never_values() -> None:
     for f in result.findings:
         assert HF[3:] not in str(f) and "jane" not in str(f)
     assert Finding.from_dict(result.findings[0].to_dict()) == result.findings[0]
+
+
+# --- kinds from the security probe (issue 18): each planted where real scripts leak them ------
+HEX = "0123456789abcdef"
+SLACK_BOT = "xo" + "xb-" + fake(string.digits, 12) + "-" + fake(string.digits, 13) + "-" + fake(ALNUM, 24)
+SLACK_HOOK = ("https://hooks." + "slack.com/services/T" + fake(UPPER, 8) + "/B" + fake(UPPER, 8) + "/"
+              + fake(ALNUM, 24))
+HF_ORG = "api" + "_org_" + fake(ALNUM, 34)
+GOOGLE = "AI" + "za" + fake(ALNUM, 35)
+NPM = "np" + "m_" + fake(ALNUM, 36)
+PYPI = "py" + "pi-AgEI" + fake(ALNUM, 80)
+STRIPE = "sk" + "_live_" + fake(ALNUM, 32)
+WANDB = fake(HEX, 40)
+AZURE = fake(ALNUM + "+/", 86) + "=="
+PASSWORD = "Tr0ub4dor&3-" + fake(ALNUM, 6)
+URL_PASS = "s3cr3t-" + fake(ALNUM, 8)
+
+
+@pytest.mark.parametrize("text,value", [
+    (f'client = WebClient(token="{SLACK_BOT}")', SLACK_BOT),
+    (f"requests.post('{SLACK_HOOK}', json=payload)", SLACK_HOOK[-24:]),
+    (f"HfApi(token='{HF_ORG}')", HF_ORG),
+    (f"ValueError: invalid key {GOOGLE} for the Gemini endpoint", GOOGLE),
+    (f"//registry.npmjs.org/:_authToken={NPM}", NPM),
+    (f"twine upload -p {PYPI} dist/*", PYPI),
+    (f'stripe.api_key = "{STRIPE}"', STRIPE),
+    (f'wandb.login(key="{WANDB}")', WANDB),
+    (f"conn = 'DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={AZURE};EndpointSuffix=core.windows.net'",
+     AZURE),
+    (f"db = connect(host='db', password='{PASSWORD}')", PASSWORD),
+    (f"git clone https://carol:{URL_PASS}@git.example.com/team/repo.git", URL_PASS),
+    (f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET),
+])
+def test_more_credential_kinds_are_secrets(text: str, value: str) -> None:
+    result = scrub(text, names=NO_NAMES)
+    assert_gone(value, result.text)
+    assert result.secrets, result.findings
+    assert find_secrets(text), text
+    assert find_secrets(result.text) == [], result.text
+    assert all(value not in f.preview for f in result.findings)
+
+
+def test_url_credentials_take_the_user_name_too() -> None:
+    result = scrub(f"fetching https://carol:{URL_PASS}@git.example.com/x.git failed", names=NO_NAMES)
+    assert "carol" not in result.text and "git.example.com/x.git" in result.text
+
+
+@pytest.mark.parametrize("text,gone", [
+    ("FileNotFoundError: 'C:\\\\Users\\\\carol\\\\data\\\\x.json'", "carol"),   # a repr doubles backslashes
+    ("listening on fd12:3456:789a:1::2 port 29500", "fd12:3456"),
+    ("peer fe80::1c2d:3e4f:5a6b:7c8d%eth0 unreachable", "fe80::1c2d"),
+])
+def test_more_private_details(text: str, gone: str) -> None:
+    result = scrub(text, names=NO_NAMES)
+    assert gone not in result.text and result.findings and not result.secrets
+
+
+@pytest.mark.parametrize("text", [
+    'tokenizer.pad_token = "<pad>"',
+    'LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")',
+    "--hash=sha256:" + fake(HEX, 64),
+    'model = AutoModelForCausalLM.from_pretrained("google/gemma-4-e2b-it", device_map={"": 0})',
+    "Failure signature `4652b09e9c`: `ValueError` raised at `peft/tuners/lora/model.py:_create_new_module`",
+    "x = torch.randn(2, 3, device='cuda:0')  # fe80 is not an address here",
+    "see https://github.com/huggingface/peft/issues/3129#issuecomment-1234567890",
+])
+def test_ordinary_ml_code_is_not_a_secret(text: str) -> None:
+    assert find_secrets(text) == [], text
+    assert scrub(text, names=NO_NAMES).text == text
+
+
+def test_high_entropy_strings_are_flagged_not_scrubbed() -> None:
+    from bot.scrub import high_entropy
+    key = fake(ALNUM, 40)
+    text = f'client = Client(credential="{key}")\nmodel_id = "google/gemma-4-e2b-it"\n'
+    flags = high_entropy(text)
+    assert [f.line for f in flags] == [1] and key not in flags[0].preview
+    assert high_entropy('tokenizer.pad_token = "<pad>"\nx = "q_proj"\n') == []

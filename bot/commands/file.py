@@ -18,7 +18,7 @@ from bot.issue.draft import Draft, build_draft, load_draft, write_draft
 from bot.issue.filing import already_filed, check_safe, submission_body, submit
 from bot.issue.forms import REPO_KEYS, field_values, get_form
 from bot.prepare import Prepared, duplicate_line, likely_duplicate, prepare, search_related
-from bot.scrub import Finding, scrub
+from bot.scrub import Finding, high_entropy, scrub
 from bot.store import DEFAULT_ROOT, ReproDir
 from reducer.errors import ExitCode, ReprobotError
 
@@ -133,6 +133,10 @@ def run(args: argparse.Namespace) -> int:
         _show_findings("Scrubbed now (the draft was edited):", now)
         if secrets:
             console.print(f"[red]--submit would refuse: {len(secrets)} secret pattern(s) in the stored draft[/]")
+        for flag in high_entropy(submission_body(draft)):
+            console.print(f"[yellow]check:[/] body line {flag.line} holds a random-looking string "
+                          f"({escape(flag.preview)}): if it is a credential, remove it from "
+                          f"{escape(repro.draft_md(key).name)}")
         for note in draft.notes:
             console.print(f"[yellow]note:[/] {escape(note)}")
         for fid in check.unconfirmed:
