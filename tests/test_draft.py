@@ -296,7 +296,7 @@ def test_file_dry_run_flags_random_looking_strings_for_a_person(repro: Path, cap
     import string
     assert main(["draft", str(repro), "--repo", "peft"]) == 0
     rng = random.Random(7)
-    blob = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(40))
+    blob = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(64))
     md = repro / "draft-peft.md"
     md.write_text(md.read_text().replace("Save it as", f'(client_cert="{blob}") Save it as'))
     capsys.readouterr()
