@@ -1,6 +1,8 @@
 """Establish the target failure: the script parses, fails, and fails the same way again."""
 from __future__ import annotations
 
+import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,11 +102,47 @@ def _timed_run(runner: Runner, spec: FailureSpec) -> Outcome:
             raise ReprobotError("stopped at the time limit (--max-time) before the failure was confirmed",
                                 ExitCode.TIME_LIMIT)
         timeout = min(timeout, left)
-    outcome = runner.run(spec.source, timeout=timeout, warm=False)
+    cap = original_memory_cap()
+    outcome = runner.run(spec.source, timeout=timeout, warm=False, max_rss=cap)
     if outcome.timed_out and timeout < spec.timeout:
         raise ReprobotError("stopped at the time limit (--max-time) before the failure was confirmed",
                             ExitCode.TIME_LIMIT)
+    _refuse_out_of_memory(spec, outcome, cap)
     return outcome
+
+
+MEMORY_ENV = "REPROBOT_MAX_RSS"
+
+
+def original_memory_cap() -> int | None:
+    """Resident memory the original may use: $REPROBOT_MAX_RSS (bytes, or with K/M/G suffix),
+    else 90% of this machine's memory, so a runaway script is stopped before the kernel starts
+    killing processes (reprobot's own among them)."""
+    raw = os.environ.get(MEMORY_ENV, "").strip()
+    if raw:
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmg]?)i?b?", raw, re.IGNORECASE)
+        if not m:
+            raise ReprobotError(f"{MEMORY_ENV}={raw!r}: expected bytes, or a number with K, M or G",
+                                ExitCode.USAGE)
+        return int(float(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()])
+    try:
+        return int(0.9 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _refuse_out_of_memory(spec: FailureSpec, outcome: Outcome, cap: int | None) -> None:
+    """Running out of memory is the machine's problem, not a failure to report upstream."""
+    gib = outcome.peak_rss / (1 << 30)
+    if outcome.over_memory:
+        raise ReprobotError(f"{spec.script}: used more than {cap / (1 << 30):.1f} GiB of memory and was stopped: "
+                            f"the machine would run out of memory (set {MEMORY_ENV} to allow more)",
+                            ExitCode.OUT_OF_MEMORY)
+    python_failures = [r for r in outcome.tracebacks if r.kind != "crash"]
+    if outcome.signal == "SIGKILL" and not python_failures:
+        raise ReprobotError(f"{spec.script}: killed by SIGKILL without a Python traceback (peak {gib:.1f} GiB): "
+                            "most likely the machine ran out of memory and the kernel killed it; "
+                            "that is not a bug to report upstream", ExitCode.OUT_OF_MEMORY)
 
 
 def make_runner(spec: FailureSpec) -> Runner:

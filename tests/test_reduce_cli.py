@@ -196,3 +196,28 @@ def test_resume_keeps_the_traced_values(tmp_path):
     assert done["status"] == "done" and done["first_cut_done"]
     # both need the trace: without trace.json the resumed search would have neither
     assert done["passes"]["first_cut"]["accepted"] == 1 and done["passes"]["recorded_values"]["accepted"] >= 1
+
+
+def test_a_memory_hog_is_stopped_and_reported_as_out_of_memory(tmp_path):
+    write(tmp_path / "hog.py", """
+        chunks = []
+        while True:
+            chunks.append(bytearray(32 * 1024 * 1024))
+    """)
+    proc = subprocess.run([sys.executable, "-m", "bot", "reduce", "hog.py", "--out", "store", "--no-env"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "REPROBOT_MAX_RSS": "400M"})
+    assert proc.returncode == 15, proc.stdout[-2000:] + proc.stderr[-2000:]
+    err = " ".join(proc.stderr.split())
+    assert "used more than 0.4 GiB of memory and was stopped" in err and "REPROBOT_MAX_RSS" in err
+    assert not (tmp_path / "store").exists() or not list((tmp_path / "store").iterdir())
+
+
+def test_a_sigkill_without_a_traceback_is_not_a_bug_to_report(tmp_path):
+    write(tmp_path / "killed.py", """
+        import os, signal
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    proc = reprobot("reduce", "killed.py", "--out", "store", "--no-env", cwd=tmp_path)
+    assert proc.returncode == 15, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "killed by SIGKILL without a Python traceback" in " ".join(proc.stderr.split())
