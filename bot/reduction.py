@@ -215,6 +215,10 @@ def reduce_failure(failure: Failure, repro: ReproDir, opts: Options | None = Non
 
 
 def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, oracle: Oracle) -> int:
+    from reducer.runner import reap_leftovers
+    left = reap_leftovers()
+    if left:
+        console.print(f"[yellow]stopped {left} process(es) an earlier, killed reprobot had left running[/]")
     try:
         start_source, seen, stats = load_resume(repro, oracle) if opts.resume else (None, {}, None)
     except DeadlineReached:

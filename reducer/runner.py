@@ -16,9 +16,10 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from reducer.errors import ExitCode, ReprobotError
 from reducer.outcome import Outcome, TracebackRecord
@@ -163,6 +164,70 @@ _MEMORY_POLL = 0.25
 _STOP_ALL = threading.Event()
 
 
+# Every run's environment carries its own tag. A process the run started that left its group
+# (setsid, a double-forked daemon) still inherits it, so it can be found and killed when the
+# run ends, wherever it was reparented.
+RUN_TAG_ENV = "REPROBOT_RUN_TAG"
+
+
+def _tagged_processes() -> Iterator[tuple[int, str]]:
+    """(pid, run tag) of every process we can read that carries a run tag."""
+    prefix = f"{RUN_TAG_ENV}=".encode()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return  # no /proc (macOS): the process group kill is all there is
+    me = os.getpid()
+    for name in entries:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        for item in env:
+            if item.startswith(prefix):
+                yield int(name), item[len(prefix):].decode("ascii", "replace")
+                break
+
+
+def kill_tagged(tag: str) -> int:
+    """SIGKILL every process whose environment holds this run's tag; how many."""
+    killed = 0
+    for pid, found in _tagged_processes():
+        if found == tag:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+    return killed
+
+
+def reap_leftovers() -> int:
+    """Kill what an earlier reprobot that was itself killed (SIGKILL, a crash) left running: its
+    runs' tags name its pid, and that pid is gone. How many were killed."""
+    killed = 0
+    for pid, tag in _tagged_processes():
+        owner = tag.split("-", 1)[0]
+        if not owner.isdigit() or int(owner) == os.getpid():
+            continue
+        try:
+            os.kill(int(owner), 0)
+            continue  # that reprobot is still running
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+        except OSError:
+            pass
+    return killed
+
+
 def stop_runs_in_flight() -> None:
     _STOP_ALL.set()
 
@@ -238,7 +303,7 @@ class Runner:
     def base_environment(self) -> dict[str, str]:
         """The environment every run shares (what a warm interpreter starts with)."""
         env = self._environment(Path(tempfile.gettempdir()), None)
-        for k in ("TMPDIR", "TEMP", "TMP"):
+        for k in ("TMPDIR", "TEMP", "TMP", RUN_TAG_ENV):
             env.pop(k, None)
         return env
 
@@ -252,6 +317,7 @@ class Runner:
             "PYTHONUNBUFFERED": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
             "TMPDIR": tmp, "TEMP": tmp, "TMP": tmp,
+            RUN_TAG_ENV: f"{os.getpid()}-{uuid.uuid4().hex}",
             # Rich and tqdm decorate tracebacks and progress bars when they see a terminal.
             "TERM": "dumb", "NO_COLOR": "1",
         })
@@ -369,6 +435,9 @@ class Runner:
             _kill_group(proc.pid)
             while not proc.wait(5.0):
                 _kill_group(proc.pid)
+            # ...and whatever left the group: daemons that called setsid().
+            if env.get(RUN_TAG_ENV):
+                kill_tagged(env[RUN_TAG_ENV])
             for t in pumps:
                 t.join(timeout=5)
         wall = time.monotonic() - start

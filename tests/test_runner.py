@@ -216,3 +216,63 @@ def test_peak_rss_is_measured(tmp_path):
     """)
     out = runner.run(src)
     assert out.failed and out.peak_rss > 250 * 1024 * 1024
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to find processes by their run tag")
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_daemon_that_left_the_process_group_dies_with_its_run(tmp_path, warm):
+    """A run that starts a daemon in a new session (setsid: outside the group the runner kills)
+    leaves nothing behind: the daemon inherited the run's tag and is killed when the run ends."""
+    from reducer.zygote import ZygotePool, warm_imports
+    marker = f"reprobot-daemon-{os.getpid()}-{warm}"
+    script = tmp_path / "daemon.py"
+    script.write_text(textwrap.dedent(f"""
+        import subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "{marker}"],
+                         start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        raise KeyError("daemon started")
+    """))
+    runner = Runner(RunSpec(script=script, timeout=60))
+    if warm:
+        runner.zygotes = ZygotePool(runner.python, warm_imports(script.read_text(), tmp_path) or ["json"],
+                                    runner.base_environment())
+    try:
+        out = runner.run(script.read_text(), warm=warm)
+    finally:
+        if runner.zygotes is not None:
+            runner.zygotes.stop()
+    assert "KeyError" in out.stderr
+    time.sleep(0.3)
+    left = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline_has(p, marker)]
+    assert left == []
+
+
+def _cmdline_has(pid: str, text: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return text.encode() in f.read()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to find processes by their run tag")
+def test_leftovers_of_a_killed_reprobot_are_reaped_on_the_next_start(tmp_path):
+    import subprocess
+    import sys
+    from reducer.runner import RUN_TAG_ENV, reap_leftovers
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that is gone: the "reprobot" that was SIGKILLed
+    marker = f"reprobot-leftover-{os.getpid()}"
+    orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", marker],
+                              env={**os.environ, RUN_TAG_ENV: f"{dead.pid}-abc"}, start_new_session=True)
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", marker],
+                             env={**os.environ, RUN_TAG_ENV: f"{os.getpid()}-def"}, start_new_session=True)
+    try:
+        time.sleep(0.3)
+        assert reap_leftovers() >= 1
+        assert orphan.wait(timeout=10) == -9
+        assert alive.poll() is None  # a run of a reprobot that is still alive is left alone
+    finally:
+        alive.kill()
+        orphan.kill()
