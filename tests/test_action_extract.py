@@ -116,3 +116,21 @@ def test_malformed_events_are_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(ReprobotError) as e:
         load_event(tmp_path / "missing.json")
     assert e.value.exit_code == ExitCode.FILE_MISSING
+
+
+@pytest.mark.parametrize("unit", ["[", "[\n", "```\n", "~~~\n", "[a](", "*a", "> ", "- ", "`", "<"])
+def test_crafted_bodies_are_handled_quickly(unit: str) -> None:
+    """Inputs that make markdown parsers slow: a 1 MB one is refused at once (GitHub stores at
+    most 65,536 characters); one just under the limit is parsed in well under 2 s."""
+    import time
+
+    from bot.action.extract import MAX_BODY, extract
+    from reducer.errors import ReprobotError
+    t0 = time.monotonic()
+    with pytest.raises(ReprobotError, match="GitHub allows 65,536"):
+        extract(unit * (1_000_000 // len(unit)))
+    body = unit * ((MAX_BODY - 200) // len(unit)) + "\n```python\nimport json\njson.loads('{')\n```\n"
+    result = extract(body)
+    elapsed = time.monotonic() - t0
+    assert elapsed < 2.0, elapsed
+    assert result.status in ("ok", "no-script", "syntax-error")

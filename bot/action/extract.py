@@ -37,7 +37,8 @@ _PIP_LINE = re.compile(r"(?<![^\s`(])(?:[$>#]\s*|!|%)?(?:python3?\s+-m\s+)?pip3?
 # .py/.zip/.ipynb files that are not code blocks.
 _ATTACHMENT = re.compile(
     r"https://github\.com/(?:user-attachments/files|[\w.-]+/[\w.-]+/files)/\d+/\S+"
-    r"|\[[^\]]*\]\(\S+\.(?:py|zip|ipynb|tar\.gz|txt)\)", re.IGNORECASE)
+    # bounded link text and URL: an unbounded [^\]]* rescans the rest of the body from every "["
+    r"|\[[^\[\]\n]{0,300}\]\([^\s()]{1,500}\.(?:py|zip|ipynb|tar\.gz|txt)\)", re.IGNORECASE)
 MAX_REQUIREMENTS = 40
 
 
@@ -77,8 +78,19 @@ class Extraction:
                 "attachments": self.attachments}
 
 
+# GitHub stores at most this many characters in an issue or discussion body: a longer "body"
+# did not come from GitHub, and parsing it would only cost time.
+MAX_BODY = 65_536
+
+
+def _block_parser() -> MarkdownIt:
+    # Only block structure decides where fences are. Inline parsing (links, emphasis) and link
+    # reference definitions are where crafted input ("[" repeated) turns quadratic.
+    return MarkdownIt("commonmark").disable(["inline", "reference"])
+
+
 def fenced_blocks(body: str) -> list[Block]:
-    tokens = MarkdownIt("commonmark").parse(body)
+    tokens = _block_parser().parse(body)
     out = []
     for tok in tokens:
         if tok.type == "fence":
@@ -180,6 +192,10 @@ def dependency_hints(body: str, blocks: list[Block]) -> tuple[list[str], list[st
 
 
 def extract(body: str) -> Extraction:
+    if len(body) > MAX_BODY:
+        from reducer.errors import ExitCode, ReprobotError
+        raise ReprobotError(f"the discussion body has {len(body):,} characters; GitHub allows {MAX_BODY:,}: "
+                            "not a body GitHub sent", ExitCode.BAD_INPUT)
     blocks = fenced_blocks(body)
     requirements, rejected = dependency_hints(body, blocks)
     attachments = len(_ATTACHMENT.findall(body))
