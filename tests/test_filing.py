@@ -202,3 +202,21 @@ def test_two_submits_at_once_file_one_issue(repro: Path, gh: FakeGitHub) -> None
     results = [(p.wait(timeout=120), p.stdout.read() + p.stderr.read()) for p in procs]
     assert len(issues_in(gh)) == 1 and len(gh.requests_to("POST", ISSUES)) == 1, results
     assert sorted(code for code, _ in results) in ([0, 0], [0, ExitCode.USAGE]), results
+
+
+def test_a_script_whose_private_value_was_scrubbed_waits_for_a_person(repro: Path, gh: FakeGitHub,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Scrubbing an address inside the repro's code changes the script a maintainer would run:
+    the preview says which line, and filing refuses until a stand-in value is there."""
+    assert main(["draft", str(repro), "--repo", "peft"]) == 0
+    md = repro / "draft-peft.md"
+    text = md.read_text()
+    md.write_text(text.replace("```python\n", "```python\nHOST = \"<ip>\"\n", 1))
+    capsys.readouterr()
+    assert main(["file", str(repro), "--dry-run", "--repo", "peft"]) == 0
+    assert "needs you: line 1 of the script in the draft holds <ip>" in flat(capsys.readouterr().out)
+    assert submit(repro) == ExitCode.UNSAFE
+    assert "line 1 of the script in draft-peft.md holds <ip>" in flat(capsys.readouterr().err)
+    assert gh.requests_to("POST", ISSUES) == []
+    md.write_text(text.replace("```python\n", "```python\nHOST = \"192.0.2.1\"\n", 1))  # a documentation address
+    assert submit(repro) == 0

@@ -14,7 +14,7 @@ from rich.panel import Panel
 from rich.prompt import Confirm
 from rich.rule import Rule
 
-from bot.issue.draft import Draft, build_draft, load_draft, write_draft
+from bot.issue.draft import Draft, build_draft, load_draft, script_placeholders, write_draft
 from bot.issue.filing import already_filed, check_safe, submission_body, submit
 from bot.issue.forms import REPO_KEYS, field_values, get_form
 from bot.prepare import Prepared, duplicate_line, likely_duplicate, prepare, search_related
@@ -133,6 +133,10 @@ def run(args: argparse.Namespace) -> int:
         _show_findings("Scrubbed now (the draft was edited):", now)
         if secrets:
             console.print(f"[red]--submit would refuse: {len(secrets)} secret pattern(s) in the stored draft[/]")
+        for line, placeholder in script_placeholders(draft.body):
+            console.print(f"[red]needs you:[/] line {line} of the script in the draft holds {escape(placeholder)} where "
+                          "a private value was removed; put a stand-in value there that still fails the same way "
+                          f"(edit {escape(repro.draft_md(key).name)}); --submit refuses until then")
         for flag in high_entropy(submission_body(draft)):
             console.print(f"[yellow]check:[/] body line {flag.line} holds a random-looking string "
                           f"({escape(flag.preview)}): if it is a credential, remove it from "
@@ -159,6 +163,11 @@ def run(args: argparse.Namespace) -> int:
         first = secrets[0]
         raise ReprobotError(f"refusing to file: {first.kind} {first.preview} at line {first.line} of "
                             f"draft-{key}.md; remove it, or re-run `reprobot draft`", ExitCode.UNSAFE)
+    holes = script_placeholders(draft.body)
+    if holes:
+        raise ReprobotError(f"refusing to file: line {holes[0][0]} of the script in draft-{key}.md holds "
+                            f"{holes[0][1]} where a private value was removed; put a stand-in value there that "
+                            "still fails the same way", ExitCode.UNSAFE)
     if not check.ok:
         raise ReprobotError(f"draft-{key}.md does not fill the {form.repo} form: "
                             + "; ".join(map(str, check.problems)), ExitCode.BAD_INPUT)

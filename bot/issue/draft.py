@@ -512,6 +512,21 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
                  scrubbed=title.findings + body.findings, template=form.template)
 
 
+_SCRIPT_FENCE = re.compile(r"^(`{3,})python[ \t]*\n(.*?)^\1[ \t]*$", re.DOTALL | re.MULTILINE)
+_PLACEHOLDERS = re.compile(r"<redacted:[^<>\n]*>|<(?:ip|email|host|path|user-or-host)>|<env>/")
+
+
+def script_placeholders(body: str) -> list[tuple[int, str]]:
+    """(line of the script, placeholder) where scrubbing replaced a value inside the repro's own
+    code: that script may no longer fail the same way for a maintainer, so filing waits until a
+    person puts a stand-in value there."""
+    m = _SCRIPT_FENCE.search(body)
+    if not m:
+        return []
+    return [(n, hit.group()) for n, line in enumerate(m.group(2).splitlines(), 1)
+            for hit in _PLACEHOLDERS.finditer(line)]
+
+
 def write_draft(folder: str | Path, draft: Draft) -> tuple[Path, Path]:
     repro = ReproDir.open(folder)
     md, js = repro.draft_md(draft.repo_key), repro.draft_json(draft.repo_key)
