@@ -215,13 +215,21 @@ def test_env_vars_recorded_but_never_credentials(user_venv: UserVenv, quiet_envi
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
     monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # Unknown variables under a prefix of interest: a setting is kept, anything else only named.
+    monkeypatch.setenv("ACCELERATE_LOG_LEVEL", "info")
+    monkeypatch.setenv("PEFT_MIRROR_URL", "https://carol:pw-9f8e7d@mirror.acme.example/simple")
+    monkeypatch.setenv("ACCELERATE_RUN_ID", "q8Zr2LmX0pT7vW4nB6yC1dK9")
     repro = ReproDir(tmp_path / "r")
     env = write_env(repro, user_venv.python)
     assert env["env_vars"] == {"CUDA_VISIBLE_DEVICES": "3", "HF_HUB_OFFLINE": "1",
-                               "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+                               "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+                               "ACCELERATE_LOG_LEVEL": "info",
+                               "ACCELERATE_RUN_ID": "<set; value not recorded>",
+                               "PEFT_MIRROR_URL": "<set; value not recorded>"}
     text = repro.env_json.read_text()
     assert json.loads(text)["env_vars"] == env["env_vars"]
     assert secret not in text and "zzz-not-to-be-read" not in text and "HF_TOKEN" not in text
+    assert "pw-9f8e7d" not in text and "carol" not in text and "q8Zr2LmX" not in text
     # No home path, user name or host name in what is stored.
     home = os.path.expanduser("~")
     assert home + "/" not in text

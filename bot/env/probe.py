@@ -259,8 +259,15 @@ def section_env_vars():
     for name in sorted(os.environ):
         if SECRET_NAME.search(name):
             continue  # never read a credential's value
-        if name in ENV_NAMES or name.startswith(ENV_PREFIXES):
+        if name in ENV_NAMES:
             out[name] = os.environ[name]
+        elif name.startswith(ENV_PREFIXES):
+            # A variable reprobot does not know: its value is kept only when it reads like a
+            # setting (a number, a flag, a short word), never a URL, a path or a random string.
+            value = os.environ[name]
+            setting = re.fullmatch(r"[A-Za-z0-9_.,+-]{0,32}", value) and not (
+                len(value) >= 16 and re.search(r"\d", value) and re.search(r"[A-Za-z]", value))
+            out[name] = value if setting else "<set; value not recorded>"
     return out
 
 
