@@ -127,9 +127,15 @@ def test_labelled_discussion_to_one_reply_then_an_edit(wf: Workflow) -> None:
     assert len(mine) == 1
     body = mine[0]["body"]
     assert body.startswith(f"<!-- reprobot:discussion={node} -->")
-    for section in ("minimal repro", "**Signature**", "```python\n", "RuntimeError", "**Size:**", " runs",
-                    "<details><summary>Draft issue", "/issues/new?template="):
+    for section in ("minimal repro", "**Signature**", "```python\n", "RuntimeError", "**Size:**", " runs"):
         assert section in body, section
+    # The script's own RuntimeError belongs to no Hugging Face repository: the reply says where
+    # it belongs instead of offering a draft for one of them.
+    route = json.loads((wf.artifact / "repro" / "route.json").read_text())
+    if route["target"] is None:
+        assert "**Where to file it:**" in body and "<details><summary>Draft issue" not in body
+    else:
+        assert "<details><summary>Draft issue" in body and "/issues/new?template=" in body
     assert FAKE_TOKEN not in body and LEAKED not in body and "hf_xxxx" not in body
     assert "gh=absent" in body
 

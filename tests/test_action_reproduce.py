@@ -81,7 +81,11 @@ def test_refusals_run_nothing_and_leave_a_fresh_artifact(tmp_path: Path) -> None
     assert r.status == "ignored"
     r = reproduce(ev, dataclasses.replace(opts, max_body=100), environ={"REPROBOT_GATE_ALLOWED": "true"})
     assert r.status == "too-large" and r.body_bytes > 100 and r.candidates == 0
-    r = reproduce(load_event(EVENTS / "labeled_syntax_error.json"), opts, environ={})
+    r = reproduce(ev, opts, environ={})
+    assert r.status == "not-allowed" and "REPROBOT_GATE_ALLOWED is not set" in r.detail
+    unlabeled = dataclasses.replace(ev, action="unlabeled")
+    assert reproduce(unlabeled, opts, environ={"REPROBOT_GATE_ALLOWED": "true"}).status == "ignored"
+    r = reproduce(load_event(EVENTS / "labeled_syntax_error.json"), opts, environ={"REPROBOT_GATE_ALLOWED": "true"})
     assert r.status == "syntax-error" and r.syntax_error and r.syntax_error.startswith("line 1:")
-    r = reproduce(load_event(EVENTS / "labeled_attachment.json"), opts, environ={})
+    r = reproduce(load_event(EVENTS / "labeled_attachment.json"), opts, environ={"REPROBOT_GATE_ALLOWED": "true"})
     assert r.status == "attachment-only" and r.attachments == 1

@@ -262,10 +262,13 @@ def reproduce(event: DiscussionEvent, opts: ReproduceOptions, *, environ: dict[s
         result.write(opts.out)
         return result
 
-    if event.label != configured_label(opts.label):
-        return done("ignored", "not the configured label")
+    if event.action != "labeled" or event.label != configured_label(opts.label):
+        return done("ignored", "not the configured label being added")
     gate = src_env.get(GATE_ENV)
-    if gate is not None and gate.strip().lower() != "true":
+    if gate is None:
+        # Untrusted code runs only on the gate job's word; no word is a no.
+        return done("not-allowed", f"the gate's decision is missing ({GATE_ENV} is not set)")
+    if gate.strip().lower() != "true":
         # Set by the workflow from the gate job's output: anything but "true" means no.
         return done("not-allowed", "the sender does not have triage access")
     if body_bytes > opts.max_body:
