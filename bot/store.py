@@ -119,6 +119,7 @@ def record_failure(failure: "Failure", root: Path = DEFAULT_ROOT) -> ReproDir:
         "runs": [{"wall_time": round(o.wall_time, 3), "returncode": o.returncode,
                   "timed_out": o.timed_out, "peak_rss": o.peak_rss} for o in failure.outcomes],
         "choices": [s.to_dict() for s, _ in failure.choices],
+        "as_itself": failure.as_itself,
     })
     write_text_atomic(d.traceback_txt, record.text + "\n")
     return d

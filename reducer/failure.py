@@ -70,6 +70,8 @@ class Failure:
     choices: list[tuple[Signature, TracebackRecord]]
     outcomes: list[Outcome]
     runner: Runner
+    # The original reported the target as itself (not only as another exception's context).
+    as_itself: bool = False
 
     @property
     def wall_time(self) -> float:
@@ -152,14 +154,14 @@ def make_runner(spec: FailureSpec) -> Runner:
 
 
 def stored_failure(spec: FailureSpec, signature: Signature, record: TracebackRecord,
-                   runs: list[dict]) -> Failure:
+                   runs: list[dict], as_itself: bool = False) -> Failure:
     """The failure as an earlier `reduce` established it, trusted without running it again
     (--resume): its signature, and the wall time and memory of the runs that confirmed it."""
     outcomes = [Outcome(returncode=r.get("returncode"), wall_time=float(r.get("wall_time") or 0.0),
                         stdout="", stderr="", timed_out=bool(r.get("timed_out")),
                         peak_rss=int(r.get("peak_rss") or 0)) for r in runs] or \
         [Outcome(returncode=1, wall_time=spec.timeout / 3, stdout="", stderr="", timed_out=False)]
-    return Failure(spec, signature, record, [(signature, record)], outcomes, make_runner(spec))
+    return Failure(spec, signature, record, [(signature, record)], outcomes, make_runner(spec), as_itself)
 
 
 def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None) -> Failure:
@@ -192,4 +194,6 @@ def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None)
         if find_match(again.tracebacks, signature, spec.options) is None:
             raise ReprobotError(f"{spec.script}: flaky: run 1 failed with {signature.one_line()[:150]} "
                                 f"but run {n} {_describe(again)}", ExitCode.FLAKY)
-    return Failure(spec, signature, record, choices, outcomes, runner)
+    as_itself = all(find_match(o.tracebacks, signature, spec.options, as_itself=True) is not None
+                    for o in outcomes)
+    return Failure(spec, signature, record, choices, outcomes, runner, as_itself)

@@ -122,8 +122,11 @@ def matches(outcome: Outcome, target: Signature, options: MatchOptions = MatchOp
 
 
 def find_match(records: Iterable[TracebackRecord], target: Signature,
-               options: MatchOptions = MatchOptions()) -> TracebackRecord | None:
-    for r in all_records(list(records)):
+               options: MatchOptions = MatchOptions(), *, as_itself: bool = False) -> TracebackRecord | None:
+    """The record showing the target failure. ``as_itself``: only a failure reported as itself
+    counts, not one that appears only as the context or cause of a different exception (a
+    reduction that broke an ``except`` handler shows the target only that way)."""
+    for r in (list(records) if as_itself else all_records(list(records))):
         if signature_of(r, options) == target:
             return r
     return None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -276,3 +277,34 @@ def test_leftovers_of_a_killed_reprobot_are_reaped_on_the_next_start(tmp_path):
     finally:
         alive.kill()
         orphan.kill()
+
+
+def test_a_failure_seen_only_as_another_exceptions_context_is_not_the_same_failure(tmp_path):
+    """The original logs the ValueError itself. A candidate whose broken handler raises a
+    TypeError (the ValueError now only its context) does not reproduce it; one that raises the
+    ValueError uncaught does."""
+    from reducer.failure import FailureSpec, find_failure
+    script = tmp_path / "chat.py"
+    script.write_text(textwrap.dedent("""
+        import logging
+        class Reply:
+            def __init__(self, text):
+                self.text = text
+        def answer(n):
+            try:
+                raise ValueError(f"num_return_sequences ({n}) has to be smaller or equal to num_beams (2)")
+            except ValueError:
+                logging.exception("generation failed")
+                return Reply("sorry")
+        answer(3)
+    """))
+    failure = find_failure(FailureSpec(script=script, source=script.read_text(), python=sys.executable, runs=1))
+    assert failure.as_itself and failure.outcomes[0].returncode == 0
+    oracle = Oracle(failure.runner, failure.signature, failure.spec.options, timeout=30, as_itself=True)
+    context_only = script.read_text().replace("logging.exception(\"generation failed\")\n", "").replace(
+        'Reply("sorry")', 'Reply("sorry", 1)')
+    raised = 'raise ValueError(f"num_return_sequences ({3}) has to be smaller or equal to num_beams (2)")\n'
+    assert not oracle(context_only)
+    assert oracle(raised)
+    lenient = Oracle(failure.runner, failure.signature, failure.spec.options, timeout=30)
+    assert lenient(context_only)  # what the search accepted before

@@ -144,7 +144,8 @@ def find_stored(root: Path, spec: FailureSpec):
         record = TracebackRecord.from_dict(data["record"])
     except (KeyError, TypeError, ValueError):
         return None
-    return stored_failure(spec, signature, record, list(data.get("runs") or [])), folder
+    return stored_failure(spec, signature, record, list(data.get("runs") or []),
+                          bool(data.get("as_itself"))), folder
 
 
 def _rerun(repro, args: argparse.Namespace) -> None:
