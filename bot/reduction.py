@@ -171,9 +171,10 @@ class Saver:
 
 
 def search(source: str, oracle: Oracle, opts: Options, trace, seen, stats, saver: Saver,
-           script: Path) -> ReductionResult:
+           script: Path, failure_message: str = "") -> ReductionResult:
     reducer = Reducer(source, oracle, jobs=opts.jobs, max_time=opts.max_time, trace=trace,
-                      seen=seen, stats=stats, on_accept=lambda best, st: saver(best, st))
+                      seen=seen, stats=stats, on_accept=lambda best, st: saver(best, st),
+                      failure_message=failure_message)
     saver.reducer = reducer
     saver(source, reducer.stats.to_dict(), "running")
     with ReductionProgress(console, max(reducer.best_size.tokens, 1)) as progress:
@@ -241,7 +242,7 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
     max_time = None if oracle.deadline is None else max(0.0, oracle.deadline - time.monotonic())
     opts.max_time = max_time
     result = search(start_source or failure.spec.source, oracle, opts, trace, seen, stats, saver,
-                    failure.spec.script)
+                    failure.spec.script, failure.record.message)
     status = result.stats.status
     if status == "interrupted":
         saver(result.best_source, result.stats.to_dict(), status, result.seen)

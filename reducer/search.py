@@ -167,7 +167,7 @@ class Reducer:
                  trace: Any = None, passes: list[Pass] | None = None,
                  seen: dict[str, bool] | None = None, stats: dict[str, Any] | None = None,
                  format_result: bool = True, name_check: bool = True,
-                 phases: list[list[Pass]] | None = None) -> None:
+                 phases: list[list[Pass]] | None = None, failure_message: str = "") -> None:
         try:
             cst.parse_module(source)
         except cst.ParserSyntaxError as e:
@@ -178,6 +178,8 @@ class Reducer:
         self.compile_check = parses(source, compile_check=True)
         self.best = source
         self.best_size = size_of(source)
+        # The target's message as the original printed it: values it shows stay (literals pass).
+        self.failure_message = failure_message
         self.oracle = oracle
         self.jobs = max(1, int(jobs))
         self.max_time = max_time

@@ -41,3 +41,20 @@ def test_a_number_keeps_halving_while_it_may() -> None:
     def oracle(s: str) -> bool:         # the bound 40 itself must stay
         return "40" in s and raises(KeyError)(s)
     assert reduce_with(src, oracle, "shrink_literals") == "n = 64\nif n >= 40:\n    raise KeyError(n)\n"
+
+
+def test_values_the_failure_message_shows_are_kept() -> None:
+    """`num_beams=2` must not become `num_beams=0`: the message would then read "num_beams (0)",
+    a different report for a maintainer, though the signature (numbers normalised) is the same."""
+    import libcst as cst
+
+    from reducer.passes.base import parse
+    from reducer.passes.literals import _shrinkable, message_values
+    src = ("from lib import GenerationConfig\n"
+           "GenerationConfig(num_beams=2, num_return_sequences=3, max_new_tokens=512)\n")
+    message = "num_return_sequences (3) has to be smaller or equal to num_beams (2)"
+    keep = message_values(message)
+    assert {"2", "3"} <= keep
+    shown = [n.value for n in _shrinkable(parse(src), keep) if isinstance(n, cst.Integer)]
+    assert shown == ["512"]
+    assert message_values("KeyError: 'model.layers.0'") >= {"model.layers.0"}

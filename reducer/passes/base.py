@@ -28,6 +28,7 @@ class Gate(Protocol):
 
     best: str
     trace: Any          # reducer.trace.TraceData | None
+    failure_message: str  # the target's message as the original printed it ("" if unknown)
 
     def consider(self, source: str) -> bool: ...
 

@@ -4,6 +4,8 @@ expression by one of its parts (``a + b``, ``a or b``, ``x if c else y``, a call
 arguments or its receiver, ``{...}[key]`` by one of the dict's values)."""
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Iterable, Sequence
 
 import libcst as cst
@@ -102,14 +104,42 @@ def _alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]
         yield safe(lambda value=value: replace(module, node, value))
 
 
-def _shrinkable(module: cst.Module) -> list[cst.CSTNode]:
+def _shrinkable(module: cst.Module, keep: frozenset[str] = frozenset()) -> list[cst.CSTNode]:
     # a dict key is a name, not a value (`"num_hidden_layers": 4`): shortening it only turns a
     # config entry into noise like `"": 4`; dropping the entry is shrink_containers' job
     keys = {id(e.key) for e in collect(module, lambda n: isinstance(n, cst.DictElement))}
-    return collect(module, lambda n: isinstance(n, _SCALARS + _COMPOUND_EXPRESSIONS) and id(n) not in keys)
+    return collect(module, lambda n: isinstance(n, _SCALARS + _COMPOUND_EXPRESSIONS) and id(n) not in keys
+                   and not _in_message(n, keep))
+
+
+def message_values(message: str) -> frozenset[str]:
+    """The numbers and quoted words of the failure's own message."""
+    numbers = re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])", message)
+    quoted = re.findall(r"""['"`]([^'"`\n]{2,80})['"`]""", message)
+    return frozenset(numbers) | frozenset(quoted)
+
+
+def _in_message(node: cst.CSTNode, keep: frozenset[str]) -> bool:
+    """A value the failure's message shows (`num_beams (2)`): shrinking it would change what a
+    maintainer reads (`num_beams (0)` is a different report), even where the signature, which
+    normalises numbers, stays the same."""
+    if not keep:
+        return False
+    try:
+        if isinstance(node, (cst.Integer, cst.Float)):
+            value = ast.literal_eval(node.value.replace("_", ""))
+            return str(value) in keep or node.value in keep
+        if isinstance(node, cst.SimpleString):
+            value = ast.literal_eval(node.value)
+            return isinstance(value, str) and value in keep
+    except (ValueError, SyntaxError):
+        return False
+    return False
 
 
 def shrink_literals(gate: Gate) -> None:
     """Numbers to 0/1/half, strings shorter, compound expressions to a part, all in one
-    pre-order walk (measured: fewer runs than two separate passes on tests/data/reducer)."""
-    run_targets(gate, _shrinkable, _alternatives)
+    pre-order walk (measured: fewer runs than two separate passes on tests/data/reducer).
+    Values the failure's message shows are kept."""
+    keep = message_values(getattr(gate, "failure_message", "") or "")
+    run_targets(gate, lambda module: _shrinkable(module, keep), _alternatives)
