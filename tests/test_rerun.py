@@ -205,7 +205,9 @@ def test_draft_and_preview_carry_what_the_reruns_found(tmp_path, capsys):
     capsys.readouterr()
     main(["file", "--dry-run", str(folder), "--repo", "peft"])
     out = capsys.readouterr().out
-    first = next(line for line in out.splitlines() if line.strip())
+    # after the lines saying which steps `file` ran or kept, the headline comes first
+    steps = ("route:", "environment:", "related issues:", "draft:", " ")
+    first = next(line for line in out.splitlines() if line.strip() and not line.startswith(steps))
     assert first.startswith("Passes on peft 0.22.0 (latest)") and "likely fixed" in first
 
 

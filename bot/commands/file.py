@@ -99,7 +99,7 @@ def _show_findings(title: str, findings: list[Finding]) -> None:
 
 
 def _step(text: str) -> None:
-    console.print(f"[dim]{escape(text)}[/]")
+    console.print(f"[dim]{escape(text)}[/]", soft_wrap=True)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,8 +13,8 @@ class Pass:
     fn: Callable[[Any], None]
 
 
-from reducer.passes import (arguments, classes, cleanup, constants, inline, literals, slicing,  # noqa: E402
-                            statements, unwrap)
+from reducer.passes import (arguments, classes, cleanup, constants, direct, inline, literals,  # noqa: E402
+                            slicing, statements, unwrap)
 
 # Two phases, coarse to fine. STRUCTURE passes remove statements (the measure a maintainer reads
 # and the one that frees whole helpers); they are repeated to a fixpoint before any FINE pass
@@ -24,6 +24,7 @@ STRUCTURE: list[Pass] = [
     Pass("cleanup_bulk", cleanup.bulk),
     Pass("recorded_values", constants.recorded_values),
     Pass("resolve_dispatch", constants.resolve_dispatch),
+    Pass("call_directly", direct.call_directly),
     Pass("flatten", inline.flatten),
     Pass("fold_constants", constants.fold_constants),
     Pass("slice", slicing.slice_failure),
