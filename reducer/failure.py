@@ -1,12 +1,14 @@
 """Establish the target failure: the script parses, fails, and fails the same way again."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import libcst as cst
 
@@ -164,13 +166,37 @@ def stored_failure(spec: FailureSpec, signature: Signature, record: TracebackRec
     return Failure(spec, signature, record, [(signature, record)], outcomes, make_runner(spec), as_itself)
 
 
+HEARTBEAT = 30.0
+
+
+@contextlib.contextmanager
+def _heartbeat(say: Callable[[str], None], what: str, every: float | None = None) -> Iterator[None]:
+    """A line every ``every`` seconds (default HEARTBEAT) while a run of the original goes on."""
+    every = every or HEARTBEAT
+    done = threading.Event()
+    t0 = time.monotonic()
+
+    def beat() -> None:
+        while not done.wait(every):
+            say(f"{what}: still running after {time.monotonic() - t0:.0f}s")
+
+    thread = threading.Thread(target=beat, name="reprobot-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+
+
 def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None) -> Failure:
     """Run the original until its failure is established (``spec.runs`` matching runs);
-    ``notify`` hears one line before each run, so a long or hanging script is not silent."""
+    ``notify`` hears one line before each run and one every 30 s while it goes on, so a long or
+    hanging script is not silent."""
     runner = make_runner(spec)
     say = notify or (lambda _msg: None)
     say(f"running {spec.script.name} (run 1 of {spec.runs}, up to {spec.timeout:.0f}s)")
-    first = _timed_run(runner, spec)
+    with _heartbeat(say, spec.script.name) if notify else contextlib.nullcontext():
+        first = _timed_run(runner, spec)
     choices = distinct_failures(first, spec.options)
     if not choices:
         if first.timed_out and first.timeout_reason != "wall clock":
@@ -189,7 +215,8 @@ def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None)
     outcomes = [first]
     for n in range(2, spec.runs + 1):
         say(f"confirming the failure (run {n} of {spec.runs}, {first.wall_time:.0f}s the first time)")
-        again = _timed_run(runner, spec)
+        with _heartbeat(say, spec.script.name) if notify else contextlib.nullcontext():
+            again = _timed_run(runner, spec)
         outcomes.append(again)
         if find_match(again.tracebacks, signature, spec.options) is None:
             raise ReprobotError(f"{spec.script}: flaky: run 1 failed with {signature.one_line()[:150]} "

@@ -221,3 +221,19 @@ def test_a_sigkill_without_a_traceback_is_not_a_bug_to_report(tmp_path):
     proc = reprobot("reduce", "killed.py", "--out", "store", "--no-env", cwd=tmp_path)
     assert proc.returncode == 15, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "killed by SIGKILL without a Python traceback" in " ".join(proc.stderr.split())
+
+
+def test_a_slow_original_is_not_silent(monkeypatch):
+    """While the original runs, a line every HEARTBEAT seconds says it is still going."""
+    import reducer.failure as failure_mod
+    from reducer.failure import FailureSpec, find_failure
+    monkeypatch.setattr(failure_mod, "HEARTBEAT", 0.5)
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "slow.py"
+        script.write_text("import time\ntime.sleep(1.8)\nraise KeyError('late')\n")
+        heard: list[str] = []
+        find_failure(FailureSpec(script=script, source=script.read_text(), python=sys.executable, runs=1),
+                     notify=heard.append)
+    assert heard[0].startswith("running slow.py (run 1 of 1")
+    assert any("slow.py: still running after" in h for h in heard[1:]), heard
