@@ -225,6 +225,12 @@ class TraceData:
         """callee expression text → the one top-level function or class of the script it called
         in the traced run (``COMMANDS[args.command]`` → ``cmd_report``, ``fn`` → ``handle_ingest``,
         ``Report.registry[name]`` → ``LatencyReport``)."""
+        return {k: v[0] for k, v in self.dispatch_choices().items() if len(v) == 1}
+
+    def dispatch_choices(self) -> dict[str, list[str]]:
+        """callee expression text → every top-level function or class it called in the traced
+        run, sorted: a worker loop's ``fn(job)`` that ran three handlers has three choices, and
+        which one the failure needs is for the oracle to say."""
         if not hasattr(self, "_dispatch"):
             self._dispatch = _dispatch_sites(self)
         return self._dispatch
@@ -276,7 +282,7 @@ def _literal_sites(trace: TraceData) -> dict[tuple[str, str], str]:
     return {k: next(iter(v)) for k, v in found.items() if len(v) == 1}
 
 
-def _dispatch_sites(trace: TraceData) -> dict[str, str]:
+def _dispatch_sites(trace: TraceData) -> dict[str, list[str]]:
     parsed = _with_positions(trace.source)
     if parsed is None:
         return {}
@@ -312,7 +318,7 @@ def _dispatch_sites(trace: TraceData) -> dict[str, str]:
                 targets.add(rec.qual[6:])
         if targets:
             found.setdefault(module.code_for_node(f), set()).update(targets)
-    return {k: next(iter(v)) for k, v in found.items() if len(v) == 1}
+    return {k: sorted(v) for k, v in found.items()}
 
 
 def _star_kwargs_site(call: cst.Call, rec: CallRecord, module: cst.Module,

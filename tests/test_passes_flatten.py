@@ -68,6 +68,24 @@ def test_dispatch_through_a_registry_is_resolved_and_the_registry_goes(tmp_path)
     assert "def job_a(x):\n    raise KeyError(x)\n" in out and "job_a(3)" in out and "@register('a')" not in out
 
 
+def test_a_worker_loop_dispatching_several_handlers_is_resolved_to_the_failing_one() -> None:
+    """``fn = HANDLERS.get(job); fn(job)`` ran two handlers in the traced run of the original, so
+    the site is not a constant; once the loop is down to the failing job, the oracle says which
+    handler the failure needs."""
+    defs = ("HANDLERS = {}\n"
+            "def handler(kind):\n    def wrap(fn):\n        HANDLERS[kind] = fn\n        return fn\n    return wrap\n"
+            "@handler('ping')\ndef a_ping(job):\n    return job\n"
+            "@handler('ingest')\ndef b_ingest(job):\n    raise KeyError(job)\n"
+            "@handler('sleep')\ndef c_sleep(job):\n    return job\n")
+    original = defs + "for job in ['ping', 'ingest', 'sleep']:\n    fn = HANDLERS.get(job)\n    fn(job)\n"
+    trace = trace_run(original, subprocess_run_fn())
+    assert trace.dispatch_choices() == {"fn": ["a_ping", "b_ingest"]}  # the loop stopped at ingest
+    assert trace.dispatch_sites() == {}
+    best = defs + "job = 'ingest'\nfn = HANDLERS.get(job)\nfn(job)\n"
+    out = reduce_with(best, raises(KeyError, "ingest"), "resolve_dispatch", trace=trace)
+    assert "b_ingest(job)" in out and "fn(job)" not in out
+
+
 def test_dispatch_to_a_class_names_the_class_that_was_built() -> None:
     src = ("class Base:\n    def __init__(self, v):\n        raise KeyError(type(self).__name__)\n"
            "class Child(Base):\n    pass\nREG = {'c': Child}\nREG['c'](1)\n")

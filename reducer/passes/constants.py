@@ -266,24 +266,47 @@ def _undecorated(module: cst.Module, name: str) -> list[tuple[cst.CSTNode, cst.C
             if isinstance(d, (cst.FunctionDef, cst.ClassDef)) and d.name.value == name and d.decorators]
 
 
-def _dispatch_calls(gate: Gate, module: cst.Module) -> list[tuple[cst.Call, str]]:
-    sites = gate.trace.dispatch_sites() if gate.trace is not None else {}
-    return [(c, sites[module.code_for_node(c.func)]) for c in collect(module, lambda n: isinstance(n, cst.Call))
-            if module.code_for_node(c.func) in sites]
+def _failing_defs(gate: Gate, module: cst.Module) -> set[str]:
+    """Top-level functions and classes of the best that the failure ran through."""
+    locate = getattr(gate, "failure_lines", None)
+    lines = set(locate(gate.best) or ()) if locate is not None else set()
+    if not lines:
+        return set()
+    try:
+        tree = ast.parse(gate.best)
+    except SyntaxError:
+        return set()
+    return {d.name for d in tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and any(d.lineno <= n <= (d.end_lineno or d.lineno) for n in lines)}
+
+
+def _dispatch_calls(gate: Gate, module: cst.Module) -> list[tuple[cst.Call, list[str]]]:
+    """Each call through a registry, with the script's functions it reached in the traced run:
+    the ones the failure ran through first (the handler of the failing job), at most three."""
+    sites = gate.trace.dispatch_choices() if gate.trace is not None else {}
+    defined = {d.name.value for d in module.body if isinstance(d, (cst.FunctionDef, cst.ClassDef))}
+    failing = _failing_defs(gate, module) if any(len(v) > 1 for v in sites.values()) else set()
+    out = []
+    for c in collect(module, lambda n: isinstance(n, cst.Call)):
+        targets = [t for t in sites.get(module.code_for_node(c.func), ()) if t in defined]
+        if targets:
+            out.append((c, sorted(targets, key=lambda t: t not in failing)[:3]))
+    return out
 
 
 def resolve_dispatch(gate: Gate) -> None:
     """``COMMANDS[args.command](args)`` → ``cmd_report(args)``: the registry, the dispatch
     variable and the registering decorator stop carrying anything and can go. Each site is
     offered with the target's decorators dropped (a ``@register`` that returns None), then
-    with them kept; all sites at once first."""
-    if gate.trace is None or not gate.trace.dispatch_sites():
+    with them kept; all sites at once first. A site that reached several functions (a worker's
+    ``fn(job)``) offers the one the failure went through first."""
+    if gate.trace is None or not gate.trace.dispatch_choices():
         return
     module = parse(gate.best)
     sites = _dispatch_calls(gate, module)
-    if len(sites) > 1:
-        pairs = [(c, c.with_changes(func=cst.Name(t))) for c, t in sites]
-        undecorated = [p for t in {t for _, t in sites} for p in _undecorated(module, t)]
+    if len(sites) > 1 or (sites and len(sites[0][1]) > 1):
+        pairs = [(c, c.with_changes(func=cst.Name(ts[0]))) for c, ts in sites]
+        undecorated = [p for t in {ts[0] for _, ts in sites} for p in _undecorated(module, t)]
         together = safe(lambda: drop_dead_code(replace_many(module, pairs + undecorated)))
         if together is not None and gate.consider(together):
             return
@@ -292,12 +315,11 @@ def resolve_dispatch(gate: Gate) -> None:
         return [c for c, _ in _dispatch_calls(gate, m)]
 
     def alternatives(m: cst.Module, call: cst.CSTNode) -> Iterable[str | None]:
-        target = dict((id(c), t) for c, t in _dispatch_calls(gate, m)).get(id(call))
-        if target is None:
-            return
-        pair = (call, call.with_changes(func=cst.Name(target)))
-        yield safe(lambda: drop_dead_code(replace_many(m, [pair, *_undecorated(m, target)])))
-        yield safe(lambda: drop_dead_code(replace_many(m, [pair])))
+        targets = dict((id(c), ts) for c, ts in _dispatch_calls(gate, m)).get(id(call), [])
+        for target in targets:
+            pair = (call, call.with_changes(func=cst.Name(target)))
+            yield safe(lambda: drop_dead_code(replace_many(m, [pair, *_undecorated(m, target)])))
+            yield safe(lambda: drop_dead_code(replace_many(m, [pair])))
 
     run_targets(gate, find, alternatives)
 
