@@ -25,7 +25,8 @@ if str(ROOT) not in sys.path:
 
 from bot.upstream.dedup import dedup
 from bot.upstream.index import IssueIndex, import_file
-from bot.upstream.route import Failure, failure_from_text, route
+from bot.upstream.failure import Failure, failure_from_text
+from bot.upstream.route import route
 
 DATA = ROOT / "tests" / "data" / "issues_eval.json"
 STYLES = {

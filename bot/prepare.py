@@ -46,7 +46,8 @@ class Prepared:
 # ---- the steps, each also behind its own command -------------------------------------------
 def route_folder(repro: ReproDir) -> dict[str, Any]:
     """Route the folder's failure and write route.json (what `reprobot route DIR` does)."""
-    from bot.upstream.route import failure_from_repro, route
+    from bot.upstream.failure import failure_from_repro
+    from bot.upstream.route import route
     data = route(failure_from_repro(str(repro.path))).to_dict()
     data["source"] = "repro folder"
     data = json.loads(safe(json.dumps(data)))
@@ -70,7 +71,7 @@ def related_for(failure, target: str | None, *, db: str | Path | None = None, ap
 
 def dedup_folder(repro: ReproDir, target: str | None, **kwargs: Any) -> dict[str, Any]:
     """Rank related issues for the folder's failure and write related.json (`reprobot dedup DIR`)."""
-    from bot.upstream.route import failure_from_repro
+    from bot.upstream.failure import failure_from_repro
     data = related_for(failure_from_repro(str(repro.path)), target, **kwargs).to_dict()
     data = json.loads(safe(json.dumps(data)))
     write_json_atomic(repro.related_json, data)

@@ -14,7 +14,7 @@ from bot.cli import main
 from bot.upstream.dedup import dedup, query_of, search_phrase
 from bot.issue.github import github_client
 from bot.upstream.index import IssueIndex
-from bot.upstream.route import failure_from_text
+from bot.upstream.failure import failure_from_text
 from reducer.errors import ExitCode
 from tests.fakegithub import FakeGitHub
 from tests.test_route import make_repro, seed

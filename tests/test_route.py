@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.upstream.route import TARGETS, failure_from_text, maintainers, route
+from bot.upstream.failure import failure_from_text
+from bot.upstream.route import TARGETS, maintainers, route
 from bot.store import ReproDir, write_json_atomic
 from reducer.errors import ExitCode
 from reducer.signature import MatchOptions, signature_of

@@ -23,6 +23,7 @@ import jinja2
 
 from bot.issue.templating import templates_dir
 from bot.action.result import REPRO_SUBDIR, SILENT, ActionResult
+from bot.upstream.targets import REPO_KEYS
 from reducer.signature import Signature
 
 TEMPLATES_DIR = templates_dir()
@@ -35,7 +36,6 @@ MAX_DRAFT = 25_000
 MAX_FILE = 2 * 1024 * 1024
 MAX_RELATED = 5
 MAX_REASONS = 5
-REPO_KEYS = ("transformers", "peft", "accelerate", "bitsandbytes")
 _REPO = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 _ISSUE_URL = re.compile(r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/(?:issues|pull)/\d{1,9}$")
 _NEW_ISSUE_URL = re.compile(r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/issues/new\?[^\s<>\"'`]*$")

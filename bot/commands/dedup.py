@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bot.prepare import related_for
-    from bot.upstream.route import load_failure, route
+    from bot.upstream.failure import load_failure
+    from bot.upstream.route import route
     from bot.store import ReproDir, safe, write_json_atomic
 
     failure = load_failure(args.repro_dir, args.traceback)

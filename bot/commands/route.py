@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from bot.prepare import route_folder
     from bot.store import ReproDir, safe
-    from bot.upstream.route import load_failure, route
+    from bot.upstream.failure import load_failure
+    from bot.upstream.route import route
 
     if args.traceback is None and args.repro_dir:
         repro = ReproDir.open(args.repro_dir)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from bot.upstream.targets import REPO_KEYS
 from reducer.errors import ExitCode, ReprobotError
 
-REPO_KEYS = ("transformers", "peft", "accelerate", "bitsandbytes")
 # bitsandbytes/diagnostics/main.py lists these under "Related packages".
 BNB_RELATED = ("accelerate", "diffusers", "numpy", "pip", "peft", "safetensors", "transformers", "triton", "trl")
 

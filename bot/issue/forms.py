@@ -16,6 +16,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Union
 
+from bot.upstream.targets import REPO_KEYS
 from reducer.errors import ExitCode, ReprobotError
 
 NO_RESPONSE = "_No response_"
@@ -75,7 +76,6 @@ def load_forms() -> dict[str, Form]:
     return forms
 
 
-REPO_KEYS: tuple[str, ...] = ("transformers", "peft", "accelerate", "bitsandbytes")
 
 
 def get_form(key: str) -> Form:

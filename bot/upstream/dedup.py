@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.upstream.index import IndexedIssue, IssueIndex, issue_row, normalized
-from bot.upstream.route import TARGETS, Failure, _unmangle
+from bot.upstream.failure import Failure, unmangle
+from bot.upstream.targets import TARGETS
 from reducer.errors import ReprobotError
 from reducer.signature import library_frames
 
@@ -61,7 +62,7 @@ def query_of(failure: Failure, target_repo: str | None = None) -> Query:
     frames = []
     for f in library_frames(rec):
         rel, func = f.rsplit(":", 1)
-        rel2, _ = _unmangle(rel, None)
+        rel2, _ = unmangle(rel, None)
         frames.append(f"{rel2}:{func}")
     message = (rec.message or "").strip()
     return Query(rec.exc_type, message[:2000], normalized(message), frames[:QUERY_FRAMES], target_repo,

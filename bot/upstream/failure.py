@@ -1,0 +1,163 @@
+"""What route, dedup and the neighbour vote read: the failing record (from a repro folder or a
+pasted traceback) and its frames with the package each belongs to."""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bot.upstream.targets import TARGETS
+from reducer.errors import ExitCode, ReprobotError
+from reducer.normalize import library_path, package_of
+from reducer.outcome import Frame, TracebackRecord
+from reducer.signature import PLUMBING
+from reducer.tracebacks import parse_tracebacks
+
+
+@dataclass
+class Failure:
+    """What route and dedup read: the failing record, and what the repro folder adds."""
+
+    record: TracebackRecord
+    source: str                      # "repro folder <path>" | "pasted traceback"
+    repro_source: str | None = None  # repro.py, when routed from a folder
+    versions: dict[str, str] = field(default_factory=dict)  # env.json: package -> version
+    repro_dir: Path | None = None
+    raw_text: str | None = None      # the pasted text, when routed from --traceback
+
+
+def pick_record(records: list[TracebackRecord]) -> TracebackRecord:
+    """The failure a pasted text is about: the last exception printed (a chained
+    traceback ends with the one that escaped), preferring ones with frames."""
+    if not records:
+        raise ReprobotError("no Python traceback found in the input (expected 'Traceback (most recent call last):')",
+                            ExitCode.BAD_INPUT)
+    with_frames = [r for r in records if r.frames]
+    return (with_frames or records)[-1]
+
+
+def failure_from_text(text: str) -> Failure:
+    return Failure(pick_record(parse_tracebacks(text)), "pasted traceback", raw_text=text)
+
+
+def read_traceback_arg(arg: str) -> str:
+    """``--traceback FILE`` or ``-`` for stdin."""
+    if arg == "-":
+        return sys.stdin.read()
+    p = Path(arg)
+    if not p.is_file():
+        raise ReprobotError(f"{arg}: no such file", ExitCode.FILE_MISSING)
+    try:
+        return p.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise ReprobotError(f"{arg}: cannot read ({e.strerror})", ExitCode.FILE_MISSING) from None
+
+
+def env_versions(env: Any) -> dict[str, str]:
+    """package -> version from env.json, tolerant of its shape (``packages: {name: {version}}``)."""
+    out: dict[str, str] = {}
+    if not isinstance(env, dict):
+        return out
+    for key in ("packages", "versions"):
+        section = env.get(key)
+        if isinstance(section, dict):
+            for name, info in section.items():
+                if isinstance(info, str):
+                    out[name.lower()] = info
+                elif isinstance(info, dict) and isinstance(info.get("version"), str):
+                    out[name.lower()] = info["version"]
+    return out
+
+
+def failure_from_repro(path: str | Path) -> Failure:
+    from bot.store import ReproDir
+
+    d = ReproDir.open(path)
+    data = d.read_json(d.signature_json)
+    if not isinstance(data, dict) or not isinstance(data.get("record"), dict):
+        raise ReprobotError(f"{d.signature_json}: has no traceback record; run `reprobot reduce` again",
+                            ExitCode.BAD_INPUT)
+    try:
+        record = TracebackRecord.from_dict(data["record"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise ReprobotError(f"{d.signature_json}: malformed record ({e})", ExitCode.BAD_INPUT) from None
+    repro = d.repro.read_text(encoding="utf-8") if d.repro.is_file() else None
+    versions = env_versions(d.read_json(d.env_json)) if d.env_json.is_file() else {}
+    return Failure(record, "repro folder", repro, versions, d.path)
+
+
+def load_failure(path: str | None, traceback_arg: str | None) -> Failure:
+    """The CLI's two inputs: a repro folder, or ``--traceback FILE|-``."""
+    if traceback_arg is not None:
+        if path:
+            raise ReprobotError("give a repro folder or --traceback, not both", ExitCode.USAGE)
+        return failure_from_text(read_traceback_arg(traceback_arg))
+    if not path:
+        raise ReprobotError("give a repro folder (repros/<id>) or --traceback FILE ('-' for stdin)", ExitCode.USAGE)
+    return failure_from_repro(path)
+
+
+@dataclass(frozen=True)
+class PathFrame:
+    """A frame with what routing needs: its package (None: user code) and package path."""
+
+    frame: Frame
+    package: str | None
+    rel: str | None
+
+    @property
+    def key(self) -> str:
+        return f"{self.rel}:{self.frame.func}"
+
+    @property
+    def plumbing(self) -> bool:
+        return self.key in PLUMBING
+
+
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"<frozen", "runpy"}
+
+
+_MANGLED = re.compile(r"^(?P<pkg>torch|transformers|peft|accelerate|bitsandbytes|huggingface_hub)_(?P<rest>[^/]+\.py)$")
+
+
+def unmangle(rel: str | None, pkg: str | None) -> tuple[str | None, str | None]:
+    """Forums render ``torch\\_meta_registrations.py`` as ``torch_meta_registrations.py``
+    (markdown eats the backslash of ``\\_``): put the package back."""
+    m = _MANGLED.match(rel or "")
+    if m:
+        return f"{m.group('pkg')}/_{m.group('rest')}", m.group("pkg")
+    return rel, pkg
+
+
+# A source checkout installed in editable mode ("pip install -e"): .../transformers/src/transformers/x.py,
+# .../bitsandbytes/bitsandbytes/x.py, .../pytorch/torch/x.py. Not site-packages, still the library.
+_CHECKOUT = re.compile(r"[\\/](?:src[\\/](?=(?:transformers|peft|accelerate|huggingface_hub)[\\/])"
+                       r"|bitsandbytes[\\/](?=bitsandbytes[\\/])|pytorch[\\/](?=torch[\\/]))")
+
+
+def _checkout_rel(path: str) -> tuple[str | None, str | None]:
+    hits = list(_CHECKOUT.finditer(path or ""))
+    if not hits:
+        return None, None
+    rel = path[hits[-1].end():].replace("\\", "/")
+    return rel, rel.split("/", 1)[0]
+
+
+def path_frames(record: TracebackRecord) -> list[PathFrame]:
+    """Frames outermost first; stdlib frames dropped (they never own a bug here)."""
+    out = []
+    for f in record.frames:
+        rel = library_path(f.path)
+        pkg = package_of(f.path) if rel else None
+        if rel is None:
+            # Routing a library frame as "user code" would say "not one of ours" wrongly.
+            rel, pkg = _checkout_rel(f.path)
+        rel, pkg = unmangle(rel, pkg)
+        if pkg and pkg in _STDLIB and pkg not in TARGETS:
+            continue
+        out.append(PathFrame(f, pkg, rel))
+    return out
+
+
