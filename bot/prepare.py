@@ -44,11 +44,22 @@ class Prepared:
 
 
 # ---- the steps, each also behind its own command -------------------------------------------
-def route_folder(repro: ReproDir) -> dict[str, Any]:
+def route_with_index(failure, *, db: str | Path | None = None, use_index: bool = True):
+    """route(), with the issue index's nearest failures as evidence when an index exists (it is
+    opened, never created: routing works the same with no index, minus that evidence)."""
+    from bot.upstream.index import IssueIndex, default_db_path
+    from bot.upstream.route import route
+    path = Path(db) if db is not None else default_db_path()
+    if not use_index or not path.is_file():
+        return route(failure)
+    with IssueIndex.open(path, create=False) as index:
+        return route(failure, index=index if index.count() else None)
+
+
+def route_folder(repro: ReproDir, *, db: str | Path | None = None, use_index: bool = True) -> dict[str, Any]:
     """Route the folder's failure and write route.json (what `reprobot route DIR` does)."""
     from bot.upstream.failure import failure_from_repro
-    from bot.upstream.route import route
-    data = route(failure_from_repro(str(repro.path))).to_dict()
+    data = route_with_index(failure_from_repro(str(repro.path)), db=db, use_index=use_index).to_dict()
     data["source"] = "repro folder"
     data = json.loads(safe(json.dumps(data)))
     write_json_atomic(repro.route_json, data)
@@ -128,7 +139,7 @@ def prepare(repro: ReproDir, *, python: str | None = None, db: str | Path | None
         out.route = _read(repro, repro.route_json)
         say("route", "kept", _route_text(out.route) + " (route.json)")
     else:
-        out.route = route_folder(repro)
+        out.route = route_folder(repro, db=db)
         say("route", "ran", _route_text(out.route))
 
     if repro.env_json.is_file():

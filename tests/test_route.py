@@ -73,8 +73,9 @@ def test_meta_tensor_pasted_vs_repro_folder() -> None:
     r2 = route(pasted)
     # With the repro, the model is a transformers model that crosses 4 packages: the seed's triage.
     assert r2.target == "huggingface/transformers"
+    # torch raised: it is named as a cross-link too
     assert set(r2.cross_links) == {"huggingface/peft", "huggingface/accelerate",
-                                   "bitsandbytes-foundation/bitsandbytes"}
+                                   "bitsandbytes-foundation/bitsandbytes", "pytorch/pytorch"}
     assert "integration" in r2.verdict
     assert "quantization" in r2.areas
 

@@ -32,9 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bot.prepare import related_for
+    from bot.prepare import related_for, route_with_index
     from bot.upstream.failure import load_failure
-    from bot.upstream.route import route
     from bot.store import ReproDir, safe, write_json_atomic
 
     failure = load_failure(args.repro_dir, args.traceback)
@@ -43,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
         # A forum post usually states its versions next to the traceback.
         failure.versions = mentioned_versions(failure.raw_text)
-    target = args.repo or route(failure).target
+    target = args.repo or route_with_index(failure, db=args.db).target
     result = related_for(failure, target, db=args.db, api_url=args.api_url, search=not args.no_search,
                          top=args.top)
     data = result.to_dict()

@@ -22,21 +22,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("repro_dir", nargs="?", help="repro folder (repros/<id>)")
     p.add_argument("--traceback", metavar="FILE", help="route a pasted traceback instead ('-' reads stdin)")
     p.add_argument("--json", action="store_true", help="print route.json to stdout")
+    p.add_argument("--db", metavar="PATH", help="issue index whose nearest failures add evidence "
+                                                "(default: the user's cache directory, when it exists)")
+    p.add_argument("--no-index", action="store_true", help="route by the traceback and repro alone")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from bot.prepare import route_folder
+    from bot.prepare import route_folder, route_with_index
     from bot.store import ReproDir, safe
     from bot.upstream.failure import load_failure
-    from bot.upstream.route import route
 
     if args.traceback is None and args.repro_dir:
         repro = ReproDir.open(args.repro_dir)
-        data = route_folder(repro)
+        data = route_folder(repro, db=args.db, use_index=not args.no_index)
     else:
         repro = None
-        data = route(load_failure(args.repro_dir, args.traceback)).to_dict()
+        data = route_with_index(load_failure(args.repro_dir, args.traceback), db=args.db,
+                                use_index=not args.no_index).to_dict()
         data["source"] = "pasted traceback"
     if args.json:
         print(safe(json.dumps(data, indent=2)))
@@ -50,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
 def print_route(data: dict, safe) -> None:
     target = data["target"]
     head = f"[bold green]{target}[/]" if target else "[bold yellow]not one of ours[/]"
-    console.print(f"target: {head}")
+    confidence = f" (confidence {data['confidence']:.2f})" if target and data.get("confidence") else ""
+    console.print(f"target: {head}{confidence}")
     console.print(f"  {escape(safe(data['verdict']))}")
     table = Table(title="candidates", show_lines=False)
     table.add_column("repository")

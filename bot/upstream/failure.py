@@ -38,8 +38,28 @@ def pick_record(records: list[TracebackRecord]) -> TracebackRecord:
     return (with_frames or records)[-1]
 
 
+# The last line of a traceback on its own: ``ValueError: ...`` or ``torch.OutOfMemoryError: ...``.
+_ERROR_LINE = re.compile(r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning))"
+                         r"(?::\s?(?P<message>.*))?$")
+
+
+def error_line_record(text: str) -> TracebackRecord | None:
+    """A paste that holds only the error line (an issue title, a log's last line): a record
+    with no frames, so routing and dedup can still read the exception and its message."""
+    lines = [ln.rstrip() for ln in text.strip().splitlines()]
+    for n, line in enumerate(lines):
+        m = _ERROR_LINE.match(line.strip())
+        if m:
+            message = "\n".join([m.group("message") or ""] + lines[n + 1:]).strip()
+            return TracebackRecord(m.group("exc"), message, (), "\n".join(lines[n:]) + "\n")
+    return None
+
+
 def failure_from_text(text: str) -> Failure:
-    return Failure(pick_record(parse_tracebacks(text)), "pasted traceback", raw_text=text)
+    records = parse_tracebacks(text)
+    if not records and (alone := error_line_record(text)) is not None:
+        records = [alone]
+    return Failure(pick_record(records), "pasted traceback", raw_text=text)
 
 
 def read_traceback_arg(arg: str) -> str:

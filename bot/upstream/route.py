@@ -26,7 +26,7 @@ from importlib import resources
 from typing import Any
 
 from bot.upstream.failure import Failure, PathFrame, path_frames
-from bot.upstream.targets import ELSEWHERE, TARGETS
+from bot.upstream.targets import API_NAMES, ELSEWHERE, TARGETS
 from reducer.errors import ExitCode, ReprobotError
 from reducer.outcome import TracebackRecord
 
@@ -76,6 +76,16 @@ W_FAMILY = 1.5
 W_INTEGRATION = 4.0
 W_FRAMES = 0.5          # present anywhere on the path
 W_IMPORTED = 0.5        # the repro uses this package's API
+W_MESSAGE_NAMES = 3.0   # the error message names this package's class or module (near the raise)
+W_CUT_ENTRY = 2.5       # a pasted traceback cut at the user's call into this package
+W_NEIGHBOURS = 3.0      # similar indexed failures were filed there (times their share)
+
+_API_PATTERNS = tuple((pkg, re.compile(pattern)) for pkg, pattern in API_NAMES)
+# Words of transformers' API that an error message uses in their plain sense.
+_GENERIC_IN_MESSAGES = frozenset(["trainer", "tokenizer", "processor", "generate", "pipeline", "from_pretrained",
+                                  "save_pretrained", "push_to_hub", "unload", "accelerator"])
+# Errors a user's line raises on its own while evaluating its arguments.
+_USER_ERRORS = frozenset(["NameError", "SyntaxError", "IndentationError", "UnboundLocalError"])
 
 
 # --- evidence ----------------------------------------------------------------------------------
@@ -180,141 +190,265 @@ class RouteResult:
     source: str = ""
     # Mentions for a draft in each repository involved (the target and the cross-links).
     who_can_help_by_repo: dict[str, list[str]] = field(default_factory=dict)
+    confidence: float = 0.0         # the top candidate's share of all positive evidence
 
     def to_dict(self) -> dict[str, Any]:
         return {"target": self.target, "ranked": self.ranked, "cross_links": self.cross_links,
                 "who_can_help": self.who_can_help, "entry_point": self.entry_point,
                 "raised_in": self.raised_in, "verdict": self.verdict, "areas": self.areas,
                 "model_family": self.model_family, "boundary": self.boundary, "source": self.source,
-                "who_can_help_by_repo": self.who_can_help_by_repo}
+                "who_can_help_by_repo": self.who_can_help_by_repo, "confidence": self.confidence}
 
 
-def route(failure: Failure) -> RouteResult:
-    record = failure.record
-    frames = path_frames(record)
-    lib = [pf for pf in frames if pf.package]
-    ours_on_path = [pf.package for pf in lib if pf.package in TARGETS]
-    cands: dict[str, Candidate] = {}
+@dataclass
+class _Evidence:
+    """What every piece of evidence reads, and the candidates it adds points to."""
 
-    def cand(owner: str) -> Candidate:
-        return cands.setdefault(owner, Candidate(owner))
-
-    # 1. who raised
-    innermost = frames[-1] if frames else None
+    failure: Failure
+    frames: list[PathFrame]
+    cands: dict[str, Candidate] = field(default_factory=dict)
     raised_in: str | None = None
+    entry_point: str | None = None
+    boundary: str | None = None
+    family: str | None = None
+    involved: set[str] = field(default_factory=set)
+
+    @property
+    def record(self) -> TracebackRecord:
+        return self.failure.record
+
+    @property
+    def lib(self) -> list[PathFrame]:
+        return [pf for pf in self.frames if pf.package]
+
+    @property
+    def ours_on_path(self) -> list[str]:
+        return [pf.package for pf in self.lib if pf.package in TARGETS]
+
+    @property
+    def innermost(self) -> PathFrame | None:
+        return self.frames[-1] if self.frames else None
+
+    @property
+    def pasted(self) -> bool:
+        """A pasted traceback may be cut anywhere; one reprobot ran itself is whole."""
+        return self.failure.repro_dir is None
+
+    def cand(self, owner: str) -> Candidate:
+        return self.cands.setdefault(owner, Candidate(owner))
+
+    def user_call(self) -> str | None:
+        """The call on the user's line that led into the libraries (or, when no library frame
+        is shown, the innermost user line)."""
+        first_lib = next((i for i, pf in enumerate(self.frames) if pf.package), len(self.frames))
+        if first_lib == 0:
+            return None
+        user = self.frames[first_lib - 1].frame
+        line = user.line
+        src = self.failure.repro_source
+        if not line and src and user.lineno and re.split(r"[\\/]", user.path)[-1] == "repro.py":
+            rows = src.splitlines()
+            line = rows[user.lineno - 1] if 0 < user.lineno <= len(rows) else ""
+        # ``import bitsandbytes`` or a CLI line (``accelerate launch``) has no call: the line is it.
+        return _call_text(line or "") or (line or "").strip() or None
+
+
+def api_owner(text: str | None, *, in_message: bool = False) -> tuple[str, str] | None:
+    """(package, name) of the first API name of ours in ``text`` (targets.API_NAMES)."""
+    for pkg, pattern in _API_PATTERNS:
+        for m in pattern.finditer(text or ""):
+            name = m.group(0)
+            if in_message and name.lower() in _GENERIC_IN_MESSAGES:
+                continue
+            return pkg, name.removeprefix("from ").strip(".' ")
+    return None
+
+
+def _raised(ev: _Evidence) -> None:
+    """Who raised: the innermost frame's package (torch: whoever handed torch the input)."""
+    innermost, record = ev.innermost, ev.record
     if innermost is None:
-        raised_in = None
-    elif innermost.package is None:
-        raised_in = "user code"
+        return
+    if innermost.package is None:
+        ev.raised_in = "user code"
         # The file's base name only: the user's directories are nobody's business.
         name = re.split(r"[\\/]", innermost.frame.path)[-1] or "the script"
-        cand("user code").add(W_RAISED, f"raised in the user's own code ({name}, in {innermost.frame.func})")
-    else:
-        raised_in = innermost.package
-        where = f"{innermost.rel}:{innermost.frame.func}"
-        if innermost.package in TARGETS:
-            cand(innermost.package).add(W_RAISED, f"raised in {innermost.package} ({where})")
-        elif innermost.package == "torch":
-            own = _TORCH_OWN.match(innermost.rel or "") or _TORCH_OWN_EXC.search(record.exc_type)
-            # Who handed torch the failing input: the innermost non-torch, non-plumbing frame.
-            caller = next((pf for pf in reversed(frames) if pf.package != "torch" and not pf.plumbing), None)
-            if own:
-                cand("torch").add(W_RAISED + 1, f"raised inside torch's own machinery ({where})")
-            elif caller is not None and caller.package in TARGETS:
-                cand("torch").add(W_TORCH_PASSTHROUGH, f"raised inside torch ({where})")
-                cand(caller.package).add(W_CALLED_TORCH, f"{caller.package} made the failing torch call "
-                                                         f"({caller.rel}:{caller.frame.func})")
-            elif caller is not None and caller.package is None:
-                cand("torch").add(W_TORCH_PASSTHROUGH, f"raised inside torch ({where})")
-                cand("user code").add(W_CALLED_TORCH, "the user's code made the failing torch call "
-                                                      f"(in {caller.frame.func})")
-            else:
-                cand("torch").add(W_RAISED, f"raised inside torch ({where})")
-        elif innermost.package == "huggingface_hub" or _HUB_ERRORS.search(record.exc_type):
-            cand("huggingface_hub").add(W_RAISED + (2 if _HUB_ERRORS.search(record.exc_type) else 0),
-                                        f"raised by huggingface_hub ({record.exc_type.rsplit('.', 1)[-1]}): "
-                                        "a repo id, token, network or cache problem")
+        cut = api_owner(ev.user_call()) if ev.pasted and not ev.lib else None
+        if cut and record.exc_type.rsplit(".", 1)[-1] not in _USER_ERRORS:
+            pkg, api = cut
+            ev.cand(pkg).add(W_CUT_ENTRY, f"the pasted traceback stops at the user's call into {pkg} ({api}): "
+                                           "the library frames below it were not pasted")
+            ev.cand("user code").add(W_RAISED / 2, f"the innermost frame shown is the user's ({name})")
         else:
-            cand(innermost.package).add(W_RAISED, f"raised in {innermost.package} ({where})")
+            ev.cand("user code").add(W_RAISED, f"raised in the user's own code ({name}, in {innermost.frame.func})")
+        return
+    ev.raised_in = innermost.package
+    where = f"{innermost.rel}:{innermost.frame.func}"
+    if innermost.package in TARGETS:
+        ev.cand(innermost.package).add(W_RAISED, f"raised in {innermost.package} ({where})")
+    elif innermost.package == "torch":
+        _raised_in_torch(ev, where)
+    elif innermost.package == "huggingface_hub" or _HUB_ERRORS.search(record.exc_type):
+        ev.cand("huggingface_hub").add(W_RAISED + (2 if _HUB_ERRORS.search(record.exc_type) else 0),
+                                       f"raised by huggingface_hub ({record.exc_type.rsplit('.', 1)[-1]}): "
+                                       "a repo id, token, network or cache problem")
+    else:
+        ev.cand(innermost.package).add(W_RAISED, f"raised in {innermost.package} ({where})")
 
-    # An exhausted resource is the run's budget, not a bug in the stack (the fix is a smaller
-    # batch, offloading or a bigger GPU); it outweighs whoever made the allocating call.
-    if _OOM.search(record.exc_type) or _OOM_MESSAGE.search(record.message or ""):
-        cand("user code").add(W_RAISED + W_ENTRY + 1, "out of memory: a resource limit of this run, not a bug "
-                                                      "(reduce batch or sequence size, offload, or quantize)")
 
-    # 2. entry point: the outermost library frame, and the user's line that called it
-    entry_point: str | None = None
+def _raised_in_torch(ev: _Evidence, where: str) -> None:
+    own = _TORCH_OWN.match(ev.innermost.rel or "") or _TORCH_OWN_EXC.search(ev.record.exc_type)
+    # Who handed torch the failing input: the innermost non-torch, non-plumbing frame.
+    caller = next((pf for pf in reversed(ev.frames) if pf.package != "torch" and not pf.plumbing), None)
+    if own:
+        ev.cand("torch").add(W_RAISED + 1, f"raised inside torch's own machinery ({where})")
+    elif caller is not None and caller.package in TARGETS:
+        ev.cand("torch").add(W_TORCH_PASSTHROUGH, f"raised inside torch ({where})")
+        ev.cand(caller.package).add(W_CALLED_TORCH, f"{caller.package} made the failing torch call "
+                                                    f"({caller.rel}:{caller.frame.func})")
+    elif caller is not None and caller.package is None:
+        ev.cand("torch").add(W_TORCH_PASSTHROUGH, f"raised inside torch ({where})")
+        cut = api_owner(ev.user_call()) if ev.pasted else None
+        if cut:
+            # The user's line calls our API, yet the next frame shown is torch's: the frames in
+            # between were cut from the paste, and it was our package that called torch.
+            ev.cand(cut[0]).add(W_CALLED_TORCH - 1, f"the user's line calls {cut[0]} ({cut[1]}) and the pasted "
+                                                    "traceback skips from there to torch")
+        else:
+            ev.cand("user code").add(W_CALLED_TORCH, "the user's code made the failing torch call "
+                                                     f"(in {caller.frame.func})")
+    else:
+        ev.cand("torch").add(W_RAISED, f"raised inside torch ({where})")
+
+
+def _out_of_memory(ev: _Evidence) -> None:
+    """An exhausted resource is the run's budget, not a bug in the stack (the fix is a smaller
+    batch, offloading or a bigger GPU); it outweighs whoever made the allocating call."""
+    if _OOM.search(ev.record.exc_type) or _OOM_MESSAGE.search(ev.record.message or ""):
+        ev.cand("user code").add(W_RAISED + W_ENTRY + 1, "out of memory: a resource limit of this run, not a bug "
+                                                         "(reduce batch or sequence size, offload, or quantize)")
+
+
+def _entry_point(ev: _Evidence) -> None:
+    """The outermost library frame, and the user's line that called it."""
+    frames = ev.frames
     first_lib = next((i for i, pf in enumerate(frames) if pf.package), None)
-    if first_lib is not None:
-        top = frames[first_lib]
-        called = None
-        if first_lib > 0 and frames[first_lib - 1].package is None:
-            user = frames[first_lib - 1].frame
-            line = user.line
-            if not line and failure.repro_source and user.lineno and re.split(r"[\\/]", user.path)[-1] == "repro.py":
-                rows = failure.repro_source.splitlines()
-                line = rows[user.lineno - 1] if 0 < user.lineno <= len(rows) else ""
-            called = _call_text(line or "")
-        entry_point = called or f"{top.frame.func} ({top.rel})"
-        if top.package in TARGETS and top.package != raised_in:
-            cand(top.package).add(W_ENTRY, f"the repro calls {top.package}'s API ({entry_point})")
-        elif top.package in TARGETS:
-            cand(top.package).add(W_ENTRY / 2, f"the repro calls {top.package}'s API directly ({entry_point})")
+    called = ev.user_call()
+    if first_lib is None:
+        owner = api_owner(called) if called else None
+        ev.entry_point = called
+        if owner and not ev.pasted:    # a pasted cut was credited by _raised already
+            ev.cand(owner[0]).add(W_ENTRY, f"the user calls {owner[0]}'s API ({called})")
+        return
+    top = frames[first_lib]
+    ev.entry_point = called or f"{top.frame.func} ({top.rel})"
+    if top.package in TARGETS and top.package != ev.raised_in:
+        ev.cand(top.package).add(W_ENTRY, f"the repro calls {top.package}'s API ({ev.entry_point})")
+    elif top.package in TARGETS:
+        ev.cand(top.package).add(W_ENTRY / 2, f"the repro calls {top.package}'s API directly ({ev.entry_point})")
+    elif called and (owner := api_owner(called)) and owner[0] not in ev.ours_on_path:
+        # The user called our API but the outermost frame shown is torch's (``model.generate``
+        # cut short, or a forward pass): the call still says whose API it was.
+        ev.cand(owner[0]).add(W_ENTRY / 2, f"the user calls {owner[0]}'s API ({called})")
 
-    # 3. a call across a package boundary with arguments the callee rejects
-    boundary: str | None = None
+
+def _named_in_message(ev: _Evidence) -> None:
+    """Classes and modules of ours the error message names (``'Params4bit' object has no
+    attribute``, ``module 'bitsandbytes.nn' has no attribute``, ``LoraConfig.__init__()``)."""
+    if ev.lib and ev.innermost is not None and ev.innermost.package in TARGETS:
+        return      # the frames already say who raised; a name in the message adds nothing
+    owner = api_owner(ev.record.message, in_message=True) or api_owner(ev.record.exc_type, in_message=True)
+    if owner and owner[0] in TARGETS:
+        ev.cand(owner[0]).add(W_MESSAGE_NAMES, f"the message names {owner[0]}'s {owner[1]}")
+
+
+def _crossed_boundary(ev: _Evidence) -> None:
+    """A call across a package boundary with arguments the callee rejects."""
+    record, innermost = ev.record, ev.innermost
     m = _REJECTED_CALL.search(record.message or "")
-    if record.exc_type.endswith("TypeError") and m and innermost is not None and innermost.package:
-        callee_name = m.group("callee")
-        head = callee_name.split(".")[0]
-        callee_pkg = CALLEE_PACKAGES.get(head) or _package_named_in_frames(head, lib)
-        caller_pkg = innermost.package
-        arg = m.group("kw") or m.group("multi") or (m.group("missing") or "").strip() or "its arguments"
-        if callee_pkg and callee_pkg != caller_pkg and caller_pkg in TARGETS:
-            boundary = (f"{caller_pkg} ({innermost.rel}:{innermost.frame.func}) passed {arg!s} to "
-                        f"{callee_pkg}'s {callee_name}(), which rejects it")
-            cand(caller_pkg).add(W_BOUNDARY, f"the call crossed from {caller_pkg} into {callee_pkg} with an argument "
-                                             f"the callee rejects ({arg}): the caller owns the call")
-            if callee_pkg in TARGETS or callee_pkg in ELSEWHERE:
-                cand(callee_pkg).add(W_CALLEE, f"{callee_pkg}'s {callee_name}() is the callee that rejected {arg}")
+    if not (record.exc_type.endswith("TypeError") and m and innermost is not None and innermost.package):
+        return
+    callee_name = m.group("callee")
+    head = callee_name.split(".")[0]
+    callee_pkg = CALLEE_PACKAGES.get(head) or _package_named_in_frames(head, ev.lib)
+    caller_pkg = innermost.package
+    arg = m.group("kw") or m.group("multi") or (m.group("missing") or "").strip() or "its arguments"
+    if callee_pkg and callee_pkg != caller_pkg and caller_pkg in TARGETS:
+        ev.boundary = (f"{caller_pkg} ({innermost.rel}:{innermost.frame.func}) passed {arg!s} to "
+                       f"{callee_pkg}'s {callee_name}(), which rejects it")
+        ev.cand(caller_pkg).add(W_BOUNDARY, f"the call crossed from {caller_pkg} into {callee_pkg} with an argument "
+                                            f"the callee rejects ({arg}): the caller owns the call")
+        if callee_pkg in TARGETS or callee_pkg in ELSEWHERE:
+            ev.cand(callee_pkg).add(W_CALLEE, f"{callee_pkg}'s {callee_name}() is the callee that rejected {arg}")
 
-    # 4. model family
-    families = model_families(frames, record.message or "", failure.repro_source)
-    family = families[0] if families else None
-    if family:
-        in_model_code = innermost is not None and _FAMILY_DIR.match(innermost.rel or "")
-        if in_model_code:
-            cand("transformers").add(W_FAMILY, f"the failing line is {family} model code "
-                                               f"(transformers/models/{family}/)")
-        elif any(_FAMILY_DIR.match(pf.rel or "") for pf in lib):
-            cand("transformers").add(W_FAMILY / 2, f"{family} model code is on the path")
 
-    # 5. presence on the path and in the repro
-    imported = repro_packages(failure.repro_source)
-    for pkg in dict.fromkeys(ours_on_path):
-        cand(pkg).add(W_FRAMES, f"{sum(1 for p in ours_on_path if p == pkg)} frame(s) in {pkg}")
+def _model_family(ev: _Evidence) -> None:
+    families = model_families(ev.frames, ev.record.message or "", ev.failure.repro_source)
+    ev.family = families[0] if families else None
+    if not ev.family:
+        return
+    if ev.innermost is not None and _FAMILY_DIR.match(ev.innermost.rel or ""):
+        ev.cand("transformers").add(W_FAMILY, f"the failing line is {ev.family} model code "
+                                              f"(transformers/models/{ev.family}/)")
+    elif any(_FAMILY_DIR.match(pf.rel or "") for pf in ev.lib):
+        ev.cand("transformers").add(W_FAMILY / 2, f"{ev.family} model code is on the path")
+
+
+def _presence(ev: _Evidence) -> None:
+    """Our packages on the path and in the repro."""
+    ours = ev.ours_on_path
+    imported = repro_packages(ev.failure.repro_source)
+    for pkg in dict.fromkeys(ours):
+        ev.cand(pkg).add(W_FRAMES, f"{sum(1 for p in ours if p == pkg)} frame(s) in {pkg}")
     for pkg, names in imported.items():
-        if pkg not in ours_on_path:
+        if pkg not in ours:
             shown = ", ".join(sorted(set(names))[:3])
-            cand(pkg).add(W_IMPORTED, f"the repro uses {pkg}" + (f" ({shown})" if shown else ""))
+            ev.cand(pkg).add(W_IMPORTED, f"the repro uses {pkg}" + (f" ({shown})" if shown else ""))
+    ev.involved = set(ours) | set(imported)
 
-    # 6. integration across the stack on a transformers model
-    involved = set(ours_on_path) | set(imported)
-    # Only when torch rejected state the integration produced (or transformers itself raised):
-    # a package of ours that raised directly keeps the issue.
-    if (len(involved) >= 3 and "transformers" in involved and boundary is None
-            and raised_in not in ("user code", "huggingface_hub")
-            and (raised_in not in TARGETS or raised_in == "transformers")):
-        cand("transformers").add(W_INTEGRATION, f"the failure crosses {len(involved)} of the stack's packages "
-                                                f"({', '.join(sorted(involved))}) on a transformers model: file "
-                                                "where the integration is wired, cross-link the rest")
 
-    ranked = sorted(cands.values(), key=lambda c: (-c.score, c.owner))
+def _integration(ev: _Evidence) -> None:
+    """A failure across three of the stack's packages on a transformers model is filed where the
+    integration is wired, when torch rejected state the integration produced (or transformers
+    itself raised): a package of ours that raised directly keeps the issue."""
+    involved = ev.involved
+    if (len(involved) >= 3 and "transformers" in involved and ev.boundary is None
+            and ev.raised_in not in ("user code", "huggingface_hub")
+            and (ev.raised_in not in TARGETS or ev.raised_in == "transformers")):
+        ev.cand("transformers").add(W_INTEGRATION, f"the failure crosses {len(involved)} of the stack's packages "
+                                                   f"({', '.join(sorted(involved))}) on a transformers model: file "
+                                                   "where the integration is wired, cross-link the rest")
+
+
+def _neighbours(ev: _Evidence, index: Any) -> None:
+    """Where the most similar indexed failures were filed (or fixed)."""
+    if index is None:
+        return
+    from bot.upstream.neighbours import votes
+
+    for vote in votes(index, ev.failure):
+        ev.cand(vote.package).add(W_NEIGHBOURS * vote.share, f"similar failures were filed at {vote.repo} "
+                                                             f"({', '.join(vote.refs[:3])})")
+
+
+EVIDENCE = (_raised, _out_of_memory, _entry_point, _crossed_boundary, _named_in_message, _model_family,
+            _presence, _integration)
+
+
+def route(failure: Failure, *, index: Any = None) -> RouteResult:
+    """Rank the repositories that could own ``failure`` by the evidence above; ``index`` (an
+    IssueIndex) adds where similar failures were filed."""
+    ev = _Evidence(failure, path_frames(failure.record))
+    for gather in EVIDENCE:
+        gather(ev)
+    _neighbours(ev, index)
+    ranked = sorted(ev.cands.values(), key=lambda c: (-c.score, c.owner))
     top_cand = ranked[0] if ranked else None
-    cross = [TARGETS[p] for p in dict.fromkeys(ours_on_path + ([_boundary_callee(boundary)] if boundary else []))
+    cross = [TARGETS[p] for p in dict.fromkeys(ev.ours_on_path + ([_boundary_callee(ev.boundary)] if ev.boundary else []))
              if p in TARGETS]
-    areas = detect_areas(record, frames, failure.repro_source, family)
+    areas = detect_areas(ev.record, ev.frames, failure.repro_source, ev.family)
+    positive = sum(max(c.score, 0.0) for c in ranked) or 1.0
+    confidence = round(max(top_cand.score, 0.0) / positive, 2) if top_cand else 0.0
     if top_cand is None:
         verdict = "no frames to route by: not enough evidence to name a repository"
         target = None
@@ -323,20 +457,23 @@ def route(failure: Failure) -> RouteResult:
         runner_up = next((c for c in ranked[1:] if c.owner in TARGETS), None)
         margin = f" (next: {runner_up.owner}, {runner_up.score:.1f})" if runner_up else ""
         verdict = f"file at {target}: {top_cand.strongest}{margin}"
+        if ev.raised_in == "torch":
+            cross.append(ELSEWHERE["torch"])
     else:
         target = None
         where = ELSEWHERE.get(top_cand.owner) or ""
         verdict = (f"not one of ours: {top_cand.strongest}"
                    + (f"; report it at {where}" if where else "; check the script's own code"))
-    cross = [r for r in cross if r != target]
-    who = who_can_help(target, areas, family) if target else []
-    by_repo = {repo: who_can_help(repo, areas, family) for repo in ([target] if target else []) + cross}
+    cross = [r for r in dict.fromkeys(cross) if r != target]
+    who = who_can_help(target, areas, ev.family) if target else []
+    by_repo = {repo: who_can_help(repo, areas, ev.family) for repo in ([target] if target else []) + cross
+               if repo in TARGETS.values()}
     return RouteResult(
         target=target,
         ranked=[{"repo": c.repo or c.owner, "score": round(c.score, 2), "reasons": c.reasons} for c in ranked],
-        cross_links=cross, who_can_help=who, entry_point=entry_point, raised_in=raised_in,
-        verdict=verdict, areas=areas, model_family=family, boundary=boundary, source=failure.source,
-        who_can_help_by_repo=by_repo)
+        cross_links=cross, who_can_help=who, entry_point=ev.entry_point, raised_in=ev.raised_in,
+        verdict=verdict, areas=areas, model_family=ev.family, boundary=ev.boundary, source=failure.source,
+        who_can_help_by_repo=by_repo, confidence=confidence)
 
 
 def _package_named_in_frames(name: str, lib: list[PathFrame]) -> str | None:

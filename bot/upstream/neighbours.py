@@ -1,0 +1,54 @@
+"""Where similar failures went: the nearest indexed issues vote for the repository they were
+filed at, or where their fix landed when the thread names a fixing PR in another repository.
+
+The neighbours are dedup's own ranking (same message, shared frames, BM25), so a vote means
+what a dedup hit means. Weak matches do not vote: a generic message alone routes nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.upstream.dedup import query_of, rank
+from bot.upstream.failure import Failure
+from bot.upstream.targets import TARGETS
+
+K = 5
+MIN_NEIGHBOUR = 0.25     # below this a neighbour is a text match, not the same failure
+_PACKAGE_OF = {repo: pkg for pkg, repo in TARGETS.items()}
+
+
+@dataclass
+class Vote:
+    package: str
+    repo: str
+    share: float                  # of the voting neighbours' total score
+    refs: list[str] = field(default_factory=list)
+
+
+def _landed(index: Any, repo: str, number: int) -> str:
+    """The repository the neighbour's fix landed in, when its thread names one elsewhere."""
+    issue = index.get(repo, number)
+    fixes = {ref.split("#", 1)[0] for ref in (issue.fixed_by if issue else []) if "#" in ref}
+    fixes &= set(_PACKAGE_OF)
+    return next(iter(fixes)) if len(fixes) == 1 else repo
+
+
+def votes(index: Any, failure: Failure, k: int = K) -> list[Vote]:
+    """The repositories the ``k`` nearest indexed failures point at, best first. An index may
+    carry ``excluded`` = (repo, number): that issue is not its own neighbour (evaluation)."""
+    if index is None or not failure.record.message:
+        return []
+    excluded = getattr(index, "excluded", None)
+    hits = [r for r in rank(index, query_of(failure), top=k + 1, min_score=MIN_NEIGHBOUR)
+            if (r.repo, r.number) != excluded][:k]
+    tally: dict[str, Vote] = {}
+    total = sum(r.score for r in hits)
+    for r in hits:
+        repo = _landed(index, r.repo, r.number)
+        if repo not in _PACKAGE_OF:
+            continue
+        vote = tally.setdefault(repo, Vote(_PACKAGE_OF[repo], repo, 0.0))
+        vote.share += r.score / total
+        vote.refs.append(f"{r.repo.split('/')[-1]}#{r.number}")
+    return sorted(tally.values(), key=lambda v: -v.share)
