@@ -2,8 +2,8 @@
 
     python bench/upstream_eval.py [--json] [--verbose] [--no-neighbours] [--train-only]
 
-Reads tests/data/upstream_issues_train.jsonl and tests/data/upstream_issues_heldout.jsonl (see
-tests/data/UPSTREAM_ISSUES.md: split by seeded hash before any rule was tuned). Every issue with
+Reads bot/data/upstream/train.jsonl and bot/data/upstream/heldout.jsonl (see
+bot/data/upstream/README.md: split by seeded hash before any rule was tuned). Every issue with
 an exception and a message is queried as reprobot sees a failure in real use: a traceback built
 from the issue's frames and error line, with the user's call when the thread shows it; never the
 title. Routing truth is where the fix landed when the thread says so, else the issue's repository.
@@ -42,10 +42,11 @@ from bot.upstream.dedup import dedup  # noqa: E402
 from bot.upstream.index import IssueIndex, import_file  # noqa: E402
 from bot.upstream.failure import failure_from_text  # noqa: E402
 from bot.upstream.route import route  # noqa: E402
+from bot.upstream.seed import issue_object as seed_issue_object  # noqa: E402
 from reducer.errors import ReprobotError  # noqa: E402
 
-DATA = ROOT / "tests" / "data"
-PARTS = {"train": DATA / "upstream_issues_train.jsonl", "heldout": DATA / "upstream_issues_heldout.jsonl"}
+DATA = ROOT / "bot" / "data" / "upstream"
+PARTS = {"train": DATA / "train.jsonl", "heldout": DATA / "heldout.jsonl"}
 
 
 def load(part: str) -> list[dict[str, Any]]:
@@ -83,23 +84,12 @@ def traceback_of(issue: dict[str, Any], style: str = "linux", salt: str = "") ->
 
 
 def issue_object(issue: dict[str, Any]) -> dict[str, Any]:
-    """As ``GET /repos/{o}/{r}/issues`` returns it: the title, and a body with the error."""
+    """As the index imports it, with the error in a third path style (an index entry, a
+    query and a re-report never share the rendering)."""
     body = ""
     if evaluable(issue):
         body = "### Reproduction\n\n```\n" + traceback_of(issue, "dist", "index" + ref(issue)) + "```"
-    repo, n = issue["repo"], issue["number"]
-    created = (issue.get("created") or "2024-01-01") + "T12:00:00Z"
-    thread = [f"fixed by {x}" for x in issue.get("fixed_by") or []]
-    thread += [f"fixed in {issue['fixed_in']}"] if issue.get("fixed_in") else []
-    thread += [f"duplicate of {x}" for x in issue.get("duplicate_of") or []]
-    return {"url": f"https://api.github.com/repos/{repo}/issues/{n}",
-            "repository_url": f"https://api.github.com/repos/{repo}",
-            "html_url": f"https://github.com/{repo}/issues/{n}", "number": n, "title": issue["title"],
-            "body": body, "state": issue["state"],
-            "state_reason": "completed" if issue["state"] == "closed" else None, "labels": [],
-            "comments": len(thread), "created_at": created, "updated_at": created,
-            "closed_at": created if issue["state"] == "closed" else None, "user": {"login": "reporter"},
-            "reprobot_thread": thread}
+    return seed_issue_object(issue, body)
 
 
 def build_index(path: Path, issues: list[dict[str, Any]]) -> IssueIndex:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from bot.store import ReproDir, safe, write_json_atomic
 from reducer.errors import ReprobotError
@@ -50,10 +51,28 @@ def route_with_index(failure, *, db: str | Path | None = None, use_index: bool =
     from bot.upstream.index import IssueIndex, default_db_path
     from bot.upstream.route import route
     path = Path(db) if db is not None else default_db_path()
-    if not use_index or not path.is_file():
+    if not use_index:
         return route(failure)
-    with IssueIndex.open(path, create=False) as index:
-        return route(failure, index=index if index.count() else None)
+    if path.is_file():
+        with IssueIndex.open(path, create=False) as index:
+            if index.count():
+                return route(failure, index=index)
+    with _bundled_index() as index:
+        return route(failure, index=index)
+
+
+@contextmanager
+def _bundled_index() -> Iterator[Any]:
+    """The known issues bundled with reprobot, in a throwaway index (for a user whose own index is
+    empty or missing; `reprobot index seed` keeps them)."""
+    import tempfile
+
+    from bot.upstream.index import IssueIndex
+    from bot.upstream.seed import seed
+    with tempfile.TemporaryDirectory(prefix="reprobot-known-") as tmp, \
+            IssueIndex.open(Path(tmp) / "known.sqlite3") as index:
+        seed(index)
+        yield index
 
 
 def route_folder(repro: ReproDir, *, db: str | Path | None = None, use_index: bool = True) -> dict[str, Any]:
@@ -77,7 +96,13 @@ def related_for(failure, target: str | None, *, db: str | Path | None = None, ap
         # Search is an extra: a short timeout and one retry, so no network costs seconds, not minutes.
         client = github_client(api_url=api_url, max_wait=15, timeout=10, retries=1)
     with IssueIndex.open(db) as index:
-        return dedup(index, failure, target_repo=target, client=client, top=max(1, top))
+        if index.count():
+            return dedup(index, failure, target_repo=target, client=client, top=max(1, top))
+    # An empty index (a new user): the known issues bundled with reprobot.
+    with _bundled_index() as index:
+        result = dedup(index, failure, target_repo=target, client=client, top=max(1, top))
+    result.index_source = "bundled"
+    return result
 
 
 def dedup_folder(repro: ReproDir, target: str | None, **kwargs: Any) -> dict[str, Any]:
@@ -152,24 +177,25 @@ def prepare(repro: ReproDir, *, python: str | None = None, db: str | Path | None
 
     out.related = _read(repro, repro.related_json) if repro.related_json.is_file() else None
     from bot.issue.github import token_from_env
-    stale = out.related is not None and not out.related.get("indexed_issues") \
-        and not (out.related.get("github_search") or {}).get("used")
-    can_search = not index_is_empty(db) or (search and bool(token_from_env()))
-    if out.related is not None and not (stale and can_search):
+    empty = index_is_empty(db)
+    token = bool(token_from_env())
+    stale = out.related is not None and not (out.related.get("github_search") or {}).get("used") and (
+        out.related.get("index_source") == "bundled" or not out.related.get("indexed_issues"))
+    if out.related is not None and not (stale and (not empty or (search and token))):
         say("related issues", "kept", _related_text(out.related) + " (related.json)")
-    elif not can_search and token_from_env():
-        say("related issues", "skipped", "not searched yet: the issue index is empty; GitHub search runs "
-                                         "once the draft has passed its checks")
-    elif not can_search:
-        say("related issues", "skipped", "not searched: the issue index is empty and GITHUB_TOKEN is not set; "
-                                         "run `reprobot index sync --repo "
-                                         + (out.target or "huggingface/peft") + "` (needs GITHUB_TOKEN)")
     else:
         try:
             out.related = dedup_folder(repro, out.target, db=db, api_url=api_url, search=search)
-            say("related issues", "ran", _related_text(out.related))
         except ReprobotError as e:
             say("related issues", "skipped", f"not searched: {e.message}")
+        else:
+            text = _related_text(out.related)
+            if out.related.get("index_source") == "bundled":
+                text += ("; your issue index is empty: `reprobot index seed` keeps these offline, `reprobot index "
+                         f"sync --repo {out.target or 'huggingface/peft'}` adds the rest (needs GITHUB_TOKEN)")
+            if token and not search:
+                text += "; GitHub search runs once the draft has passed its checks"
+            say("related issues", "ran", text)
     return out
 
 
@@ -203,7 +229,8 @@ def _route_text(route: dict[str, Any]) -> str:
 
 def _related_text(related: dict[str, Any]) -> str:
     results = related.get("results") or []
-    where = f"{related.get('indexed_issues', 0)} indexed" + (
+    where = (f"{related.get('indexed_issues', 0)} known issues bundled with reprobot"
+             if related.get("index_source") == "bundled" else f"{related.get('indexed_issues', 0)} indexed") + (
         " + GitHub search" if (related.get("github_search") or {}).get("used") else "")
     if not results:
         return f"none found ({where})"

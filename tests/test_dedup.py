@@ -163,7 +163,24 @@ def test_cli_dedup_traceback_and_empty_index(tmp_path: Path, capsys: pytest.Capt
     tbf.write_text(seed("seed_keyerror_22"))
     assert main(["dedup", "--traceback", str(tbf), "--db", str(tmp_path / "empty.sqlite3"), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["results"] == [] and data["indexed_issues"] == 0
+    # An empty index: the known issues bundled with reprobot are searched instead, and said so.
+    assert data["index_source"] == "bundled" and data["indexed_issues"] >= 300
+    assert not (tmp_path / "empty.sqlite3").exists() or main(["index", "status", "--db", str(tmp_path / "empty.sqlite3"),
+                                                              "--json"]) == 0
+    capsys.readouterr()
+    # `index seed` keeps them in the user's index, without a sync watermark.
+    assert main(["index", "seed", "--db", str(tmp_path / "empty.sqlite3"), "--json"]) == 0
+    seeded = json.loads(capsys.readouterr().out)
+    assert seeded["added"] == seeded["total"] >= 300
+    assert main(["index", "seed", "--db", str(tmp_path / "empty.sqlite3"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["added"] == 0
+    from bot.upstream.index import IssueIndex
+    with IssueIndex.open(tmp_path / "empty.sqlite3", create=False) as index:
+        repos = index.repos()
+    assert len(repos) == 4 and sum(r["n"] for r in repos) == seeded["total"]
+    assert all(r["last_sync"] is None for r in repos)
+    assert main(["dedup", "--traceback", str(tbf), "--db", str(tmp_path / "empty.sqlite3"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["index_source"] == "index"
     assert main(["dedup", "--traceback", str(tmp_path / "none.txt")]) == ExitCode.FILE_MISSING
 
 

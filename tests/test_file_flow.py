@@ -134,11 +134,14 @@ def test_file_dry_run_right_after_reduce_runs_the_missing_steps(reduced: Path, o
     out = " ".join(capsys.readouterr().out.split())
     assert "route: file at huggingface/peft: raised in peft" in out
     assert "environment: env.json and requirements.lock written" in out
-    assert "related issues: not searched: the issue index is empty and GITHUB_TOKEN is not set" in out
+    # An empty index: the known issues bundled with reprobot are searched, and the line says so.
+    assert "found (378 known issues bundled with reprobot); best: peft#" in out, out
     assert "reprobot index sync --repo huggingface/peft" in out
+    related = json.loads((folder / "related.json").read_text())
+    assert related["index_source"] == "bundled" and related["indexed_issues"] >= 300
     assert "draft: draft-peft.md written" in out
     assert "huggingface/peft: issue preview" in out
-    assert "note: related.json is missing" in out
+    assert "note: related.json is missing" not in out
     # one draft, for the routed repository; the title names the call and the error
     assert sorted(p.name for p in folder.glob("draft-*.md")) == ["draft-peft.md"]
     title = json.loads((folder / "draft-peft.json").read_text())["title"]
@@ -181,7 +184,7 @@ def test_with_a_token_related_issues_are_searched_and_a_duplicate_stops_filing(
                           body=_same_issue_body())
     assert main(["file", str(folder), "--dry-run"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "related issues: 1 found (0 indexed + GitHub search); best: peft#3129" in out
+    assert "found (378 known issues bundled with reprobot + GitHub search); best: peft#3129" in out, out
     assert "likely duplicate: peft#3129 (open) looks like the same failure" in out
     assert out.index("likely duplicate") < out.index("issue preview")  # said first
     assert "comment there instead? https://github.com/huggingface/peft/issues/3129" in out

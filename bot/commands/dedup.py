@@ -51,15 +51,19 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(safe(json.dumps(data, indent=2)))
         return 0
+    where = (f"{result.indexed} known issues bundled with reprobot; your index is empty: `reprobot index seed` "
+             "keeps them, `reprobot index sync --repo OWNER/NAME` adds the rest"
+             if result.index_source == "bundled" else f"{result.indexed} indexed")
     if not result.results:
         if result.indexed == 0:
-            console.print("the issue index is empty: fill it with `reprobot index sync --repo OWNER/NAME` "
+            console.print("the issue index is empty: fill it with `reprobot index seed` (offline), "
+                          "`reprobot index sync --repo OWNER/NAME` "
                           "or `reprobot index import FILE`" + ("" if result.searched else "; GitHub search not used"))
         else:
-            console.print(f"no related issue found among {result.indexed} indexed"
+            console.print(f"no related issue found among {where}"
                           + ("" if result.searched else " (GitHub search not used)"))
     else:
-        table = Table(title=f"related upstream issues ({result.indexed} indexed"
+        table = Table(title=f"related upstream issues ({where}"
                             + (", GitHub search" if result.searched else "") + ")")
         for col, just in (("#", "right"), ("score", "right"), ("state", "left"), ("issue", "left"),
                           ("title", "left"), ("why", "left")):

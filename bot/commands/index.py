@@ -2,6 +2,7 @@
 
     reprobot index sync --repo OWNER/NAME [--full]   fetch issues and PRs through PyGithub (GITHUB_TOKEN)
     reprobot index import FILE [--repo OWNER/NAME]   load a JSON list of GitHub REST issue objects
+    reprobot index seed                              load the known issues bundled with reprobot (offline)
     reprobot index status                            what is indexed, and up to when
 All take --db PATH (default: the user's cache directory).
 """
@@ -46,6 +47,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     common(i)
     i.set_defaults(func=run_import)
 
+    sd = isub.add_parser("seed", help="load the known upstream issues bundled with reprobot (offline; "
+                                      "a later sync updates them)")
+    common(sd)
+    sd.set_defaults(func=run_seed)
+
     st = isub.add_parser("status", help="what is indexed")
     common(st)
     st.set_defaults(func=run_status)
@@ -63,6 +69,23 @@ def run_import(args: argparse.Namespace) -> int:
     else:
         console.print(f"imported {stats.added} new, {stats.updated} updated issue(s) "
                       f"({', '.join(sorted(stats.repos)) or 'none'}); {total} in the index")
+    return 0
+
+
+def run_seed(args: argparse.Namespace) -> int:
+    from bot.upstream.index import IssueIndex
+    from bot.upstream.seed import seed
+
+    with IssueIndex.open(args.db) as index:
+        stats = seed(index)
+        total = index.count()
+    out = {"added": stats.added, "repos": sorted(stats.repos), "total": total}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        console.print(f"added {stats.added} known issue(s) bundled with reprobot "
+                      f"({', '.join(sorted(stats.repos)) or 'all were already indexed'}); {total} in the index. "
+                      "`reprobot index sync --repo OWNER/NAME` adds the rest (needs GITHUB_TOKEN)")
     return 0
 
 
@@ -102,7 +125,8 @@ def run_status(args: argparse.Namespace) -> int:
         return 0
     if not repos:
         # An empty index is a state, not an error (exit 5 means "no failure" elsewhere).
-        console.print("the issue index is empty: run `reprobot index import FILE` or "
+        console.print("the issue index is empty: run `reprobot index seed` (offline, the known issues "
+                      "bundled with reprobot), `reprobot index import FILE` or "
                       "`reprobot index sync --repo OWNER/NAME` (needs GITHUB_TOKEN)")
         return 0
     table = Table(title="issue index")

@@ -22,8 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("repro_dir", nargs="?", help="repro folder (repros/<id>)")
     p.add_argument("--traceback", metavar="FILE", help="route a pasted traceback instead ('-' reads stdin)")
     p.add_argument("--json", action="store_true", help="print route.json to stdout")
-    p.add_argument("--db", metavar="PATH", help="issue index whose nearest failures add evidence "
-                                                "(default: the user's cache directory, when it exists)")
+    p.add_argument("--db", metavar="PATH", help="issue index whose nearest failures add evidence (default: the "
+                                                "user's cache directory; the known issues bundled with reprobot "
+                                                "when it is empty)")
     p.add_argument("--no-index", action="store_true", help="route by the traceback and repro alone")
     p.set_defaults(func=run)
 

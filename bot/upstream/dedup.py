@@ -304,13 +304,14 @@ class DedupResult:
     searched: bool
     search_note: str | None
     indexed: int
+    index_source: str = "index"       # "bundled": the user's index was empty; reprobot's known issues
 
     def to_dict(self) -> dict[str, Any]:
         return {"results": [r.to_dict() for r in self.results],
                 "query": {"exc_type": self.query.exc_type, "message": self.query.norm,
                           "frames": self.query.frames, "target_repo": self.query.target_repo},
                 "github_search": {"used": self.searched, "note": self.search_note},
-                "indexed_issues": self.indexed,
+                "indexed_issues": self.indexed, "index_source": self.index_source,
                 "note": "candidates only: reprobot never labels or closes issues"}
 
 

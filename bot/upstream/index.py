@@ -397,9 +397,11 @@ class IssueIndex:
         return self.conn.execute("SELECT count(*) FROM issues").fetchone()[0]
 
     def repos(self) -> list[dict[str, Any]]:
-        rows = self.conn.execute("SELECT r.repo, r.last_sync, r.synced_at, "
-                                 "(SELECT count(*) FROM issues i WHERE i.repo=r.repo) AS n FROM repos r "
-                                 "ORDER BY r.repo").fetchall()
+        # Every repository the index holds issues of, synced or not (seeded issues set no watermark).
+        rows = self.conn.execute("SELECT k.repo, r.last_sync, r.synced_at, "
+                                 "(SELECT count(*) FROM issues i WHERE i.repo=k.repo) AS n "
+                                 "FROM (SELECT repo FROM repos UNION SELECT DISTINCT repo FROM issues) k "
+                                 "LEFT JOIN repos r ON r.repo=k.repo ORDER BY k.repo").fetchall()
         return [dict(r) for r in rows]
 
     def get(self, repo: str, number: int) -> IndexedIssue | None:
@@ -510,12 +512,19 @@ def import_file(index: IssueIndex, path: str | Path, repo: str | None = None) ->
         raise ReprobotError(f"{p}: expected a JSON list of GitHub issue objects", ExitCode.BAD_INPUT)
     if repo is not None and not _REPO_NAME.match(repo):
         raise ReprobotError(f"--repo {repo!r}: expected OWNER/NAME", ExitCode.USAGE)
+    return import_objects(index, data, repo, source=str(p))
+
+
+def import_objects(index: IssueIndex, data: list[Any], repo: str | None = None, *, source: str = "input",
+                   watermark: bool = True) -> ImportStats:
+    """Upsert GitHub REST issue objects, all or nothing. ``watermark=False`` for a partial set
+    (the bundled known issues): a later sync must still fetch everything it holds nothing of."""
     rows = []
     for i, item in enumerate(data):
         try:
             rows.append(issue_row(item, repo))
         except BadIssue as e:
-            raise ReprobotError(f"{p}: item {i} is not a GitHub issue object ({e}); nothing imported",
+            raise ReprobotError(f"{source}: item {i} is not a GitHub issue object ({e}); nothing imported",
                                 ExitCode.BAD_INPUT) from None
     stats = ImportStats()
     with index.transaction():
@@ -525,7 +534,7 @@ def import_file(index: IssueIndex, path: str | Path, repo: str | None = None) ->
             stats.updated += existed
             stats.added += not existed
             stats.repos.add(row["repo"])
-        for r in stats.repos:
+        for r in (stats.repos if watermark else ()):
             # A snapshot's watermark is its newest updated_at, so a later sync continues from it.
             latest = max((row["updated_at"] or "" for row in rows if row["repo"] == r), default="") or None
             index.set_watermark(r, latest)
