@@ -39,7 +39,7 @@ if BENCH not in sys.path:
 from route_dedup_eval import render_traceback  # noqa: E402
 
 from bot.upstream.dedup import dedup  # noqa: E402
-from bot.upstream.index import IssueIndex, import_file  # noqa: E402
+from bot.upstream.index import IssueIndex, import_objects  # noqa: E402
 from bot.upstream.failure import failure_from_text  # noqa: E402
 from bot.upstream.route import route  # noqa: E402
 from bot.upstream.seed import issue_object as seed_issue_object  # noqa: E402
@@ -93,10 +93,8 @@ def issue_object(issue: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_index(path: Path, issues: list[dict[str, Any]]) -> IssueIndex:
-    dump = path.with_suffix(".json")
-    dump.write_text(json.dumps([issue_object(i) for i in issues]), encoding="utf-8")
     index = IssueIndex.open(path)
-    import_file(index, dump)
+    import_objects(index, [issue_object(i) for i in issues], source="bench", watermark=False)
     return index
 
 

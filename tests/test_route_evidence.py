@@ -54,27 +54,32 @@ def test_an_error_line_without_names_gets_no_target_and_says_why() -> None:
 def test_text_with_no_error_line_is_still_bad_input() -> None:
     from reducer.errors import ReprobotError
 
-    with pytest.raises(ReprobotError, match="no Python traceback"):
-        failure_from_text("it crashed when I ran it\n")
+    for text in ("it crashed when I ran it\n", "UserWarning: torch_dtype is deprecated\n"):
+        with pytest.raises(ReprobotError, match="no Python traceback"):
+            failure_from_text(text)
+    # A qualified exception class counts, and the last error line of a log is the failure.
+    log = "ValueError: handled earlier\nstep 3\ntorch._dynamo.exc.Unsupported: call_function UserDefinedClassVariable\n"
+    assert failure_from_text(log).record.exc_type == "torch._dynamo.exc.Unsupported"
+
+
+def cut_at_user_line(line: str, error: str) -> str:
+    """A pasted traceback that stops at the user's line (the library frames were not pasted)."""
+    return f'Traceback (most recent call last):\n  File "/home/u/run.py", line 9, in <module>\n    {line}\n{error}\n'
 
 
 def test_a_traceback_cut_at_the_users_call_credits_the_called_package() -> None:
-    text = ("Traceback (most recent call last):\n  File \"/home/u/run.py\", line 9, in <module>\n"
-            "    model = PeftModel.from_pretrained(base, 'adapter')\n"
-            "KeyError: 'base_model.model.lm_head'\n")
-    r = route(failure_from_text(text))
+    call = "model = PeftModel.from_pretrained(base, 'adapter')"
+    r = route(failure_from_text(cut_at_user_line(call, "KeyError: 'base_model.model.lm_head'")))
     assert r.target == "huggingface/peft"
     assert "not pasted" in r.ranked[0]["reasons"][0]
     # ...but a NameError on that line is the user's own.
-    r2 = route(failure_from_text(text.replace("KeyError: 'base_model.model.lm_head'", "NameError: name 'base' is not defined")))
+    r2 = route(failure_from_text(cut_at_user_line(call, "NameError: name 'base' is not defined")))
     assert r2.target is None
 
 
 def test_a_class_named_in_the_message_outweighs_the_entry_call() -> None:
-    text = ("Traceback (most recent call last):\n  File \"/home/u/run.py\", line 9, in <module>\n"
-            "    trainer.train()\n"
-            "AttributeError: 'LoraModel' object has no attribute 'prepare_inputs_for_generation'\n")
-    r = route(failure_from_text(text))
+    r = route(failure_from_text(cut_at_user_line(
+        "trainer.train()", "AttributeError: 'LoraModel' object has no attribute 'prepare_inputs_for_generation'")))
     assert r.target == "huggingface/peft"
     assert r.ranked[1]["repo"] == "huggingface/transformers"
     assert 0 < r.confidence < 1

@@ -39,7 +39,8 @@ def pick_record(records: list[TracebackRecord]) -> TracebackRecord:
 
 
 # The last line of a traceback on its own: ``ValueError: ...`` or ``torch.OutOfMemoryError: ...``.
-_ERROR_LINE = re.compile(r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning))"
+_ERROR_LINE = re.compile(r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt)"
+                         r"|(?:[a-z_]\w*\.)+[A-Z]\w*(?<!Warning))"
                          r"(?::\s?(?P<message>.*))?$")
 
 
@@ -47,8 +48,9 @@ def error_line_record(text: str) -> TracebackRecord | None:
     """A paste that holds only the error line (an issue title, a log's last line): a record
     with no frames, so routing and dedup can still read the exception and its message."""
     lines = [ln.rstrip() for ln in text.strip().splitlines()]
-    for n, line in enumerate(lines):
-        m = _ERROR_LINE.match(line.strip())
+    # The last error line (a log's earlier ones were handled); what follows it is its message.
+    for n in reversed(range(len(lines))):
+        m = _ERROR_LINE.match(lines[n].strip())
         if m:
             message = "\n".join([m.group("message") or ""] + lines[n + 1:]).strip()
             return TracebackRecord(m.group("exc"), message, (), "\n".join(lines[n:]) + "\n")
