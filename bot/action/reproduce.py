@@ -9,9 +9,12 @@ This job runs code that anyone could have posted, so:
   its own copy of that folder (reducer/runner.py); HOME points into the scratch folder;
 - every limit is enforced here and not trusted to the child: body size, one run's time, the
   whole reduction's time (the process group is killed), the size of every file copied out.
-What the scratch folder does NOT do: it is no sandbox. A script can still write to any
-absolute path the runner's user can write; that is what the ephemeral runner / container in
-docs/ACTION.md is for.
+- the reduction runs in Linux namespaces (bot/action/sandbox.py): its own PID namespace and
+  /proc, no network, the runner's credential stores covered, no capabilities; a runner that
+  cannot do that gets no run at all ("not-isolated") unless the maintainer chose
+  ``--isolation none`` for a runner that is itself a sandbox.
+What this does NOT do: the script can still write to paths the runner's user can write outside
+the hidden ones; that is what the ephemeral runner / container in docs/ACTION.md is for.
 """
 from __future__ import annotations
 
@@ -72,6 +75,9 @@ class ReproduceOptions:
     scratch_root: Path | None = None            # default: $RUNNER_TEMP, else the system temp dir
     keep_scratch: bool = False
     offline: bool = False                       # no index lookups while pinning the environment
+    # "namespaces": refuse to run the posted code unless it can be isolated (bot/action/sandbox.py);
+    # "none": a maintainer's choice for a runner that is itself a sandbox (ephemeral, no network).
+    isolation: str = "namespaces"
 
 
 def child_env(home: Path, pass_env: tuple[str, ...] = (), environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -220,11 +226,13 @@ def copy_repro(src: Path, dest: Path) -> list[str]:
     return copied
 
 
-def _install_requirements(reqs: list[str], opts: ReproduceOptions, env: dict[str, str], work: Path) -> bool:
+def _install_requirements(reqs: list[str], opts: ReproduceOptions, env: dict[str, str], work: Path,
+                          iso: Any) -> bool:
     # Every entry was checked to be a plain PEP 508 requirement (bot/action/extract.py): no
-    # options, no URLs, no file paths, so nothing here can redirect pip.
+    # options, no URLs, no file paths, so nothing here can redirect pip. A source build runs
+    # code too: it gets the network (pip needs it) but the same hidden home and PID namespace.
     cmd = [opts.python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check", *reqs]
-    code, _, _ = _run_bounded(cmd, cwd=work, env=env, wall=min(opts.max_time, 900.0), log_dir=work, name="pip")
+    code, _, _ = _run_bounded(iso.wrap(cmd, network=True), cwd=work, env=env, wall=min(opts.max_time, 900.0), log_dir=work, name="pip")
     return code == 0
 
 
@@ -284,6 +292,12 @@ def reproduce(event: DiscussionEvent, opts: ReproduceOptions, *, environ: dict[s
     if ex.status != "ok" or ex.script is None:
         return done(ex.status, ex.syntax_error or ex.why)
 
+    from bot.action.sandbox import Isolation, probe
+    iso = probe([src_env.get("HOME"), str(Path.home())]) if opts.isolation == "namespaces" else Isolation("none")
+    if opts.isolation == "namespaces" and iso.mode != "namespaces":
+        return done("not-isolated", iso.reason)
+    result.isolation = iso.mode
+
     root = opts.scratch_root or Path(src_env.get("RUNNER_TEMP") or tempfile.gettempdir())
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="reprobot-action-", dir=root))
@@ -297,12 +311,14 @@ def reproduce(event: DiscussionEvent, opts: ReproduceOptions, *, environ: dict[s
         # Scratch copies of every candidate run live under the work folder, which is removed at the end.
         (work / "tmp").mkdir()
         env["TMPDIR"] = env["TEMP"] = env["TMP"] = str(work / "tmp")
-        if opts.offline:
+        if opts.offline or iso.mode == "namespaces":
             # bot/env/lockfile.py pins from what is installed instead of asking the package index: the
-            # hardened runner has no network once the job's own installs are done.
+            # reduction has no network (a namespace with no interface up, or a hardened runner).
             env["REPROBOT_OFFLINE"] = "1"
+        if iso.mode == "namespaces":
+            env["HF_HUB_OFFLINE"] = "1"     # fail at once, not after the hub's retries
         if opts.install_deps and ex.requirements:
-            result.requirements_installed = _install_requirements(ex.requirements, opts, env, work)
+            result.requirements_installed = _install_requirements(ex.requirements, opts, env, work, iso)
 
         store = work / "repros"
         cmd = [*_reprobot_cmd(), "reduce", str(script), "--out", str(store),
@@ -314,7 +330,8 @@ def reproduce(event: DiscussionEvent, opts: ReproduceOptions, *, environ: dict[s
         # The reduction bounds itself by --max-time; this is the backstop for when it cannot
         # (a run that ignores SIGTERM, the first runs of the original, environment probing).
         wall = opts.max_time + opts.timeout * max(1, opts.runs) + 60.0
-        code, stderr, seconds = _run_bounded(cmd, cwd=work, env=env, wall=wall, log_dir=work, name="reduce")
+        # No network; the PID namespace ends every process the script left when the reduction ends.
+        code, stderr, seconds = _run_bounded(iso.wrap(cmd), cwd=work, env=env, wall=wall, log_dir=work, name="reduce")
         repro = _find_repro(store)
         result.reduce_exit, result.wall_time = code, round(seconds, 2)
         status = _status_of(code, repro)

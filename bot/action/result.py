@@ -25,6 +25,7 @@ STATUSES = (
     "ignored",          # not the configured label: nothing ran, nothing is posted
     "not-allowed",      # the gate said no: nothing ran, nothing is posted
     "too-large",        # the body is over the size cap
+    "not-isolated",     # this runner cannot isolate the posted code, so it did not run it
     "no-script",        # no Python code block
     "attachment-only",  # the script is an attachment, which is not fetched
     "syntax-error",     # the script does not parse
@@ -59,6 +60,7 @@ class ActionResult:
     wall_time: float = 0.0
     detail: str = ""                    # one line from reprobot (scrubbed), e.g. why it stopped
     steps: dict[str, int | None] = field(default_factory=dict)   # route/dedup/draft exit codes
+    isolation: str = ""                 # "namespaces" or "none" (bot/action/sandbox.py)
     schema: int = SCHEMA
 
     def to_dict(self) -> dict[str, Any]:
@@ -153,5 +155,5 @@ _CHECKS = {
     "syntax_error": _opt_text, "requirements": _texts, "rejected_requirements": _texts,
     "requirements_installed": _bool, "attachments": _int, "body_bytes": _int, "max_body": _int,
     "max_time": _num, "timeout": _num, "reduce_exit": _opt_int, "wall_time": _num, "detail": _text,
-    "steps": _steps,
+    "steps": _steps, "isolation": _text,
 }

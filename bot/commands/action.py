@@ -61,6 +61,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--offline", action="store_true",
                    help="pin the environment without asking the package index (runner without network)")
     r.add_argument("--keep-scratch", action="store_true", help="leave the scratch folder behind (debugging)")
+    r.add_argument("--isolation", choices=("namespaces", "none"), default="namespaces",
+                   help="run the posted code in Linux namespaces (no network, own /proc, the runner's "
+                        "credentials hidden) and refuse when that is unavailable (default); 'none' only on a "
+                        "runner that is itself a sandbox")
     r.set_defaults(func=run_reproduce)
 
     u = steps.add_parser("publish", help="post (or edit) the reply from an artifact folder")
@@ -91,7 +95,7 @@ def run_reproduce(args: argparse.Namespace) -> int:
     opts = ReproduceOptions(out=args.out, label=args.label, max_body=args.max_body, max_time=args.max_time,
                             timeout=args.timeout, runs=args.runs, install_deps=args.install_deps,
                             python=args.python, pass_env=tuple(args.pass_env), keep_scratch=args.keep_scratch,
-                            offline=args.offline)
+                            offline=args.offline, isolation=args.isolation)
     result = reproduce(event, opts)
     console.print(f"status: [bold]{result.status}[/]" + (f" ({escape(result.detail)})" if result.detail else ""))
     console.print(f"artifact: {escape(str(args.out))}")
