@@ -174,6 +174,30 @@ def evaluate(neighbours: bool = True, train_only: bool = False) -> dict[str, Any
                 first += bool(got) and got[0] == ref(issue)
             out.setdefault("dedup_rereport", {})[part] = {"queries": n, "recall@5": round(hits / n, 3),
                                                           "precision@1": round(first / n, 3)}
+        # "Likely duplicate" (what the preview says first and --submit stops on): each issue
+        # re-reported once with itself indexed (a flag on itself is right) and once with itself
+        # left out (a flag is right only on a duplicate the threads state).
+        by_ref_all = {ref(i): i for i in train + held}
+        for part, issues in (("train", train), ("heldout", held))[: 1 if train_only else 2]:
+            right = wrong = flagged_in = flagged_out = n = 0
+            for issue in (i for i in issues if evaluable(i)):
+                n += 1
+                text = traceback_of(_reworded(issue), "windows", "again" + ref(issue))
+                stated = set(issue.get("duplicate_of") or []) | {
+                    ref(o) for o in by_ref_all.values() if ref(issue) in (o.get("duplicate_of") or [])}
+                for leave_out in (False, True):
+                    top = _likely_duplicate(full, text, ref(issue) if leave_out else None)
+                    if top is None:
+                        continue
+                    flagged_out += leave_out
+                    flagged_in += not leave_out
+                    ok = top in stated or (top == ref(issue) and not leave_out)
+                    right += ok
+                    wrong += not ok
+            out.setdefault("likely_duplicate", {})[part] = {
+                "queries": n, "flagged_with_itself": flagged_in, "flagged_left_out": flagged_out,
+                "precision": round(right / (right + wrong), 3) if right + wrong else None,
+                "right": right, "wrong": wrong}
         by_ref = {ref(i): i for i in train + held}
         pairs = [(i, d) for i in train + held for d in i.get("duplicate_of") or [] if d in by_ref and evaluable(i)]
         found = 0
@@ -183,6 +207,20 @@ def evaluate(neighbours: bool = True, train_only: bool = False) -> dict[str, Any
         out["dedup_stated_duplicates"] = {"pairs": len(pairs), "found_in_top5": found}
         full.close()
     return out
+
+
+def _likely_duplicate(index: IssueIndex, text: str, excluded: str | None) -> str | None:
+    """The issue the preview would call a likely duplicate (bot/prepare.py), or None."""
+    from bot.prepare import likely_duplicate
+
+    try:
+        failure = failure_from_text(text)
+    except ReprobotError:
+        return None
+    data = dedup(index, failure, target_repo=route(failure).target, top=6).to_dict()
+    data["results"] = [r for r in data["results"] if f"{r['repo']}#{r['number']}" != excluded][:5]
+    top = likely_duplicate(data)
+    return f"{top['repo']}#{top['number']}" if top else None
 
 
 def _related(index: IssueIndex, text: str) -> list[str]:
@@ -228,6 +266,10 @@ def main(argv: list[str] | None = None) -> int:
     for part, d in res["dedup_rereport"].items():
         print(f"{part:8s} dedup re-report recall@5 {d['recall@5']}  precision@1 {d['precision@1']} "
               f"({d['queries']} queries)")
+    for part, d in res["likely_duplicate"].items():
+        print(f"{part:8s} likely duplicate: precision {d['precision']} ({d['right']} right, {d['wrong']} wrong); "
+              f"flagged {d['flagged_with_itself']}/{d['queries']} with the issue indexed, "
+              f"{d['flagged_left_out']}/{d['queries']} with it left out")
     sd = res["dedup_stated_duplicates"]
     print(f"stated duplicates with both ends in the set: {sd['found_in_top5']}/{sd['pairs']} found in the top 5")
     if args.verbose:

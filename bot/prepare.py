@@ -134,7 +134,11 @@ def likely_duplicate(related: dict[str, Any] | None, signature_id: str | None = 
     innermost = "incl. the innermost" in reason
     if top.get("is_pr"):
         return None  # a PR is a fix to read, not a place to comment instead
-    if same_text and (innermost or float(top.get("score") or 0) >= DUP_SCORE):
+    if innermost and same_text:
+        return top
+    from bot.upstream.dedup import generic_message
+    message = ((related or {}).get("query") or {}).get("message")
+    if same_text and float(top.get("score") or 0) >= DUP_SCORE and not generic_message(message):
         return top
     return None
 

@@ -228,3 +228,21 @@ def test_reduce_then_route_then_dedup_end_to_end(tmp_path: Path, monkeypatch: py
     found = json.loads(capsys.readouterr().out)["results"]
     assert found and found[0]["number"] == 1 and "library frames match" in found[0]["reason"]
     assert json.loads((folder / "related.json").read_text())["results"][0]["number"] == 1
+
+
+def test_stock_wording_alone_is_not_a_likely_duplicate() -> None:
+    from bot.prepare import likely_duplicate
+    from bot.upstream.dedup import generic_message
+
+    assert generic_message("'NoneType' object is not subscriptable")
+    assert generic_message("Expected all tensors to be on the same device, but found at least two devices")
+    assert not generic_message("module 'bitsandbytes.nn' has no attribute 'Linear4bit'")
+    top = {"repo": "huggingface/peft", "number": 1, "score": 0.7, "reason": "same message",
+           "components": {"message": 1.0}}
+    same = {"results": [top], "query": {"message": "module 'bitsandbytes.nn' has no attribute 'Linear4bit'"}}
+    assert likely_duplicate(same) is top
+    stock = {"results": [top], "query": {"message": "maximum recursion depth exceeded"}}
+    assert likely_duplicate(stock) is None
+    # ...unless the frames agree down to the innermost one.
+    framed = dict(top, reason="same message; 3 frames in common incl. the innermost")
+    assert likely_duplicate({"results": [framed], "query": stock["query"]}) is framed

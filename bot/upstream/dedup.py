@@ -57,6 +57,22 @@ class Query:
         return f"{self.exc_type.rsplit('.', 1)[-1]} {self.message} {funcs}"
 
 
+# Python's and torch's stock wording for errors that many unrelated bugs raise: the same text
+# alone does not make two reports the same failure (their frames have to agree too).
+_GENERIC_MESSAGE = re.compile(
+    r"'NoneType' object (?:is not (?:subscriptable|iterable|callable)|cannot be interpreted as an integer)"
+    r"|maximum recursion depth exceeded|(?:integer )?division (?:or modulo )?by zero"
+    r"|(?:list |tuple )?index out of range|'[<>]=?' not supported between instances of"
+    r"|Expected all tensors to be on the same device|out of memory|device-side assert triggered"
+    r"|element 0 of tensors does not require grad|expected scalar type \w+ but found \w+"
+    r"|mat1 and mat2 shapes cannot be multiplied", re.IGNORECASE)
+
+
+def generic_message(message: str | None) -> bool:
+    """True for a message whose words many different bugs share (see _GENERIC_MESSAGE)."""
+    return bool(message and _GENERIC_MESSAGE.search(message))
+
+
 def query_of(failure: Failure, target_repo: str | None = None) -> Query:
     rec = failure.record
     frames = []
