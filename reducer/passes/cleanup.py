@@ -344,7 +344,9 @@ def _apply(source: str, steps: list[Callable[[str], str]]) -> str | None:
 def bulk(gate: Gate) -> None:
     """All clean-ups as one candidate; if that run fails, each clean-up on its own."""
     together = _apply(gate.best, BULK)
-    if together is not None and together != gate.best and gate.consider(together):
+    if together == gate.best:
+        return      # nothing to clean: no clean-up changes it on its own either
+    if together is not None and gate.consider(together):
         return
     for step in BULK:
         c = _apply(gate.best, [step])
