@@ -133,9 +133,10 @@ def find_stored(root: Path, spec: FailureSpec):
             continue
         if data.get("script") != spec.script.name or list(data.get("args") or []) != list(spec.args):
             continue
-        if not folder.reduction_json.is_file():
-            continue
-        candidates.append((folder.reduction_json.stat().st_mtime, folder, data))
+        # A session stopped between confirming the failure and its first progress record has
+        # no reduction.json yet: its confirmed failure still holds.
+        newest = folder.reduction_json if folder.reduction_json.is_file() else sig_file
+        candidates.append((newest.stat().st_mtime, folder, data))
     if not candidates:
         return None
     _, folder, data = max(candidates, key=lambda c: c[0])
