@@ -62,29 +62,72 @@ _TOKENS: tuple[_TokenKind, ...] = (
     _TokenKind("pypi_token", "pypi-", r"(?<![\w-])pypi-AgE[A-Za-z0-9_\-]{50,}", 0, _TOKEN_CHARS),
     _TokenKind("stripe_key", "sk_live_", r"\b[rs]k_live_[A-Za-z0-9]{20,}\b", 0, head=r"[rs]k_live_"),
     _TokenKind("slack_token", "xox", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", 0, _TOKEN_CHARS, head=r"xox[abposr]-"),
+    # LLM and ML-platform keys with a documented prefix: Groq "gsk_" + 52, Replicate "r8_" + 37,
+    # Databricks "dapi" + 32 hex (+ "-<n>"), DigitalOcean "dop_v1_"/"doo_v1_"/"dor_v1_" + 64 hex.
+    _TokenKind("groq_key", "gsk_", r"\bgsk_[A-Za-z0-9]{48,}\b", 56),
+    _TokenKind("replicate_token", "r8_", r"\br8_[A-Za-z0-9]{37}\b", 40),
+    _TokenKind("databricks_token", "dapi", r"\bdapi[0-9a-f]{32}(?:-\d{1,2})?\b", 36),
+    _TokenKind("digitalocean_token", "do?_v1_", r"\bdo[opr]_v1_[0-9a-f]{64}\b", 71, head=r"do[opr]_v1_"),
+    # GitLab personal/deploy/trigger/runner tokens: "glpat-" + 20, ...
+    _TokenKind("gitlab_token", "glpat-", r"\bgl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_\-]{20,}(?![\w-])", 26,
+               _TOKEN_CHARS, head=r"gl(?:pat|dt|ptt|rt|cbt|oas)-"),
+    # Shopify admin/custom-app/private-app/shared-secret tokens: "shpat_" + 32 hex, ...
+    _TokenKind("shopify_token", "shp?_", r"\bshp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}\b", 38, head=r"shp(?:at|ca|pa|ss)_"),
+    _TokenKind("sendgrid_key", "SG.", r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}(?![\w-])", 0),
+    # Mailgun: the legacy "key-" + 32 hex, and the current 32 hex + "-" + 8 hex + "-" + 8 hex.
+    _TokenKind("mailgun_key", "key-", r"(?<![\w-])key-[0-9a-f]{32}(?![\w-])", 0),
+    _TokenKind("mailgun_key", "", r"(?<![\w-])[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}(?![\w-])", 0),
 )
 
-_PEM = re.compile(r"-----BEGIN ([A-Z0-9 ]{1,40})-----.*?(?:-----END \1-----|\Z)", re.DOTALL)
+# A block ends at its END line; one without (a truncated paste, or a message whose normalisation
+# mangled the END line) ends where a quote closes the string holding it, else at the end of the
+# text: a PEM body never holds a quote, and redacting past one breaks the JSON or code around it.
+_PEM = re.compile(r"-----BEGIN ([A-Z0-9 ]{1,40})-----(?:(?!\\?[\"'`]).)*?(?:-----END \1-----|(?=\\?[\"'`])|\Z)",
+                  re.DOTALL)
+# The labelled rules below are also matched in JSON-escaped text (related.json is scrubbed as JSON,
+# where a quote reads \"): _Q is a quote, escaped or not, and values stop at a backslash, so a
+# redaction never takes the backslash of an escaped quote with it.
+_Q = r"\\?[\"']"
+# Normalised messages (reducer/normalize.py: signatures, dedup queries, related.json) have a digit
+# run that stands alone replaced by <N> and a long hex run by <HEX>: inside a credential too.
+_NORM = r"<(?:N|HEX)>"
 # AWS secret access keys have no prefix: only recognisable next to their name.
-_AWS_SECRET = re.compile(r"(?i)(aws_secret_access_key[ \t]*[=:][ \t]*[\"']?)([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])")
+_AWS_SECRET = re.compile(rf"(?i)(aws_secret_access_key(?:{_Q})?[ \t]*[=:][ \t]*(?:{_Q})?)([A-Za-z0-9/+=]{{40}})"
+                         r"(?![A-Za-z0-9/+=])")
+# Authorization headers, and the headers APIs read a key or token from instead (GitLab's
+# PRIVATE-TOKEN, x-api-key, X-Shopify-Access-Token, X-Auth-Token, ...).
 _AUTH_HEADER = re.compile(
-    r"(?i)([\"']?(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:(?:bearer|token|basic|digest)\s+)?)"
-    r"([^\s\"',}]+)")
-# Keys recognisable by what they are passed to: wandb.login(key=<40 hex>), Azure connection strings.
-_KEY_ARG = re.compile(r"(?i)(\b(?:api_)?key[ \t]*=[ \t]*[\"'])([0-9a-f]{32,64})(?=[\"'])")
-_AZURE_KEY = re.compile(r"(?i)(AccountKey|SharedAccessKey|sig)=([A-Za-z0-9+/%]{16,}={0,2})")
-# Credentials in a URL: https://user:password@host; both parts go.
-_URL_CREDENTIALS = re.compile(r"(?<=://)([^/\s:@\\\"'<>]+):([^/\s@\\\"'<>]+)@")
+    rf"(?i)((?:{_Q})?(?:(?:proxy-)?authorization|(?<![\w-])(?:private-token|x-[a-z0-9-]*?(?:api-key|token)))(?:{_Q})?"
+    rf"[ \t]*[:=][ \t]*(?:{_Q})?(?:(?:bearer|token|basic|digest)\s+)?)"
+    r"(?![$%{]|<(?!N>|HEX>))(?!(?:bearer|token|basic|digest)\b)([^\s\"',}\\]+)")
+# Keys recognisable by what they are passed to: wandb.login(key=<40 hex>), {"key": "<hex>"} (kaggle.json).
+_KEY_ARG = re.compile(rf"(?i)(\b(?:api_)?key(?:{_Q})?[ \t]*[=:][ \t]*{_Q})([0-9a-f]{{32,64}})(?={_Q})")
+_AZURE_KEY = re.compile(rf"(?i)(AccountKey|SharedAccessKey|sig)=((?:[A-Za-z0-9+/%]|{_NORM}){{16,}}={{0,2}})")
+# Credentials in a URL: https://user:password@host (or redis://:password@host); both parts go.
+# A password starting with $, { or % is a reference (https://ci:${TOKEN}@host), not a secret.
+_URL_CREDENTIALS = re.compile(r"(?<=://)([^/\s:@\\\"'<>]*):(?![$<{%])([^/\s@\\\"'<>]+)@")
+# The same, normalised: "https://user:pw@host" reads "https:/<PATH>:pw@host" (the user went into <PATH>).
+_URL_CREDENTIALS_NORM = re.compile(r"(?<=:/<PATH>:)[^/\s@\\\"'<>]+(?=@)")
 # Env-style assignments: HF_TOKEN=..., OPENAI_API_KEY: ..., os.environ["GH_TOKEN"] = "...".
-# A value starting with $ or < is a reference or a placeholder, not a secret.
+# A value starting with $ or < is a reference or a placeholder, not a secret (<N> and <HEX> are
+# what normalisation left of one: still the secret's remains).
 _ENV_ASSIGN = re.compile(
-    r"\b([A-Z][A-Z0-9_]*_(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD|PAT))[\"']?\]?[ \t]*[=:][ \t]*[\"']?"
-    r"(?![$<{%])([^\s\"',;)}]{4,})")
+    rf"\b([A-Z][A-Z0-9_]*_(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD|PAT))(?:{_Q})?\]?[ \t]*[=:][ \t]*(?:{_Q})?"
+    rf"(?![$%{{]|<(?!N>|HEX>))([^\s\"',;)}}\\]{{4,}})")
 # Code-style assignments (api_key="...", hub_token='...'): only a quoted credential-looking literal,
 # so tokenizer code such as pad_token = "<pad>" or eos_token=tok.eos_token is left alone.
 _CODE_ASSIGN = re.compile(
-    r"(?i)\b([a-z_]*(?:_token|_key|_secret|password|passwd))[ \t]*[=:][ \t]*[\"']"
-    r"(?=[^\"'\s]*\d)(?=[^\"'\s]*[A-Za-z])([A-Za-z0-9_\-./+=]{16,})[\"']")
+    rf"(?i)\b([a-z_]*(?:_token|_key|_secret|password|passwd))[ \t]*[=:][ \t]*{_Q}"
+    rf"(?=[^\"'\s]*(?:\d|{_NORM}))(?=[^\"'\s]*[A-Za-z])((?:[A-Za-z0-9_\-./+=]|{_NORM}){{16,}}){_Q}")
+# Passwords hold any printable character (psycopg2.connect(password="Tr0ub4dor&3")): a quoted value of
+# password=/passwd= that is not a placeholder, a reference or a format field.
+_PASSWORD_ARG = re.compile(rf"(?i)\b(password|passwd)(?:{_Q})?[ \t]*[=:][ \t]*{_Q}(?![$<{{%])([^\s\"'\\]{{6,}}){_Q}")
+# Webhook URLs whose path is the credential: Discord (Slack's are detect_secrets').
+_WEBHOOK = re.compile(r"(?i)\bhttps?://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/(\d{17,20}/[A-Za-z0-9_\-]{60,})")
+# Telegram bot tokens: "<bot id>:AA" + 33 (also after "bot" in an API URL, or with the id normalised away).
+_TELEGRAM = re.compile(r"(?:(?<![\w-])|(?<=bot))(?:\d{8,10}|<N>|<PATH>):AA[A-Za-z0-9_\-]{33}(?![\w-])")
+# A token in normalised text: a documented prefix, then a long run with <N>/<HEX> inside.
+_NORMALISED_RUN = re.compile(rf"(?<![\w<>+/.-])(?:[A-Za-z0-9_\-+/.]|{_NORM})+={{0,2}}")
 
 # Site-packages (and dist-packages) prefixes, POSIX and Windows; the rest of the path is kept.
 _SITE_POSIX = re.compile(r"(?<![\w.~<>-])(?:/[^/\s\"'<>:]+)*/(?:site|dist)-packages/")
@@ -92,19 +135,24 @@ _SITE_WIN = re.compile(r"(?<![\w])[A-Za-z]:\\(?:[^\\/\n\"'<>|*?:]+\\)*?(?:site|d
 _PATH_REST = re.compile(r"[^\s\"'<>|*?:,]*")
 _HOME_POSIX = re.compile(r"(?<![\w.-])(?:/mnt/[a-z])?(?:/home|/Users|/var/home)/([^/\s\"'<>:]+)"
                          r"|(?<![\w.-])/root(?![\w.-])")
-_HOME_WIN = re.compile(r"(?<![\w])[A-Za-z]:[\\/]{1,2}(?:Users|Documents and Settings)[\\/]{1,2}([^\\/\n\"'<>|*?:]+)",
+_HOME_WIN = re.compile(r"(?<![\w])[A-Za-z]:[\\/]{1,4}(?:Users|Documents and Settings)[\\/]{1,4}([^\\/\n\"'<>|*?:]+)",
                        re.IGNORECASE)
 # Any other absolute drive path (the seed's E:\Folder\...): its folders go, the file name stays.
-_DRIVE_DIRS = re.compile(r"(?<![\w])[A-Za-z]:[\\/](?:[^\\/\n\"'<>|*?:]+[\\/])+")
+# A repr doubles the backslashes (E:\\Folder\\x.bin), JSON of a repr doubles them again.
+_DRIVE_DIRS = re.compile(r"(?<![\w])[A-Za-z]:[\\/]{1,4}(?:[^\\/\n\"'<>|*?:]+[\\/]{1,4})+")
 _DRIVE_ONLY = re.compile(r"(?<![\w])[A-Za-z]:\\[^\\/\s\"'<>|*?:]+(?=[\s\"']|$)")
 _EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b")
 # Host names that only make sense inside someone's network. One-dot names ending in .local or .home
 # are left alone: those read like Python attribute access (threading.local).
+# A label may hold <N>, where normalisation took its digits (gpu-node-<N>.dgx.cluster.local).
 _INTERNAL_HOST = re.compile(
-    r"(?<![\w.-])(?:[a-z0-9-]+\.){2,}(?:internal|local|lan|corp|intra|intranet|home|localdomain)(?![\w.(-])"
-    r"|(?<![\w.-])[a-z0-9-]+\.(?:internal|lan|corp|intranet|localdomain)(?![\w.(-])", re.IGNORECASE)
+    r"(?<![\w.-])(?:(?:[a-z0-9-]|<N>)+\.){2,}(?:internal|local|lan|corp|intra|intranet|home|localdomain)(?![\w.(-])"
+    r"|(?<![\w.-])(?:[a-z0-9-]|<N>)+\.(?:internal|lan|corp|intranet|localdomain)(?![\w.(-])", re.IGNORECASE)
 # IPv6 unique-local (fc00::/7) and link-local (fe80::/10) addresses.
 _PRIVATE_IP6 = re.compile(r"(?<![\w:])(?:f[cd][0-9a-f]{2}|fe[89ab][0-9a-f]):[0-9a-f:]*[0-9a-f](?![\w:])", re.IGNORECASE)
+# Normalisation cuts a Windows path at a space in a folder name ("C:\\Users\\Jane Doe\\x" reads
+# "<PATH> Doe<PATH>"): the words between two <PATH> with the second glued on are the path's rest.
+_PATH_GAP = re.compile(r"(?<=<PATH>)(?: [^\s<>\"'`=:;,$]+){1,3}(?=<PATH>)")
 _PRIVATE_IP = re.compile(
     r"(?<![\w.])(?:10(?:\.\d{1,3}){3}|192\.168(?:\.\d{1,3}){2}|172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2})(?![\w.])")
 
@@ -220,23 +268,49 @@ def _find_tokens(text: str) -> Iterable[_Hit]:
             yield _secret_hit(tk.kind, m.start(), m.end(), m.group(), shown)
 
 
+def _find_normalised_tokens(text: str) -> Iterable[_Hit]:
+    """Tokens cut by normalisation ("sk-proj-<N>TSGG…", "xoxb-<HEX>-<HEX>-bRGa…"): a documented
+    prefix, and at least 16 token characters after it besides the placeholders."""
+    if "<N>" not in text and "<HEX>" not in text:
+        return
+    for m in _NORMALISED_RUN.finditer(text):
+        run = m.group()
+        if "<" not in run:
+            continue
+        for tk in _TOKENS:
+            head = re.match(tk.head_re, run) if tk.prefix else None
+            if head and len(re.sub(_NORM, "", run[head.end():])) >= 16:
+                yield _secret_hit(tk.kind, m.start(), m.end(), run, run[:4] if tk.head else tk.prefix)
+                break
+
+
 def _find_labelled_secrets(text: str) -> Iterable[_Hit]:
     for m in _AWS_SECRET.finditer(text):
         yield _secret_hit("aws_secret_key", m.start(2), m.end(2), m.group(2))
     for m in _AUTH_HEADER.finditer(text):
-        if m.group(2).startswith("<redacted"):
+        if len(re.sub(_NORM, "", m.group(2))) < 4:  # nothing but what normalisation put there
             continue
         yield _secret_hit("authorization_header", m.start(2), m.end(2), m.group(2))
     for m in _ENV_ASSIGN.finditer(text):
+        if len(re.sub(_NORM, "", m.group(2))) < 4:  # only what normalisation put there (API_KEY=<HEX>)
+            continue
         yield _secret_hit("secret_assignment", m.start(2), m.end(2), m.group(2), f"{m.group(1)}=")
     for m in _CODE_ASSIGN.finditer(text):
         yield _secret_hit("secret_assignment", m.start(2), m.end(2), m.group(2), f"{m.group(1)}=")
+    for m in _PASSWORD_ARG.finditer(text):
+        yield _secret_hit("password", m.start(2), m.end(2), m.group(2), f"{m.group(1)}=")
     for m in _KEY_ARG.finditer(text):
         yield _secret_hit("api_key", m.start(2), m.end(2), m.group(2), "key=")
     for m in _AZURE_KEY.finditer(text):
         yield _secret_hit("azure_key", m.start(2), m.end(2), m.group(2), f"{m.group(1)}=")
     for m in _URL_CREDENTIALS.finditer(text):
         yield _secret_hit("url_credentials", m.start(), m.end() - 1, m.group()[:-1])
+    for m in _URL_CREDENTIALS_NORM.finditer(text):
+        yield _secret_hit("url_credentials", m.start(), m.end(), m.group())
+    for m in _WEBHOOK.finditer(text):
+        yield _secret_hit("discord_webhook", m.start(1), m.end(1), m.group(1))
+    for m in _TELEGRAM.finditer(text):
+        yield _secret_hit("telegram_bot_token", m.start(), m.end(), m.group())
 
 
 # detect-secrets' detectors (Yelp's maintained set: Slack, Stripe, PyPI, Twilio, SendGrid, keyword
@@ -320,9 +394,12 @@ def _find_homes(text: str) -> Iterable[_Hit]:
 
 def _find_drive_paths(text: str) -> Iterable[_Hit]:
     for m in _DRIVE_DIRS.finditer(text):
-        yield _Hit(m.start(), m.end(), "drive_path", m.group()[:3] + "\u2026", "<path>" + m.group()[-1], False)
+        sep = re.search(r"[\\/]+$", m.group()).group()  # type: ignore[union-attr]
+        yield _Hit(m.start(), m.end(), "drive_path", m.group()[:3] + "\u2026", "<path>" + sep, False)
     for m in _DRIVE_ONLY.finditer(text):
         yield _Hit(m.start(), m.end(), "drive_path", m.group()[:3] + "\u2026", "<path>", False)
+    for m in _PATH_GAP.finditer(text):
+        yield _Hit(m.start(), m.end(), "drive_path", "<PATH> \u2026<PATH>", "", False)
 
 
 def _find_contacts(text: str) -> Iterable[_Hit]:
@@ -363,7 +440,8 @@ def _identity_finder(names: Iterable[str]) -> Callable[[str], Iterable[_Hit]]:
 
 
 _SECRET_FINDERS: tuple[Callable[[str], Iterable[_Hit]], ...] = (
-    _find_pem, _find_split_tokens, _find_tokens, _find_labelled_secrets, _find_detect_secrets)
+    _find_pem, _find_split_tokens, _find_tokens, _find_normalised_tokens, _find_labelled_secrets,
+    _find_detect_secrets)
 _PRIVATE_FINDERS: tuple[Callable[[str], Iterable[_Hit]], ...] = (
     _find_site_packages, _find_homes, _find_drive_paths, _find_contacts)
 

@@ -96,6 +96,20 @@ class ReproDir:
         return Signature.from_dict(self.read_json(self.signature_json)["signature"])
 
 
+def shown_path(path: Path) -> str:
+    """A path as reprobot prints it: relative to the current directory when under it, else with
+    the home folder as ``~`` (a user name in a path is nobody's business, even on screen)."""
+    p = Path(path).absolute()
+    try:
+        return p.relative_to(Path.cwd()).as_posix() or "."
+    except ValueError:
+        pass
+    try:
+        return "~/" + p.relative_to(Path.home()).as_posix()
+    except (ValueError, RuntimeError):
+        return safe(p.as_posix())      # another user's home, a mounted drive: the scrubber's form
+
+
 def safe(text: str) -> str:
     """Text as it may be stored or printed: secrets, home paths and host names scrubbed."""
     from bot.scrub import scrub

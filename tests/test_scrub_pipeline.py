@@ -17,14 +17,18 @@ before scrubbing, so a leak cannot pass unnoticed.
 from __future__ import annotations
 
 import ast
+import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import textwrap
 import urllib.parse
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -174,6 +178,53 @@ def present(text: str, k: Kind) -> bool:
     return k.value in text or k.value.replace("\\", "\\\\").replace("\n", "\\n") in text
 
 
+# --- each kind on its own: fast, and names the form that leaks --------------------------------
+
+def _forms_of(k: Kind) -> dict[str, str]:
+    """How a value reaches the scrubber: as it appears, inside a repr (a constant in a script, a
+    message showing its arguments), as the variable that holds it, JSON-encoded (related.json is
+    scrubbed as JSON text), and normalised (a signature's message: numbers <N>, hex <HEX>, paths <PATH>)."""
+    from reducer.normalize import normalize_message
+    return {"as it appears": k.appears, "repr": repr(k.appears), "env": f"{k.env_var}={k.env_value()}",
+            "dict repr": repr({k.env_var: k.env_value()}), "json": json.dumps({"message": repr([k.appears])}),
+            "normalised": json.dumps({"message": normalize_message(repr([k.appears]))})}
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+def test_each_kind_is_scrubbed_in_every_form(kind: Kind) -> None:
+    from bot.scrub import find_secrets, scrub
+    leaked, unflagged = [], []
+    for form, text in _forms_of(kind).items():
+        clean = scrub(text, names=(USER_NAME,))
+        if leaks({form: clean.text}, [kind]):
+            leaked.append(form)
+        if form.startswith("json") or form == "normalised":
+            json.loads(clean.text)  # still JSON: a redaction never eats an escaped quote
+        if kind.secret and form != "normalised" and not find_secrets(text):
+            unflagged.append(form)
+        assert find_secrets(clean.text) == [], (form, clean.text)
+    assert leaked == [] and unflagged == [], f"leaked in {leaked}; not a secret in {unflagged}"
+
+
+@pytest.mark.parametrize("text", [
+    "model.layers.<N>.self_attn.q_proj.weight has shape torch.Size([<N>, <N>])",
+    "meta-llama/Llama-<N>-<N>b-chat-hf does not appear to have a file named <PATH>",
+    "Qwen2_5-VL-<N>B-Instruct-<N>bit: expected scalar type Float but found Half",
+    "copy <PATH> to <PATH> failed",
+    "PYTHONPATH=<PATH> REPRO_SCENARIO=$s GEMMA4_TINY_DIR=<PATH> python3 worker.py",
+    "API_KEY=<HEX> HF_TOKEN=<N> sha256:<HEX>",
+    "Authorization: Bearer $TOKEN",
+    "git clone https://ci:${CI_JOB_TOKEN}@gitlab.example.com/x.git",
+    'headers = {"x-request-id": "0f3a9b", "Content-Type": "application/json"}',
+    "password: str = field(default=None)",
+    "def login(password=None): ...",
+])
+def test_normalised_and_ordinary_look_alikes_stay(text: str) -> None:
+    from bot.scrub import find_secrets, scrub
+    assert find_secrets(text) == [], text
+    assert scrub(text, names=()).text == text
+
+
 # --- running the pipeline ------------------------------------------------------------------
 
 def write(path: Path, text: str) -> None:
@@ -181,63 +232,77 @@ def write(path: Path, text: str) -> None:
     path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
 
 
-def personal_env(home: Path) -> dict[str, str]:
-    """The run is a person's: their home folder and their user name."""
-    return {"HOME": str(home), "USER": USER_NAME, "LOGNAME": USER_NAME}
-
-
 def kinds_env() -> dict[str, str]:
     return {k.env_var: k.env_value() for k in KINDS}
 
 
-def layout(work: Path) -> tuple[Path, Path, Path]:
-    """<work>/home/<user>/project (the script) and <work>/home/<user>/.venv/.../site-packages (peft)."""
+@dataclass
+class Run:
+    home: Path
+    python: Path              # the person's virtualenv, under their home, with the fake peft
+    folder: Path              # the repro folder `reduce` wrote
+    raw: subprocess.CompletedProcess  # the original script, run once on its own
+    preview: str = ""         # `file --dry-run` output
+    raw_draft: str = ""       # every text the draft was built from, before scrubbing
+    dry_run_code: int = -1
+
+
+def personal_venv(home: Path) -> Path:
+    """<home>/.venv: a real virtualenv (no pip, nothing installed) holding the fake peft, so the
+    frames of the failure run through the person's home folder, as on their machine."""
+    venv = home / ".venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    for rel, text in FAKE_PEFT.items():
+        write(Path(site) / rel, text)
+    return python
+
+
+def reduce(work: Path, script: str, extra_env: dict[str, str]) -> Run:
+    """A real `reprobot reduce` subprocess of ``script``, run as a person: the script in
+    <work>/home/<user>/project, the user name in $USER/$LOGNAME, their venv's interpreter. The
+    original script is also run once on its own: the raw output the values must be in."""
     home = work / "home" / USER_NAME
     project = home / "project"
-    site = home / ".venv" / "lib" / "python3.11" / "site-packages"
-    for rel, text in FAKE_PEFT.items():
-        write(site / rel, text)
-    project.mkdir(parents=True, exist_ok=True)
-    return home, project, site
-
-
-def reduce(work: Path, script: str, extra_env: dict[str, str]) -> dict[str, object]:
-    """A real `reprobot reduce` subprocess of ``script`` in the personal layout; also the
-    original script run once on its own, for the raw output the values must be in."""
-    home, project, site = layout(work)
+    project.mkdir(parents=True)
+    python = personal_venv(home)
     (project / "adapter_job.py").write_text(script, encoding="utf-8")
-    env = {**os.environ, **personal_env(home), **extra_env, "PYTHONPATH": f"{ROOT}{os.pathsep}{site}",
-           "COLUMNS": "200", "REPROBOT_OFFLINE": "1", "REPROBOT_INDEX_DB": str(work / "index.db")}
+    env = {**os.environ, "HOME": str(home), "USER": USER_NAME, "LOGNAME": USER_NAME, **extra_env,
+           "PYTHONPATH": str(ROOT), "COLUMNS": "200", "REPROBOT_OFFLINE": "1",
+           "REPROBOT_INDEX_DB": str(work / "index.db")}
     env.pop("GITHUB_TOKEN", None)
-    raw = subprocess.run([sys.executable, "adapter_job.py"], cwd=project, capture_output=True, text=True,
-                         timeout=60, env={**env, "PYTHONPATH": str(site)})
-    proc = subprocess.run([sys.executable, "-m", "bot", "reduce", "adapter_job.py", "--out", "repros", "--no-env",
-                           "--max-time", "60"], cwd=project, capture_output=True, text=True, timeout=300, env=env)
+    raw = subprocess.run([str(python), "adapter_job.py"], cwd=project, capture_output=True, text=True,
+                         timeout=60, env={k: v for k, v in env.items() if k != "PYTHONPATH"})
+    proc = subprocess.run([sys.executable, "-m", "bot", "reduce", "adapter_job.py", "--python", str(python),
+                           "--out", "repros", "--no-env", "--max-time", "30"],
+                          cwd=project, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode in (0, ExitCode.TIME_LIMIT), proc.stdout[-3000:] + proc.stderr[-3000:]
     (folder,) = (project / "repros").iterdir()
-    return {"home": home, "folder": folder, "raw": raw, "reduce": proc}
+    return Run(home, python, folder, raw)
 
 
-@pytest.fixture
-def person(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """In-process `file` runs as the same person, offline, with an index of its own."""
-    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
-    monkeypatch.delenv("REPROBOT_GITHUB_API", raising=False)
-    monkeypatch.setenv("REPROBOT_INDEX_DB", str(tmp_path / "index.db"))
-    monkeypatch.setenv("REPROBOT_OFFLINE", "1")
-    for name in ("USER", "LOGNAME"):
-        monkeypatch.setenv(name, USER_NAME)
-    return tmp_path
+@contextmanager
+def as_the_person(run: Run, work: Path, environ: dict[str, str]) -> Iterator[pytest.MonkeyPatch]:
+    """In-process `file` runs as the same person, in the same shell (``environ``), offline,
+    with an index of its own."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("GITHUB_TOKEN", "REPROBOT_GITHUB_API"):
+            mp.delenv(name, raising=False)
+        mp.setenv("REPROBOT_INDEX_DB", str(work / "index.db"))
+        mp.setenv("REPROBOT_OFFLINE", "1")
+        # COLUMNS: no line of the output is wrapped (a wrapped path could not be told apart)
+        for name, value in {"HOME": str(run.home), "USER": USER_NAME, "LOGNAME": USER_NAME, "COLUMNS": "2000",
+                            **environ}.items():
+            mp.setenv(name, value)
+        yield mp
 
 
-def fresh(folder: Path, tmp_path: Path) -> Path:
-    dest = tmp_path / "copy" / folder.name
-    shutil.copytree(folder, dest)
-    return dest
-
-
-def dry_run(folder: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
-    """`file --dry-run`; returns (its output, the draft's text before scrubbing)."""
+def dry_run(run: Run, work: Path, environ: dict[str, str]) -> Run:
+    """`file --dry-run` (as `reduce` leaves the folder: route, env.json, related issues and the
+    draft are made here); keeps its output and the draft's text before scrubbing."""
     import bot.issue.draft as draft_mod
 
     raw: list[str] = []
@@ -247,20 +312,38 @@ def dry_run(folder: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captur
         raw.append(text)
         return real(text, **kw)
 
-    monkeypatch.setattr(draft_mod, "scrub", spy)
+    out, err = io.StringIO(), io.StringIO()
+    with as_the_person(run, work, environ) as mp, redirect_stdout(out), redirect_stderr(err):
+        mp.setattr(draft_mod, "scrub", spy)
+        run.dry_run_code = main(["file", str(run.folder), "--dry-run", "--python", str(run.python)])
+    run.preview = out.getvalue() + err.getvalue()
+    run.raw_draft = "\n".join(raw)
+    return run
+
+
+def submit(run: Run, folder: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str],
+           environ: dict[str, str]) -> tuple[int, str]:
+    gh.add_repo(REPO)
     capsys.readouterr()
-    code = main(["file", str(folder), "--dry-run"])
+    with as_the_person(run, folder.parent, environ) as mp:
+        mp.setenv("REPROBOT_GITHUB_API", gh.url)
+        mp.setenv("GITHUB_TOKEN", "test-token")
+        code = main(["file", str(folder), "--submit", "--yes", "--python", str(run.python)])
     out = capsys.readouterr()
-    monkeypatch.setattr(draft_mod, "scrub", real)
-    assert raw, "no draft was built"
-    assert code in (0, ExitCode.BAD_INPUT, ExitCode.UNSAFE), out.out[-3000:] + out.err[-3000:]
-    return out.out + out.err, "\n".join(raw)
+    return code, out.out + out.err
 
 
-def local_pointers(preview: str) -> str:
-    """The preview without its last line, the local folder it points to (``files: <path>/``):
-    printed for the person at the terminal, never part of the issue or its URL."""
-    return "\n".join(line for line in preview.splitlines() if not line.startswith("files: "))
+def fresh(folder: Path, tmp_path: Path) -> Path:
+    dest = tmp_path / "repros" / folder.name
+    shutil.copytree(folder, dest)
+    return dest
+
+
+def local_pointers(said: str, folder: Path) -> str:
+    """Output with the repro folder's own path taken out: `file` names it for the person at the
+    terminal (``files: <folder>/``, ``edit <folder>/draft-peft.md``), and it lies in their home
+    folder; it is never part of the issue, its URL or anything sent. Everything else counts."""
+    return said.replace(folder.as_posix(), "<repro folder>")
 
 
 def requests_text(gh: FakeGitHub) -> str:
@@ -274,17 +357,18 @@ def report(found: dict[str, list[str]]) -> str:
 # --- script A: values as string constants ---------------------------------------------------
 
 @pytest.fixture(scope="module")
-def reduced_a(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+def run_a(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    work = tmp_path_factory.mktemp("scrubA")
     constants = "\n".join(f"    {k.appears!r}," for k in KINDS)
-    return reduce(tmp_path_factory.mktemp("scrubA"), SCRIPT_A.format(constants=constants), {})
+    return dry_run(reduce(work, SCRIPT_A.format(constants=constants), {}), work, {})
 
 
-def test_a_values_are_planted_in_output_message_and_surviving_constants(reduced_a: dict[str, object]) -> None:
-    raw = reduced_a["raw"]
+def test_a_values_are_planted_in_output_message_and_surviving_constants(run_a: Run) -> None:
+    raw = run_a.raw
     assert raw.returncode == 1 and "ValueError: Target module ClippableLinear() is not supported" in raw.stderr
     tb = raw.stderr[raw.stderr.index("Traceback (most recent call last)"):]
-    assert f"/home/{USER_NAME}/project/adapter_job.py" in tb           # the frame path
-    assert f"/home/{USER_NAME}/.venv/lib/python3.11/site-packages/peft/" in tb
+    assert f"/home/{USER_NAME}/project/adapter_job.py" in tb           # the frame paths
+    assert f"/home/{USER_NAME}/.venv/lib/" in tb
     for k in KINDS:
         assert k.appears in raw.stdout and k.appears in raw.stderr, k.name  # printed, as it appears
         assert present(tb.splitlines()[-1], k), k.name                          # in the exception message
@@ -292,43 +376,37 @@ def test_a_values_are_planted_in_output_message_and_surviving_constants(reduced_
     # path may be shortened (signatures read every path as <PATH>); the traceback keeps it whole.
     constants = {}
     for name in ("original.py", "repro.py"):
-        tree = ast.parse((reduced_a["folder"] / name).read_text(encoding="utf-8"))
+        tree = ast.parse((run_a.folder / name).read_text(encoding="utf-8"))
         constants[name] = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
     assert [k.name for k in KINDS if k.appears not in constants["original.py"]] == []
-    bare_paths = {k.name for k in KINDS if k.appears.startswith("/")}
-    assert bare_paths == {"linux_home", "macos_home", "wsl_home"}
-    assert [k.name for k in KINDS if k.appears not in constants["repro.py"] and k.name not in bare_paths] == []
+    shortened = {k.name for k in KINDS if k.appears not in constants["repro.py"]}
+    assert shortened <= {"linux_home", "macos_home", "wsl_home"}
 
 
-def test_a_nothing_private_in_the_preview_or_the_folder(reduced_a: dict[str, object], person: Path,
-                                                       monkeypatch: pytest.MonkeyPatch,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    folder = fresh(reduced_a["folder"], person)
-    preview, raw_draft = dry_run(folder, monkeypatch, capsys)
+def test_a_nothing_private_in_the_preview_or_the_folder(run_a: Run) -> None:
+    preview = run_a.preview
+    # 0: nothing in the stored draft is a secret any more (UNSAFE would mean one survived drafting)
+    assert run_a.dry_run_code == 0, preview[-3000:]
     # Before scrubbing, the draft held every value (script, traceback): a leak would show.
-    assert [k.name for k in KINDS if not present(raw_draft, k)] == []
-    assert (folder / "draft-peft.md").is_file() and (folder / "route.json").is_file()
+    assert [k.name for k in KINDS if not present(run_a.raw_draft, k)] == []
     assert "huggingface/peft: issue preview" in preview
-    texts = leaving(folder, local_pointers(preview))
+    texts = leaving(run_a.folder, local_pointers(preview, run_a.folder))
     assert {"draft-peft.md", "draft-peft.json", "related.json", "route.json", "env.json"} <= set(texts)
     found = leaks(texts)
     assert found == {}, report(found)
-    # The values in the script were secrets: the preview says --submit will refuse.
+    # The values in the script were removed: the preview says --submit will refuse.
     assert "--submit refuses until then" in " ".join(preview.split())
 
 
-def test_a_submit_refuses_and_github_receives_nothing(reduced_a: dict[str, object], person: Path,
-                                                      fake_github: FakeGitHub,
+def test_a_submit_refuses_and_github_receives_nothing(run_a: Run, tmp_path: Path, fake_github: FakeGitHub,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    fake_github.add_repo(REPO)
-    folder = fresh(reduced_a["folder"], person)
-    code = main(["file", str(folder), "--submit", "--yes"])
-    out = capsys.readouterr()
-    assert code == ExitCode.UNSAFE, out.out[-2000:] + out.err[-2000:]
-    assert "refusing to file" in out.err
+    folder = fresh(run_a.folder, tmp_path)
+    code, said = submit(run_a, folder, fake_github, capsys, {})
+    assert code == ExitCode.UNSAFE, said[-2000:]
+    assert "refusing to file" in said
     assert fake_github.requests_to("POST", ISSUES) == [] and fake_github.issues[REPO] == {}
-    found = leaks({"file --submit output": local_pointers(out.out + out.err),
-                   "requests to GitHub": requests_text(fake_github), **leaving(folder)})
+    found = leaks({"file --submit output": local_pointers(said, folder), "requests to GitHub": requests_text(fake_github),
+                   **leaving(folder)})
     assert found == {}, report(found)
     assert not (folder / "filed.json").exists()
 
@@ -336,55 +414,41 @@ def test_a_submit_refuses_and_github_receives_nothing(reduced_a: dict[str, objec
 # --- script B: values only in the run's environment -----------------------------------------
 
 @pytest.fixture(scope="module")
-def reduced_b(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+def run_b(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    work = tmp_path_factory.mktemp("scrubB")
     names = "\n".join(f"    {k.env_var!r}," for k in KINDS)
-    return reduce(tmp_path_factory.mktemp("scrubB"), SCRIPT_B.format(names=names), kinds_env())
+    return dry_run(reduce(work, SCRIPT_B.format(names=names), kinds_env()), work, kinds_env())
 
 
-@pytest.fixture
-def environ(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`file` runs in the same shell as `reduce`: the same variables (env.json is captured here)."""
-    for name, value in kinds_env().items():
-        monkeypatch.setenv(name, value)
-
-
-def test_b_values_come_only_from_the_environment(reduced_b: dict[str, object]) -> None:
-    raw = reduced_b["raw"]
+def test_b_values_come_only_from_the_environment(run_b: Run) -> None:
+    raw = run_b.raw
     assert raw.returncode == 1
     tb = raw.stderr[raw.stderr.index("Traceback (most recent call last)"):]
+    assert f"/home/{USER_NAME}/project/adapter_job.py" in tb
     for k in KINDS:
         assert f"{k.env_var}={k.env_value()}" in raw.stdout, k.name
         assert present(raw.stderr.split("Traceback")[0], k), k.name
         assert present(tb.splitlines()[-1], k), k.name
-    folder = reduced_b["folder"]
-    code = {p.name: p.read_text(encoding="utf-8") for p in (folder / "original.py", folder / "repro.py")}
+    code = {p.name: p.read_text(encoding="utf-8") for p in (run_b.folder / "original.py", run_b.folder / "repro.py")}
     found = leaks(code)
     assert found == {}, "the script itself holds no value: " + report(found)
 
 
-def test_b_nothing_private_in_the_preview_the_folder_or_env_json(reduced_b: dict[str, object], person: Path,
-                                                                environ: None, monkeypatch: pytest.MonkeyPatch,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    folder = fresh(reduced_b["folder"], person)
-    preview, raw_draft = dry_run(folder, monkeypatch, capsys)
-    assert [k.name for k in KINDS if not present(raw_draft, k)] == []
+def test_b_nothing_private_in_the_preview_the_folder_or_env_json(run_b: Run) -> None:
+    assert run_b.dry_run_code == 0, run_b.preview[-3000:]
+    assert [k.name for k in KINDS if not present(run_b.raw_draft, k)] == []
     # env.json was captured with every variable set; it records some (HF_HOME, MASTER_ADDR, ...).
-    env_vars = json.loads((folder / "env.json").read_text())["env_vars"]
+    env_vars = json.loads((run_b.folder / "env.json").read_text())["env_vars"]
     assert {"HF_HOME", "MASTER_ADDR", "TRANSFORMERS_CACHE", "HF_HUB_CACHE", "CUDA_PATH"} <= set(env_vars)
-    texts = leaving(folder, local_pointers(preview))
-    found = leaks(texts)
+    found = leaks(leaving(run_b.folder, local_pointers(run_b.preview, run_b.folder)))
     assert found == {}, report(found)
 
 
-def test_b_submit_files_a_body_without_any_value(reduced_b: dict[str, object], person: Path, environ: None,
-                                                fake_github: FakeGitHub,
+def test_b_submit_files_a_body_without_any_value(run_b: Run, tmp_path: Path, fake_github: FakeGitHub,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    fake_github.add_repo(REPO)
-    folder = fresh(reduced_b["folder"], person)
-    code = main(["file", str(folder), "--submit", "--yes"])
-    out = capsys.readouterr()
-    said = out.out + out.err
-    found = leaks({"file --submit output": local_pointers(said), "requests to GitHub": requests_text(fake_github),
+    folder = fresh(run_b.folder, tmp_path)
+    code, said = submit(run_b, folder, fake_github, capsys, kinds_env())
+    found = leaks({"file --submit output": local_pointers(said, folder), "requests to GitHub": requests_text(fake_github),
                    **leaving(folder)})
     assert found == {}, report(found)
     if code == 0:
@@ -393,53 +457,44 @@ def test_b_submit_files_a_body_without_any_value(reduced_b: dict[str, object], p
         assert "ValueError: Target module ClippableLinear() is not supported" in issue["body"]
         assert "<redacted:" in issue["body"]  # the traceback's values, replaced
     else:
-        # A refusal names the kind and the line, never the value.
-        assert code == ExitCode.UNSAFE and "refusing to file" in said, said[-2000:]
+        # A refusal names the kind and where it is, never the value.
+        assert code == ExitCode.UNSAFE, said[-2000:]
+        assert re.search(r"refusing to file: \w+ .*(?:at line \d+ of draft-peft\.md|in the (?:title|body line \d+))",
+                         said), said[-2000:]
         assert fake_github.requests_to("POST", ISSUES) == []
 
 
 # --- a draft a person edited: a surviving secret is refused, a private detail is replaced -----
 
-@pytest.fixture
-def drafted(reduced_b: dict[str, object], person: Path, environ: None, monkeypatch: pytest.MonkeyPatch,
-            capsys: pytest.CaptureFixture[str]) -> Path:
-    folder = fresh(reduced_b["folder"], person)
-    dry_run(folder, monkeypatch, capsys)
-    return folder
+def paste(folder: Path, text: str) -> None:
+    md = folder / "draft-peft.md"
+    body = md.read_text(encoding="utf-8")
+    assert "### Expected behavior" in body
+    md.write_text(body.replace("### Expected behavior", f"{text}\n\n### Expected behavior", 1), encoding="utf-8")
 
 
 @pytest.mark.parametrize("kind", SECRET_KINDS, ids=lambda k: k.name)
-def test_submit_refuses_a_draft_with_a_surviving_secret(kind: Kind, drafted: Path, fake_github: FakeGitHub,
+def test_submit_refuses_a_draft_with_a_surviving_secret(kind: Kind, run_b: Run, tmp_path: Path,
+                                                        fake_github: FakeGitHub,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    fake_github.add_repo(REPO)
-    md = drafted / "draft-peft.md"
-    body = md.read_text(encoding="utf-8")
-    md.write_text(body.replace("### Expected behavior", f"{kind.appears}\n\n### Expected behavior", 1)
-                  if "### Expected behavior" in body else body + "\n" + kind.appears + "\n", encoding="utf-8")
-    assert kind.value in md.read_text(encoding="utf-8")
-    capsys.readouterr()
-    code = main(["file", str(drafted), "--submit", "--yes"])
-    out = capsys.readouterr()
-    said = out.out + out.err
+    folder = fresh(run_b.folder, tmp_path)
+    paste(folder, kind.appears)
+    assert kind.value in (folder / "draft-peft.md").read_text(encoding="utf-8")
+    code, said = submit(run_b, folder, fake_github, capsys, {})
     assert code == ExitCode.UNSAFE, said[-2000:]
-    assert "refusing to file:" in out.err and "draft-peft.md" in out.err
+    assert re.search(r"refusing to file: \w+ .* at line \d+ of draft-peft\.md", said), said[-2000:]
     assert leaks({"refusal": said}, [kind]) == {}
     assert fake_github.requests == []  # nothing left the machine, not even a search
 
 
-def test_submit_replaces_private_details_a_person_pasted_into_the_draft(drafted: Path, fake_github: FakeGitHub,
+def test_submit_replaces_private_details_a_person_pasted_into_the_draft(run_b: Run, tmp_path: Path,
+                                                                        fake_github: FakeGitHub,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    fake_github.add_repo(REPO)
-    md = drafted / "draft-peft.md"
-    pasted = "\n".join(k.appears for k in PRIVATE_KINDS)
-    md.write_text(md.read_text(encoding="utf-8").replace("### Expected behavior", f"```\n{pasted}\n```\n\n"
-                                                        "### Expected behavior", 1), encoding="utf-8")
-    assert all(k.value in md.read_text(encoding="utf-8") for k in PRIVATE_KINDS)
-    capsys.readouterr()
-    code = main(["file", str(drafted), "--submit", "--yes"])
-    out = capsys.readouterr()
-    assert code == 0, out.out[-2000:] + out.err[-2000:]
+    folder = fresh(run_b.folder, tmp_path)
+    paste(folder, "```\n" + "\n".join(k.appears for k in PRIVATE_KINDS) + "\n```")
+    code, said = submit(run_b, folder, fake_github, capsys, {})
+    assert code == 0, said[-2000:]
     [issue] = fake_github.issues[REPO].values()
-    found = leaks({"filed body": issue["title"] + "\n" + issue["body"],
-                   "requests to GitHub": requests_text(fake_github)})
+    assert "run by <user-or-host>" in issue["body"] and "MASTER_ADDR=<ip>" in issue["body"]
+    found = leaks({"filed body": issue["title"] + "\n" + issue["body"], "requests to GitHub": requests_text(fake_github)})
     assert found == {}, report(found)

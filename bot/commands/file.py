@@ -19,7 +19,7 @@ from bot.issue.filing import already_filed, check_safe, submission_body, submit
 from bot.issue.forms import REPO_KEYS, field_values, get_form
 from bot.prepare import Prepared, duplicate_line, likely_duplicate, prepare, search_related
 from bot.scrub import Finding, high_entropy, scrub
-from bot.store import DEFAULT_ROOT, ReproDir
+from bot.store import DEFAULT_ROOT, ReproDir, shown_path
 from reducer.errors import ExitCode, ReprobotError
 
 console = Console(highlight=False)
@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"[yellow]note:[/] {escape(note)}")
         for fid in check.unconfirmed:
             console.print(f"[yellow]to confirm:[/] {escape(form.field(fid).label)} is reprobot's proposal; "
-                          f"edit {escape(repro.draft_md(key).as_posix())}")
+                          f"edit {escape(shown_path(repro.draft_md(key)))}")
         if check.ok:
             console.print(f"[green]valid[/] against the {escape(form.repo)} bug-report form")
         else:
@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         url = draft.prefill_url()
         console.print(f"[bold]URL[/] ({escape(url.instruction)}):")
         console.print(url.url, soft_wrap=True, markup=False)
-        console.print(f"files: {escape(repro.path.as_posix())}/ (repro.py, draft-{key}.md, draft-{key}.json"
+        console.print(f"files: {escape(shown_path(repro.path))}/ (repro.py, draft-{key}.md, draft-{key}.json"
                       + (", requirements.lock" if repro.requirements_lock.is_file() else "") + ")")
         return 0 if check.ok and not secrets else (ExitCode.UNSAFE if secrets else ExitCode.BAD_INPUT)
 

@@ -69,9 +69,10 @@ class Kind:
 
     def pieces(self) -> list[str]:
         """What must not be found where text leaves: the value, its private parts and, for long
-        values, every 12-character window (a value cut, wrapped or half-scrubbed still leaks)."""
+        values, every 12-character window of the private part (the needles, else the value): a value
+    cut, wrapped or half-scrubbed still leaks."""
         out = [self.value, *self.needles]
-        for text in (self.value, *self.needles):
+        for text in self.needles or (self.value,):
             # a PEM block's BEGIN/END lines name the kind of key: public; its body is the secret
             for part in re.split(r"-----(?:BEGIN|END) [A-Z ]+-----|\\n|\s", text):
                 if len(part) >= 24:
@@ -175,8 +176,9 @@ def _kinds() -> list[Kind]:
     add(_k("slack_webhook", "https://hooks." + "slack.com/services/" + hook,
            'requests.post("{v}", json={"text": "training finished"})', "SLACK_WEBHOOK_URL",
            needles=(hook,)))
-    add(_k("discord_webhook", "https://discord.com/api/" + "webhooks/" + digits(19) + "/" + fake(URLSAFE, 68),
-           "DiscordWebhook(url='{v}').execute()", "DISCORD_WEBHOOK"))
+    hook = digits(19) + "/" + fake(URLSAFE, 68)
+    add(_k("discord_webhook", "https://discord.com/api/" + "webhooks/" + hook,
+           "DiscordWebhook(url='{v}').execute()", "DISCORD_WEBHOOK", needles=(hook,)))
     add(_k("discord_bot_token", "M" + fake(ALNUM, 25) + "." + fake(URLSAFE, 6) + "." + fake(URLSAFE, 38),
            'client.run("{v}")', "DISCORD_BOT_TOKEN"))
     add(_k("telegram_bot_token", digits(10) + ":AA" + fake(URLSAFE, 33),
