@@ -57,7 +57,7 @@ def make_oracle(failure: Failure, pool: GpuPool, deadline: float | None) -> Orac
     oracle = Oracle(failure.runner, failure.signature, failure.spec.options,
                     timeout=candidate_timeout(failure.wall_time), gpus=pool,
                     max_rss=candidate_memory(failure.peak_rss), allow_hang=failure.hangs,
-                    stop_grace=max(2.0, 0.25 * failure.wall_time), as_itself=failure.as_itself)
+                    stop_grace=max(2.0, 0.25 * failure.wall_time), as_itself=failure.as_itself, raised=failure.raised)
     oracle.deadline = deadline
     return oracle
 
@@ -187,14 +187,14 @@ def cold_verdict(failure: Failure, oracle: Oracle, result: ReductionResult, save
     warm, walk back to the newest earlier result that fails cold."""
     verdict = oracle.test(result.best_source, warm=False)
     record = find_match(verdict.outcome.tracebacks, failure.signature, failure.spec.options,
-                        as_itself=failure.as_itself)
+                        as_itself=failure.as_itself, raised=failure.raised)
     if record is not None or oracle.runner.zygotes is None:
         return result.best_source, record
     console.print("[yellow]the result fails warm but not cold: going back to the last result that fails cold[/]")
     for source in list(reversed(saver.history[:-1]))[:COLD_FALLBACK_TRIES]:
         verdict = oracle.test(source, warm=False)
         record = find_match(verdict.outcome.tracebacks, failure.signature, failure.spec.options,
-                            as_itself=failure.as_itself)
+                            as_itself=failure.as_itself, raised=failure.raised)
         if record is not None:
             return source, record
     return failure.spec.source, None

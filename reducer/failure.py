@@ -14,6 +14,7 @@ import libcst as cst
 
 from reducer.errors import ExitCode, ReprobotError
 from reducer.outcome import Outcome, TracebackRecord
+from reducer.raised import RAISED
 from reducer.runner import Runner, RunSpec
 from reducer.signature import MatchOptions, Signature, distinct_failures, find_match
 
@@ -74,6 +75,12 @@ class Failure:
     runner: Runner
     # The original reported the target as itself (not only as another exception's context).
     as_itself: bool = False
+
+    @property
+    def raised(self) -> bool:
+        """The original raised the target (not only printed text that looks like it): a
+        candidate must raise it too."""
+        return self.record.origin == RAISED
 
     @property
     def wall_time(self) -> float:
@@ -218,9 +225,10 @@ def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None)
         with _heartbeat(say, spec.script.name) if notify else contextlib.nullcontext():
             again = _timed_run(runner, spec)
         outcomes.append(again)
-        if find_match(again.tracebacks, signature, spec.options) is None:
+        if find_match(again.tracebacks, signature, spec.options, raised=record.origin == RAISED) is None:
             raise ReprobotError(f"{spec.script}: flaky: run 1 failed with {signature.one_line()[:150]} "
                                 f"but run {n} {_describe(again)}", ExitCode.FLAKY)
-    as_itself = all(find_match(o.tracebacks, signature, spec.options, as_itself=True) is not None
+    as_itself = all(find_match(o.tracebacks, signature, spec.options, as_itself=True,
+                               raised=record.origin == RAISED) is not None
                     for o in outcomes)
     return Failure(spec, signature, record, choices, outcomes, runner, as_itself)

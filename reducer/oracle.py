@@ -42,10 +42,13 @@ class Oracle:
     def __init__(self, runner: Runner, target: Signature, options: MatchOptions,
                  timeout: float | None = None, stop_early: bool = True,
                  gpus: GpuPool | None = None, max_rss: int | None = None,
-                 allow_hang: bool = False, stop_grace: float = 2.0, as_itself: bool = False) -> None:
+                 allow_hang: bool = False, stop_grace: float = 2.0, as_itself: bool = False,
+                 raised: bool = False) -> None:
         self.runner = runner
-        # The original reported the target as itself: a candidate must too (see find_match).
+        # The original reported the target as itself: a candidate must too (see find_match);
+        # the original raised it: printed text that looks like it is not enough.
         self.as_itself = as_itself
+        self.raised = raised
         # A candidate that shows the failure but then does not exit is only as good as the
         # original when the original did not exit either (a worker loop waiting for jobs).
         self.allow_hang = allow_hang
@@ -66,7 +69,7 @@ class Oracle:
         self._failure_lines: OrderedDict[str, tuple[int, ...]] = OrderedDict()
 
     def _hit(self, records) -> bool:
-        return find_match(records, self.target, self.options, as_itself=self.as_itself) is not None
+        return find_match(records, self.target, self.options, as_itself=self.as_itself, raised=self.raised) is not None
 
     def test(self, source: str, warm: bool = True) -> Verdict:
         """``warm=False``: a cold run even when the runner has warm interpreters."""
@@ -90,7 +93,8 @@ class Oracle:
             self.runs += 1
             self.run_seconds += outcome.wall_time
         hangs = outcome.stopped_early or outcome.timed_out
-        record = find_match(outcome.tracebacks, self.target, self.options, as_itself=self.as_itself)
+        record = find_match(outcome.tracebacks, self.target, self.options, as_itself=self.as_itself,
+                            raised=self.raised)
         interesting = record is not None and (self.allow_hang or not hangs)
         if interesting:
             self._remember(source, record)

@@ -41,6 +41,9 @@ class TracebackRecord:
     stream: str = "stderr"
     kind: str = "exception"
     chain: tuple["TracebackRecord", ...] = ()
+    # "raised" when the run's exception recorder saw it, "printed" when the recorder ran but
+    # this is only text in the output, "" when unknown (reducer/raised.py).
+    origin: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -51,6 +54,7 @@ class TracebackRecord:
             "stream": self.stream,
             "kind": self.kind,
             "chain": [c.to_dict() for c in self.chain],
+            "origin": self.origin,
         }
 
     @classmethod
@@ -63,6 +67,7 @@ class TracebackRecord:
             stream=d.get("stream", "stderr"),
             kind=d.get("kind", "exception"),
             chain=tuple(cls.from_dict(c) for c in d.get("chain", [])),
+            origin=d.get("origin", ""),
         )
 
     @property

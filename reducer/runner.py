@@ -23,6 +23,7 @@ from typing import Callable, Iterator
 
 from reducer.errors import ExitCode, ReprobotError
 from reducer.outcome import Outcome, TracebackRecord
+from reducer.raised import EXCEPTIONS_ENV, hook_environment, mark, read_raised
 from reducer.tracebacks import parse_tracebacks
 
 # Directories never copied into a scratch dir: they are big, or they are ours.
@@ -303,7 +304,7 @@ class Runner:
     def base_environment(self) -> dict[str, str]:
         """The environment every run shares (what a warm interpreter starts with)."""
         env = self._environment(Path(tempfile.gettempdir()), None)
-        for k in ("TMPDIR", "TEMP", "TMP", RUN_TAG_ENV):
+        for k in ("TMPDIR", "TEMP", "TMP", RUN_TAG_ENV, EXCEPTIONS_ENV):
             env.pop(k, None)
         return env
 
@@ -322,6 +323,7 @@ class Runner:
             "TERM": "dumb", "NO_COLOR": "1",
         })
         env.pop("PYTHONSTARTUP", None)
+        hook_environment(env, scratch / "exceptions.jsonl")
         if self.spec.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.spec.gpu
         return env
@@ -366,6 +368,19 @@ class Runner:
         """Show the script's frames as "worker.py", not under this run's throwaway directory."""
         text = text.replace(str(work / "tmp"), "<tmp>").replace(str(work) + os.sep, "")
         return text.replace(str(work.parent / "tmp"), "<tmp>")
+
+    def _records(self, stdout: str, stderr: str, cwd: Path, env: dict[str, str],
+                 clean: bool = True) -> list[TracebackRecord]:
+        """Every traceback in the output, marked raised or printed where the run recorded its
+        exceptions (reducer/raised.py)."""
+        if clean:
+            stdout, stderr = self._unscratch(stdout, cwd), self._unscratch(stderr, cwd)
+        # stderr first: uncaught exceptions and logging's default handler both go there.
+        records = parse_tracebacks(stderr, "stderr") + parse_tracebacks(stdout, "stdout")
+        exceptions = env.get(EXCEPTIONS_ENV)
+        if not records or not exceptions:
+            return records
+        return mark(records, read_raised(Path(exceptions), lambda text: self._unscratch(text, cwd)))
 
     def _execute(self, cmd: list[str], cwd: Path, env: dict[str, str], timeout: float,
                  stop_when: Callable[[list[TracebackRecord]], bool] | None,
@@ -425,7 +440,7 @@ class Runner:
                     version = out.version + err.version
                     if version != seen_version:
                         seen_version = version
-                        if stop_when(parse_tracebacks(err.text(), "stderr") + parse_tracebacks(out.text(), "stdout")):
+                        if stop_when(self._records(out.text(), err.text(), cwd, env)):
                             # The target failure is on screen; the rest of the run only burns GPU
                             # time. It still gets a grace period to exit by itself, so that a repro
                             # which fails and then hangs can be told from one which fails and ends.
@@ -443,8 +458,7 @@ class Runner:
         wall = time.monotonic() - start
         stdout, stderr = self._unscratch(out.text(), cwd), self._unscratch(err.text(), cwd)
         returncode = None if (timed_out or stopped or over_memory) else proc.returncode
-        # stderr first: uncaught exceptions and logging's default handler both go there.
-        records = parse_tracebacks(stderr, "stderr") + parse_tracebacks(stdout, "stdout")
+        records = self._records(stdout, stderr, cwd, env, clean=False)
         timeout_reason = "wall clock" if timed_out else None
         hangs = [r for r in records if _NCCL_TIMEOUT.search(r.message)]
         if hangs:

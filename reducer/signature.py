@@ -13,6 +13,7 @@ from typing import Any, Iterable
 
 from reducer.normalize import library_path, normalize_message
 from reducer.outcome import Outcome, TracebackRecord
+from reducer.raised import PRINTED
 from reducer.tracebacks import all_records
 
 DEFAULT_FRAMES = 3
@@ -108,9 +109,11 @@ def signature_of(record: TracebackRecord, options: MatchOptions = MatchOptions()
 
 
 def distinct_failures(outcome: Outcome, options: MatchOptions = MatchOptions()) -> list[tuple[Signature, TracebackRecord]]:
-    """The distinct failures of a run, first-seen order, one record each."""
+    """The distinct failures of a run, one record each: first-seen order, except that
+    exceptions the run raised come before tracebacks it only printed (reducer/raised.py)."""
     seen: dict[Signature, TracebackRecord] = {}
-    for record in all_records(outcome.tracebacks):
+    records = list(all_records(outcome.tracebacks))
+    for record in [r for r in records if r.origin != PRINTED] + [r for r in records if r.origin == PRINTED]:
         sig = signature_of(record, options)
         seen.setdefault(sig, record)
     return list(seen.items())
@@ -122,11 +125,15 @@ def matches(outcome: Outcome, target: Signature, options: MatchOptions = MatchOp
 
 
 def find_match(records: Iterable[TracebackRecord], target: Signature,
-               options: MatchOptions = MatchOptions(), *, as_itself: bool = False) -> TracebackRecord | None:
+               options: MatchOptions = MatchOptions(), *, as_itself: bool = False,
+               raised: bool = False) -> TracebackRecord | None:
     """The record showing the target failure. ``as_itself``: only a failure reported as itself
     counts, not one that appears only as the context or cause of a different exception (a
-    reduction that broke an ``except`` handler shows the target only that way)."""
+    reduction that broke an ``except`` handler shows the target only that way). ``raised``:
+    text that only looks like the failure (printed, never raised) does not count."""
     for r in (list(records) if as_itself else all_records(list(records))):
+        if raised and r.origin == PRINTED:
+            continue
         if signature_of(r, options) == target:
             return r
     return None

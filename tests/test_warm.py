@@ -45,6 +45,7 @@ def same(warm, cold) -> None:
     sig = lambda o: [s.id for s, _ in distinct_failures(o, MatchOptions())]  # noqa: E731
     assert sig(warm) == sig(cold)
     assert [r.text for r in warm.tracebacks] == [r.text for r in cold.tracebacks]
+    assert [r.origin for r in warm.tracebacks] == [r.origin for r in cold.tracebacks]
 
 
 def write(path: Path, code: str) -> Path:

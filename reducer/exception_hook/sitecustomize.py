@@ -1,0 +1,202 @@
+"""reprobot's exception recorder, loaded in every interpreter a run starts (stdlib only, 3.9+).
+
+It sits on PYTHONPATH only for reprobot's runs. While ``REPROBOT_EXCEPTIONS`` names a file, each
+exception the interpreter reports - uncaught, in a thread, unraisable, or formatted by the
+traceback module (``logging``'s ``log.exception``, ``traceback.print_exc``, a multiprocessing
+child) - is appended there as one JSON line, before it is printed. reprobot then knows which
+tracebacks in the output were raised and which were only printed text.
+
+The footprint is kept small on purpose, because cold runs carry it too: nothing is imported
+at start-up, the hooks call the functions they wrap unchanged, and a user's own
+sitecustomize still runs.
+"""
+import os
+import sys
+
+_ENV = "REPROBOT_EXCEPTIONS"
+_MAX_RECORDS = 500
+_written = set()
+
+
+def _type_name(cls):
+    module = getattr(cls, "__module__", None)
+    name = getattr(cls, "__qualname__", None) or getattr(cls, "__name__", "?")
+    return name if module in (None, "builtins", "__main__") else "%s.%s" % (module, name)
+
+
+def _headline(exc):
+    """The exception's line as Python prints it (``ValueError: first line of the message``)."""
+    stype = _type_name(type(exc))
+    if isinstance(exc, SyntaxError):
+        text = exc.msg if isinstance(getattr(exc, "msg", None), str) else ""
+    else:
+        try:
+            text = str(exc)
+        except BaseException:
+            text = ""
+    first = text.splitlines()[0] if text else ""
+    return "%s: %s" % (stype, first) if first else stype
+
+
+def _record(exc, how):
+    path = os.environ.get(_ENV)
+    if not path or not isinstance(exc, BaseException):
+        return
+    try:
+        import json
+        lines, seen = [], set()
+        while exc is not None and id(exc) not in seen and len(_written) < _MAX_RECORDS:
+            seen.add(id(exc))
+            headline = _headline(exc)
+            if (path, headline) not in _written:
+                _written.add((path, headline))
+                lines.append(json.dumps({"headline": headline, "how": how, "pid": os.getpid()}) + "\n")
+            exc = exc.__cause__ if exc.__cause__ is not None else (
+                None if exc.__suppress_context__ else exc.__context__)
+        if lines:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, "".join(lines).encode("utf-8", "replace"))
+            finally:
+                os.close(fd)
+    except BaseException:
+        pass
+
+
+def _exception_of(args, kwargs):
+    if args and isinstance(args[0], BaseException):
+        return args[0]
+    if len(args) > 1:
+        return args[1]
+    return kwargs.get("value")
+
+
+def _wrap_formatter(real, how):
+    def wrapper(*args, **kwargs):
+        _record(_exception_of(args, kwargs), how)
+        return real(*args, **kwargs)
+    wrapper.__wrapped__ = real
+    wrapper._reprobot = True
+    wrapper.__name__ = getattr(real, "__name__", "wrapper")
+    wrapper.__doc__ = getattr(real, "__doc__", None)
+    return wrapper
+
+
+def _patch_traceback(module):
+    for name in ("print_exception", "format_exception"):
+        real = getattr(module, name, None)
+        if real is not None and not getattr(real, "_reprobot", False):
+            setattr(module, name, _wrap_formatter(real, "formatted"))
+
+
+def _patch_threading(module):
+    real = getattr(module, "excepthook", None)
+    if real is None or getattr(real, "_reprobot", False):
+        return
+
+    def excepthook(args):
+        _record(getattr(args, "exc_value", None), "thread")
+        return real(args)
+    excepthook.__wrapped__ = real
+    excepthook._reprobot = True
+    module.excepthook = excepthook
+
+
+_PATCHES = {"traceback": _patch_traceback, "threading": _patch_threading}
+
+
+class _AfterImport:
+    """Patches ``traceback`` and ``threading`` right after their first import (most scripts
+    import them long after start-up, and importing them here would change the run)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in _PATCHES:
+            return None
+        # Step aside while the real finders look, so that nothing below comes back here.
+        sys.meta_path.remove(self)
+        try:
+            import importlib.util
+            spec = importlib.util.find_spec(name)
+            if spec is not None and hasattr(getattr(spec, "loader", None), "exec_module"):
+                spec.loader = _Patching(spec.loader, _PATCHES[name])
+            return spec
+        finally:
+            if any(other not in sys.modules for other in _PATCHES if other != name):
+                sys.meta_path.insert(0, self)
+
+
+class _Patching:
+    def __init__(self, loader, patch):
+        self._loader, self._patch = loader, patch
+
+    def __getattr__(self, attr):
+        return getattr(self._loader, attr)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        try:
+            self._patch(module)
+        except BaseException:
+            pass
+
+
+def _install():
+    real_excepthook = sys.excepthook
+
+    def excepthook(exc_type, value, tb):
+        _record(value, "uncaught")
+        return real_excepthook(exc_type, value, tb)
+    excepthook.__wrapped__ = real_excepthook
+    sys.excepthook = excepthook
+    real_unraisable = getattr(sys, "unraisablehook", None)
+    if real_unraisable is not None:
+        def unraisablehook(unraisable):
+            _record(getattr(unraisable, "exc_value", None), "unraisable")
+            return real_unraisable(unraisable)
+        unraisablehook.__wrapped__ = real_unraisable
+        sys.unraisablehook = unraisablehook
+    for name, patch in _PATCHES.items():
+        if name in sys.modules:
+            patch(sys.modules[name])
+    if any(name not in sys.modules for name in _PATCHES):
+        sys.meta_path.insert(0, _AfterImport())
+    reprobot_run_started()
+
+
+def reprobot_run_started():
+    """An empty file says "the recorder ran", even when nothing was raised. A warm interpreter's
+    child calls this once it has taken its run's environment."""
+    path = os.environ.get(_ENV)
+    if path:
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
+        except OSError:
+            pass
+
+
+def _chain_user_sitecustomize():
+    """Run the sitecustomize this one shadows (a user's, or the distribution's), as Python would."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    saved = sys.modules.pop("sitecustomize", None)
+    kept = list(sys.path)
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    try:
+        import sitecustomize  # noqa: F401  (the next one on sys.path, if any)
+    except ImportError as exc:
+        if getattr(exc, "name", None) != "sitecustomize":
+            raise
+    finally:
+        sys.path[:] = kept
+        sys.modules.pop("sitecustomize", None)
+        if saved is not None:
+            sys.modules["sitecustomize"] = saved
+
+
+try:
+    _install()
+except BaseException:
+    pass
+_chain_user_sitecustomize()
