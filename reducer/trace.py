@@ -25,15 +25,15 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
-from reducer.passes.base import body_statements, parse_with_positions, parses, render, splice
+from reducer.passes.base import StatementTransformer, body_statements, parse_with_positions, parses, render, splice
 
 ENV_VAR = "REPROBOT_TRACE_OUT"
 
@@ -368,27 +368,25 @@ def subprocess_run_fn(python: str = sys.executable, script_name: str = "script.p
 
 
 # ---- the first cut --------------------------------------------------------------------------
-class _Cut(cst.CSTTransformer):
+class _Cut(StatementTransformer):
     """Drop statements none of whose own lines executed. ``aggressive`` also drops functions
     whose body never ran and replaces an ``if`` by the branch that ran."""
 
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
-    def __init__(self, lines: set[int], aggressive: bool) -> None:
-        self.lines, self.aggressive = lines, aggressive
+    def __init__(self, lines: set[int], aggressive: bool, positions: Mapping[cst.CSTNode, CodeRange]) -> None:
+        self.lines, self.aggressive, self.positions = lines, aggressive, positions
         self.elifs: set[int] = set()
 
     def _ran(self, node: cst.CSTNode, header_only: bool) -> bool:
-        r = self.get_metadata(PositionProvider, node)
+        r = self.positions[node]
         end = r.end.line
         if header_only:
             body = getattr(node, "body", None)
             if isinstance(body, cst.IndentedBlock) and body.body:
-                end = self.get_metadata(PositionProvider, body.body[0]).start.line - 1
+                end = self.positions[body.body[0]].start.line - 1
             else:
                 end = r.start.line
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node.decorators:
-            start = self.get_metadata(PositionProvider, node.decorators[0]).start.line
+            start = self.positions[node.decorators[0]].start.line
         else:
             start = r.start.line
         return any(n in self.lines for n in range(start, max(start, end) + 1))
@@ -439,8 +437,8 @@ class _Cut(cst.CSTTransformer):
 
 def cut(source: str, lines: set[int], aggressive: bool) -> str | None:
     try:
-        wrapper = MetadataWrapper(cst.parse_module(source))
-        out = render(wrapper.visit(_Cut(lines, aggressive)))
+        module, positions = parse_with_positions(source)
+        out = render(module.visit(_Cut(lines, aggressive, positions)))
     except (cst.ParserSyntaxError, cst.CSTValidationError, ValueError):
         return None
     return out if parses(out) else None

@@ -143,3 +143,73 @@ def test_first_cut_yields_parseable_code(source: str, lines: set[int], aggressiv
     if out is not None:
         cst.parse_module(out)
         compile(out, "<cut>", "exec")
+
+
+# ---- shortcuts that must not change what the reducer does ------------------------------------
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(source=st.one_of(PROGRAMS, sampled_real()))
+def test_could_clean_is_never_wrong_when_it_says_no(source: str) -> None:
+    """Bulk clean-up is skipped when ``could_clean`` says no: then the full clean-up must leave
+    the script as it is. Checked on the program and on its cleaned form (mostly clean)."""
+    from reducer.passes.cleanup import BULK, _apply, could_clean
+    cleaned = _apply(source, BULK)
+    for text in filter(None, (source, cleaned)):
+        if not could_clean(text):
+            assert _apply(text, BULK) in (text, None)
+
+
+class _Drop(cst.CSTTransformer):
+    """Deletes every statement (simple or compound, or one small statement of a line) whose
+    hash picks it, leaving empty blocks and dangling ';' for rendering to mend."""
+
+    def __init__(self, salt: int) -> None:
+        self.salt = salt
+
+    def _pick(self, node: cst.CSTNode) -> bool:
+        return hashlib.sha1(f"{self.salt}:{cst.Module([]).code_for_node(node)}".encode()).digest()[0] % 3 == 0
+
+    def on_leave(self, original, updated):
+        if isinstance(original, (cst.BaseCompoundStatement, cst.SimpleStatementLine, cst.BaseSmallStatement)) \
+                and self._pick(original):
+            return cst.RemoveFromParent()
+        return updated
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(source=PROGRAMS, salt=st.integers(0, 50))
+def test_rendering_skips_expressions_without_changing_the_result(source: str, salt: int) -> None:
+    from reducer.passes.base import _FillEmptyBlocks, render
+
+    class Full(_FillEmptyBlocks):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            return cst.CSTTransformer.on_visit(self, node)
+
+    module = cst.parse_module(source).visit(_Drop(salt))
+    assert render(module) == module.visit(Full()).code
+
+
+def _dead_code_through_text(source: str) -> str:
+    """Dead-code removal as it ran before it worked on the tree: render and re-parse each round."""
+    from reducer.passes.base import render
+    from reducer.passes.cleanup import dead_code_round
+    for _ in range(20):
+        module, _removed = dead_code_round(cst.parse_module(source))
+        new = render(module)
+        if new == source:
+            return source
+        source = new
+    return source
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(source=st.one_of(PROGRAMS, sampled_real()), salt=st.integers(0, 50))
+def test_dead_code_on_the_tree_gives_what_the_text_rounds_gave(source: str, salt: int) -> None:
+    from reducer.passes.base import render
+    from reducer.passes.cleanup import drop_dead_code
+    # also after deleting statements at random, which leaves more definitions unused
+    # Same statements, line for line. Blank lines may differ: re-parsing between rounds moved
+    # the blank lines above a statement into the module header, where they outlived it.
+    def lines(text: str) -> list[str]:
+        return [line for line in text.splitlines() if line.strip()]
+    for text in (source, render(cst.parse_module(source).visit(_Drop(salt)))):
+        assert lines(drop_dead_code(text)) == lines(_dead_code_through_text(text))

@@ -14,6 +14,8 @@ so index *i* still names the same target after an accepted change.
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -42,11 +44,13 @@ def parse(source: str) -> cst.Module:
     return cst.parse_module(source)
 
 
+@functools.lru_cache(maxsize=4)
 def parse_with_positions(source: str):
     """The module and each node's line range (libcst's PositionProvider); raises
-    ``ParserSyntaxError`` when it does not parse."""
+    ``ParserSyntaxError`` when it does not parse. Cached: positions cost several parses' worth
+    on a long script, and the first cut and slicing ask for the same ones."""
     from libcst.metadata import MetadataWrapper, PositionProvider
-    wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
+    wrapper = MetadataWrapper(parse(source), unsafe_skip_copy=True)
     return wrapper.module, wrapper.resolve(PositionProvider)
 
 
@@ -73,7 +77,17 @@ def libcst_parses(source: str) -> bool:
     return True
 
 
-class _FillEmptyBlocks(cst.CSTTransformer):
+class StatementTransformer(cst.CSTTransformer):
+    """A transformer that only changes statements. Statements never sit inside an expression or
+    a small statement, so it does not walk into those (most of a tree): the result is the same
+    and, on a long script, the walk several times faster. Small statements themselves are still
+    visited and left (``leave_Import`` runs)."""
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return not isinstance(node, (cst.BaseExpression, cst.BaseSmallStatement)) and super().on_visit(node)
+
+
+class _FillEmptyBlocks(StatementTransformer):
     """Deleting a block's last statement must leave ``pass``, or the code no longer parses."""
 
     def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
@@ -137,8 +151,31 @@ class _Collect(cst.CSTVisitor):
 
 def collect(module: cst.CSTNode, want: Callable[[cst.CSTNode], bool]) -> list[Any]:
     """Nodes satisfying ``want``, in pre-order."""
+    if isinstance(module, cst.Module):
+        return [n for n in _preorder(module) if want(n)]
     c = _Collect(want)
     module.visit(c)
+    return c.found
+
+
+_PREORDER: OrderedDict[int, tuple[cst.Module, list[cst.CSTNode]]] = OrderedDict()
+_PREORDER_LOCK = threading.Lock()
+
+
+def _preorder(module: cst.Module) -> list[cst.CSTNode]:
+    """Every node of a module in pre-order, walked once per module: the passes ask the same
+    module many questions, and on a long script each walk costs a large part of a second."""
+    with _PREORDER_LOCK:
+        hit = _PREORDER.get(id(module))
+        if hit is not None and hit[0] is module:
+            _PREORDER.move_to_end(id(module))
+            return hit[1]
+    c = _Collect(lambda _node: True)
+    module.visit(c)
+    with _PREORDER_LOCK:
+        _PREORDER[id(module)] = (module, c.found)   # the module is held, so its id stays its own
+        while len(_PREORDER) > 8:
+            _PREORDER.popitem(last=False)
     return c.found
 
 

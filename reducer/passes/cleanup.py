@@ -7,11 +7,14 @@ imports at once, ...): a single run that usually succeeds and saves dozens of si
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
-from reducer.passes.base import Gate, body_statements, collect, delete_runs, is_literal, parse, parses, render
+from reducer.passes._shared import spread_kwargs
+from reducer.passes.base import (Gate, StatementTransformer, body_statements, collect, delete_runs, is_literal,
+                                 parse, parses, render)
 
 # Calls that only emit output. The ones that print a traceback are left to statement deletion:
 # in a worker loop that logs and swallows, they ARE the failure.
@@ -59,7 +62,7 @@ def _is_output_call(stmt: cst.CSTNode) -> bool:
     return False
 
 
-class _DropStatements(cst.CSTTransformer):
+class _DropStatements(StatementTransformer):
     def __init__(self, drop: Callable[[cst.CSTNode], bool]) -> None:
         self.drop = drop
 
@@ -69,10 +72,11 @@ class _DropStatements(cst.CSTTransformer):
 
 def strip_comments_and_docstrings(source: str) -> str:
     module = parse(source)
-    module = module.visit(_StripComments())
+    if "#" in source:       # no '#', no comment: a long script is spared a whole-tree rewrite
+        module = module.visit(_StripComments())
     # `description=__doc__` is common in argparse mains: then docstrings are data, and only
     # statement deletion (one run each) may take them
-    if "__doc__" not in uses(module):
+    if collect(module, _is_string_statement) and "__doc__" not in uses(module):
         module = module.visit(_DropStatements(_is_string_statement))
     return render(module.with_changes(header=[h for h in module.header if h.comment is None],
                                       footer=[f for f in module.footer if f.comment is None]))
@@ -83,7 +87,7 @@ def drop_output_calls(source: str) -> str:
 
 
 def drop_redundant_pass(source: str) -> str:
-    class T(cst.CSTTransformer):
+    class T(StatementTransformer):
         def _clean(self, updated):
             body = [s for s in updated.body if not (isinstance(s, cst.SimpleStatementLine)
                     and all(isinstance(x, cst.Pass) for x in s.body))]
@@ -114,7 +118,7 @@ def _harmless_test(expr: cst.BaseExpression) -> bool:
 def drop_empty_ifs(source: str) -> str:
     """``if cond: pass`` with no else and a harmless condition: what the first cut leaves of a
     branch that was not taken."""
-    class T(cst.CSTTransformer):
+    class T(StatementTransformer):
         def leave_If(self, original, updated):
             empty = all(isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, cst.Pass) for x in s.body)
                         for s in body_statements(updated.body))
@@ -127,20 +131,24 @@ def drop_empty_ifs(source: str) -> str:
 def spread_literal_kwargs(source: str) -> str:
     """``f(**{"hidden_size": 64})`` → ``f(hidden_size=64)``: the same call, as a person writes it
     (what is left once a registry entry is folded into the call)."""
-    from reducer.passes.constants import spread_kwargs
 
     class T(cst.CSTTransformer):
         def leave_Call(self, original, updated):
-            for arg in updated.args:
-                if arg.star == "**" and isinstance(arg.value, cst.Dict) and all(
-                        isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString) for e in arg.value.elements):
-                    explicit = {a.keyword.value for a in updated.args if a.keyword is not None}
-                    keys = [e.key.evaluated_value for e in arg.value.elements]
-                    if len(set(keys)) == len(keys) and not explicit & set(keys):
-                        updated = spread_kwargs(updated, arg, arg.value)
-                        break
-            return updated
+            arg = spread_literal_kwargs_of(updated)
+            return updated if arg is None else spread_kwargs(updated, arg, arg.value)
     return render(parse(source).visit(T()))
+
+
+def spread_literal_kwargs_of(call: cst.Call) -> cst.Arg | None:
+    """The first ``**{"key": value}`` argument that can be written as keywords, if any."""
+    for arg in call.args:
+        if arg.star == "**" and isinstance(arg.value, cst.Dict) and all(
+                isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString) for e in arg.value.elements):
+            explicit = {a.keyword.value for a in call.args if a.keyword is not None}
+            keys = [e.key.evaluated_value for e in arg.value.elements]
+            if len(set(keys)) == len(keys) and not explicit & set(keys):
+                return arg
+    return None
 
 
 # ---- names: what is bound where, what is used ----------------------------------------------
@@ -205,7 +213,7 @@ def drop_unused_imports(source: str) -> str:
     module = parse(source)
     used = uses(module)
 
-    class T(cst.CSTTransformer):
+    class T(StatementTransformer):
         def leave_Import(self, original, updated):
             return self._prune(updated)
 
@@ -284,52 +292,162 @@ def _store_only(module: cst.Module, used: dict[str, int]) -> dict[int, str]:
     return {id(line): name for name, lines in by_name.items() if used.get(name, 0) == len(lines) for line in lines}
 
 
+class _DropDead(StatementTransformer):
+    """One round of dead-code removal with the names' uses known (see ``drop_dead_code``)."""
+
+    def __init__(self, used: dict[str, int], stores: dict[int, str]) -> None:
+        self.used, self.stores = used, stores
+        self.class_depth = 0
+        self._saved: list[int] = []
+        self.removed = 0
+
+    def _drop(self) -> cst.RemovalSentinel:
+        self.removed += 1
+        return cst.RemoveFromParent()
+
+    def visit_ClassDef(self, node) -> None:
+        self.class_depth += 1
+
+    def leave_ClassDef(self, original, updated):
+        self.class_depth -= 1
+        return self._drop() if self.class_depth == 0 and _dead(original, self.used) else updated
+
+    def visit_FunctionDef(self, node) -> None:
+        # a function body is a fresh statement list again, even inside a class
+        self._saved.append(self.class_depth)
+        self.class_depth = 0
+
+    def leave_FunctionDef(self, original, updated):
+        self.class_depth = self._saved.pop()
+        return self._drop() if self.class_depth == 0 and _dead(original, self.used) else updated
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if self.class_depth == 0 and (_dead(original, self.used) or id(original) in self.stores):
+            return self._drop()
+        return updated
+
+
+def dead_code_round(module: cst.Module) -> tuple[cst.Module, int]:
+    """The module with what is dead now removed, and how many statements went."""
+    used = uses(module)
+    stores = _store_only(module, used)
+    for name in set(stores.values()):
+        used[name] = 0
+    t = _DropDead(used, stores)
+    return module.visit(t), t.removed
+
+
 def drop_dead_code(source: str) -> str:
     """Remove unused definitions and pure assignments to unused names, to a fixpoint (one
     removal can make another definition unused). Class bodies are left alone: methods are
-    reached implicitly (``model(x)`` calls ``forward``)."""
+    reached implicitly (``model(x)`` calls ``forward``). The rounds work on the tree and render
+    once: a round's decisions do not depend on the ``pass`` that rendering puts in an emptied
+    block."""
+    module = parse(source)
     for _ in range(20):
-        module = parse(source)
-        used = uses(module)
-        stores = _store_only(module, used)
-        for name in set(stores.values()):
-            used[name] = 0
-
-        class T(cst.CSTTransformer):
-            def __init__(self) -> None:
-                self.class_depth = 0
-
-            def visit_ClassDef(self, node) -> None:
-                self.class_depth += 1
-
-            def leave_ClassDef(self, original, updated):
-                self.class_depth -= 1
-                return cst.RemoveFromParent() if self.class_depth == 0 and _dead(original, used) else updated
-
-            def visit_FunctionDef(self, node) -> None:
-                # a function body is a fresh statement list again, even inside a class
-                self._saved = getattr(self, "_saved", []) + [self.class_depth]
-                self.class_depth = 0
-
-            def leave_FunctionDef(self, original, updated):
-                self.class_depth = self._saved.pop()
-                return cst.RemoveFromParent() if self.class_depth == 0 and _dead(original, used) else updated
-
-            def leave_SimpleStatementLine(self, original, updated):
-                if self.class_depth == 0 and (_dead(original, used) or id(original) in stores):
-                    return cst.RemoveFromParent()
-                return updated
-
-        new = render(module.visit(T()))
-        if new == source:
-            return source
-        source = new
-    return source
+        module, removed = dead_code_round(module)
+        if not removed:
+            break
+    return render(module)
 
 
 # ---- the passes -----------------------------------------------------------------------------
 BULK: list[Callable[[str], str]] = [strip_comments_and_docstrings, drop_output_calls, spread_literal_kwargs,
                                     drop_empty_ifs, drop_unused_imports, drop_dead_code, drop_redundant_pass]
+
+
+class _CleanupFacts(_Uses):
+    """One walk over the script that tells whether any bulk clean-up would change it: on a
+    long script that is already clean, one visit instead of seven parse-transform-render steps.
+    Each check mirrors the step it stands for, on the script as it is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changes = False            # a step changes the script whatever the names' uses are
+        self.string_statements = False
+        self.imports: list[cst.Import | cst.ImportFrom] = []
+        self.maybe_dead: list[cst.CSTNode] = []     # top-level-of-a-body statements (not in a class)
+        self._class_depth = [0]
+
+    def visit_EmptyLine(self, node: cst.EmptyLine) -> None:
+        self.changes = self.changes or node.comment is not None
+
+    def visit_TrailingWhitespace(self, node: cst.TrailingWhitespace) -> None:
+        self.changes = self.changes or node.comment is not None
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        if self._class_depth[-1] == 0:
+            self.maybe_dead.append(node)
+        if _is_string_statement(node):
+            self.string_statements = True
+        if _is_output_call(node) or not node.body or not isinstance(node.body[-1].semicolon, cst.MaybeSentinel):
+            self.changes = True     # an output call, or a dangling ';' that rendering drops
+
+    def _pass_lines(self, body: Sequence[cst.CSTNode]) -> None:
+        passes = [isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, cst.Pass) for x in s.body)
+                  for s in body]
+        self.changes = self.changes or (any(passes) and not all(passes))
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._pass_lines(node.body)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._pass_lines(node.body)
+
+    def visit_If(self, node: cst.If) -> None:
+        empty = all(isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, cst.Pass) for x in s.body)
+                    for s in body_statements(node.body))
+        self.changes = self.changes or (empty and node.orelse is None and _harmless_test(node.test))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if spread_literal_kwargs_of(node) is not None:
+            self.changes = True
+
+    def visit_Import(self, node: cst.Import) -> None:
+        self.imports.append(node)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        self.imports.append(node)
+        return super().visit_ImportFrom(node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if self._class_depth[-1] == 0:
+            self.maybe_dead.append(node)
+        super().visit_ClassDef(node)
+        self._class_depth[-1] += 1
+
+    def leave_ClassDef(self, original: cst.ClassDef) -> None:
+        self._class_depth[-1] -= 1
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self._class_depth[-1] == 0:
+            self.maybe_dead.append(node)
+        super().visit_FunctionDef(node)
+        self._class_depth.append(0)     # a function body is a fresh statement list, even in a class
+
+    def leave_FunctionDef(self, original: cst.FunctionDef) -> None:
+        self._class_depth.pop()
+
+
+@functools.lru_cache(maxsize=16)
+def could_clean(source: str) -> bool:
+    """Whether ``_apply(source, BULK)`` could differ from ``source`` (never False when it would)."""
+    module = parse(source)
+    facts = _CleanupFacts()
+    module.visit(facts)
+    used = facts.uses
+    if facts.changes or (facts.string_statements and "__doc__" not in used):
+        return True
+    for imp in facts.imports:
+        if isinstance(imp.names, cst.ImportStar) or (
+                isinstance(imp, cst.ImportFrom) and isinstance(imp.module, cst.Name) and imp.module.value == "__future__"):
+            continue
+        if any(used.get(bound_name(a), 0) == 0 for a in imp.names):
+            return True
+    stores = _store_only(module, used)
+    if stores:
+        return True
+    return any(_dead(stmt, used) for stmt in facts.maybe_dead)
 
 
 def _apply(source: str, steps: list[Callable[[str], str]]) -> str | None:
@@ -343,6 +461,8 @@ def _apply(source: str, steps: list[Callable[[str], str]]) -> str | None:
 
 def bulk(gate: Gate) -> None:
     """All clean-ups as one candidate; if that run fails, each clean-up on its own."""
+    if not could_clean(gate.best):
+        return      # one walk says no clean-up changes it
     together = _apply(gate.best, BULK)
     if together == gate.best:
         return      # nothing to clean: no clean-up changes it on its own either

@@ -17,6 +17,7 @@ import libcst as cst
 
 from reducer.passes.base import Gate, collect, is_literal, parse, render, replace, root_name, run_targets, safe
 from reducer.passes.base_multi import replace_many
+from reducer.passes._shared import spread_kwargs
 from reducer.passes.cleanup import drop_dead_code
 from reducer.size import size_of
 
@@ -230,23 +231,6 @@ def _recorded_targets(gate: Gate):
         return safe(lambda: drop_dead_code(replace_many(module, pairs))) if len(pairs) > 1 else None
 
     return find, alternatives, everything
-
-
-def spread_kwargs(call: cst.Call, arg: cst.Arg, value: cst.Dict) -> cst.Call:
-    """``f(**helper())`` with the recorded ``{'max_memory': {...}}`` → ``f(max_memory={...})``."""
-    keys = [e.key.evaluated_value if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
-            else None for e in value.elements]
-    if not all(isinstance(k, str) and k.isidentifier() for k in keys):
-        return call.with_changes(args=[a.with_changes(value=value) if a is arg else a for a in call.args])
-    spelled = [cst.Arg(e.value, keyword=cst.Name(k), equal=cst.AssignEqual(
-        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
-        for k, e in zip(keys, value.elements)]
-    args: list[cst.Arg] = []
-    for a in call.args:
-        args.extend(spelled if a is arg else [a])
-    args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]] + \
-        [args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)] if args else []
-    return call.with_changes(args=args)
 
 
 def recorded_values(gate: Gate) -> None:
