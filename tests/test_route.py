@@ -86,7 +86,9 @@ def test_meta_tensor_pasted_vs_repro_folder() -> None:
      "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo", "huggingface/huggingface_hub"),
     (["transformers/models/llama/modeling_llama.py:forward", "torch/nn/modules/linear.py:forward"],
      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", None),
-    (["torch/_dynamo/eval_frame.py:_fn", "torch/_inductor/compile_fx.py:compile_fx"],
+    # torch's own machinery, but reached through transformers: transformers' maintainers triage it.
+    (["transformers/modeling_utils.py:forward", "torch/_dynamo/eval_frame.py:_fn",
+      "torch/_inductor/compile_fx.py:compile_fx"],
      "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised: AssertionError: ", "pytorch/pytorch"),
 ])
 def test_not_one_of_ours(frames: list[str], error: str, owner: str | None) -> None:

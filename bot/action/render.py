@@ -23,7 +23,7 @@ import jinja2
 
 from bot.issue.templating import templates_dir
 from bot.action.result import REPRO_SUBDIR, SILENT, ActionResult
-from bot.upstream.targets import REPO_KEYS
+from bot.upstream.targets import REPO_KEYS, target_for_repo
 from reducer.signature import Signature
 
 TEMPLATES_DIR = templates_dir()
@@ -233,7 +233,8 @@ def _route(repro: Path) -> tuple[str | None, list[str], list[str]]:
 
 
 def _draft(repro: Path, target: str | None) -> Draft | None:
-    keys = [k for k in REPO_KEYS if target and target.endswith("/" + k)] + list(REPO_KEYS)
+    routed = target_for_repo(target)
+    keys = ([routed.key] if routed else []) + list(REPO_KEYS)
     for key in dict.fromkeys(keys):
         body = read_text(repro / f"draft-{key}.md")
         if body is None:

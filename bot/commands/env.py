@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bot.upstream.targets import REPO_KEYS
 from reducer.errors import ExitCode, ReprobotError
 
 console = Console(highlight=False, soft_wrap=True)
@@ -37,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-lock", action="store_true", help="write env.json only, no requirements.in/.lock")
     p.add_argument("--offline", action="store_true",
                    help="do not contact the package index: the lock is a snapshot without hashes")
-    p.add_argument("--system-info", choices=("transformers", "peft", "accelerate", "bitsandbytes"),
+    p.add_argument("--system-info", choices=REPO_KEYS, metavar="KEY",
                    help="print the System Info block that repository's bug form asks for")
     p.add_argument("--json", action="store_true", help="print env.json (or the differences) as JSON")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds one probe attempt may take (default: 120)")

@@ -12,13 +12,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bot.upstream.targets import TARGETS
+
 console = Console(highlight=False, soft_wrap=True)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("route", help="pick the upstream repository (with reasons, cross-links, who can help)",
-                       description="Decide which of huggingface/transformers, peft, accelerate or "
-                                   "bitsandbytes-foundation/bitsandbytes owns a failure, or say it is none of them.")
+                       description=f"Decide which of {', '.join(TARGETS.values())} owns a failure, "
+                                   "or say it is none of them.")
     p.add_argument("repro_dir", nargs="?", help="repro folder (repros/<id>)")
     p.add_argument("--traceback", metavar="FILE", help="route a pasted traceback instead ('-' reads stdin)")
     p.add_argument("--json", action="store_true", help="print route.json to stdout")

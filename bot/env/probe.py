@@ -31,6 +31,9 @@ STACK = ("torch", "transformers", "peft", "accelerate", "bitsandbytes", "safeten
          "huggingface_hub", "tokenizers", "numpy")
 # Also recorded because one of the System Info commands prints them.
 EXTRA = ("deepspeed", "diffusers", "pip", "triton", "trl", "torchao", "psutil", "setuptools")
+# What reprobot's side adds with --packages: the distributions each registered target's
+# System Info names (bot/upstream/targets.py), which this script cannot import.
+REQUESTED = []
 # Imported one by one (each its own section) to record import errors; torch has its own section.
 IMPORTED = ("numpy", "safetensors", "huggingface_hub", "tokenizers", "transformers", "accelerate",
             "peft")
@@ -216,7 +219,7 @@ def section_packages():
     """The stack's versions and how each was installed, from metadata only (nothing imported)."""
     md = _metadata()
     out = {}
-    for name in STACK + EXTRA:
+    for name in dict.fromkeys(STACK + EXTRA + tuple(REQUESTED)):
         try:
             dist = md.distribution(name)
         except md.PackageNotFoundError:
@@ -510,7 +513,9 @@ def probe_main(argv):
     parser.add_argument("--only", default="", help="comma-separated sections (default: all)")
     parser.add_argument("--skip", default="", help="comma-separated sections not to run")
     parser.add_argument("--modules", default="", help="comma-separated module names for module_map")
+    parser.add_argument("--packages", default="", help="comma-separated distributions to record as well")
     args = parser.parse_args(argv)
+    REQUESTED[:] = [p for p in args.packages.split(",") if p]
     only = [s for s in args.only.split(",") if s] or list(SECTIONS)
     skip = set(s for s in args.skip.split(",") if s)
     modules = [m for m in args.modules.split(",") if m]
@@ -594,7 +599,7 @@ def run_probe(python: str, sections: "list[str] | None" = None, modules: "list[s
             if not todo:
                 break
             out = os.path.join(tmp, f"out{attempt}.jsonl")
-            cmd = [exe, script, out, "--only", ",".join(todo)]
+            cmd = [exe, script, out, "--only", ",".join(todo), "--packages", ",".join(_target_packages())]
             if modules:
                 cmd += ["--modules", ",".join(modules)]
             failure = None
@@ -642,6 +647,12 @@ def run_probe(python: str, sections: "list[str] | None" = None, modules: "list[s
                     results.setdefault(s, {"probe_error": f"skipped: the probe hung {hangs} times"})
                 break
     return results
+
+
+def _target_packages() -> "list[str]":
+    # Imported here, not at the top: the top half of this file runs alone in the user's interpreter.
+    from bot.upstream.targets import env_packages
+    return [p for p in env_packages() if p not in STACK + EXTRA]
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

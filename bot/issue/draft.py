@@ -19,8 +19,10 @@ from typing import Any
 
 import jinja2
 
+from bot.env.system_info import system_info
 from bot.issue.templating import templates_dir
 from bot.issue.forms import CONFIRM_MARK, MISSING_MARK, FieldValue, Form, Validation, field_values, get_form, validate
+from bot.upstream.targets import get_target, targets
 from bot.scrub import Finding, scrub
 from bot.store import ReproDir, write_json_atomic, write_text_atomic
 from reducer.errors import ExitCode, ReprobotError
@@ -75,7 +77,11 @@ class Draft:
         return validate(self.form, self.body)
 
     def prefill_url(self) -> "PrefillURL":
-        return prefill_url(self.repo, self.template, self.title, self.fields, self.repo_key)
+        form = self.form
+        ids = {f.id: f for f in form.fields}
+        fillable = {k: v for k, v in self.fields.items() if k not in ids or ids[k].prefill}
+        unfillable = any(v for k, v in self.fields.items() if k in ids and not ids[k].prefill)
+        return prefill_url(self.repo, self.template, self.title, fillable, self.repo_key, paste=unfillable)
 
     def to_json(self) -> dict[str, Any]:
         url = self.prefill_url()
@@ -95,12 +101,13 @@ class PrefillURL:
 
 
 def prefill_url(repo: str, template: str, title: str, fields: dict[str, FieldValue], repo_key: str,
-                limit: int = URL_MAX) -> PrefillURL:
+                limit: int = URL_MAX, *, paste: bool = False) -> PrefillURL:
     """``https://github.com/<repo>/issues/new?template=...&title=...&<field-id>=...``.
 
     Text fields only: GitHub pre-fills form fields by id from the query, but documents no
     syntax for checkboxes, so those are ticked by hand. Past ``limit`` characters the URL
-    carries the title only and the instruction says to paste the sections of the draft.
+    carries the title only and the instruction says to paste the sections of the draft; so it
+    does with ``paste`` (a form whose fields declare no ids, which GitHub cannot pre-fill).
     """
     base = f"https://github.com/{repo}/issues/new?"
     head = [("template", template), ("title", title)]
@@ -108,6 +115,10 @@ def prefill_url(repo: str, template: str, title: str, fields: dict[str, FieldVal
     full = base + urllib.parse.urlencode(head + texts, quote_via=urllib.parse.quote)
     checkbox_note = ("tick the checkboxes as in the draft" if any(isinstance(v, list) and v for v in fields.values())
                      else "")
+    if paste:
+        short = base + urllib.parse.urlencode(head, quote_via=urllib.parse.quote)
+        return PrefillURL(short, False, "the form's fields have no ids GitHub can pre-fill from a URL: open the URL "
+                          f"and paste each section of draft-{repo_key}.md into the field of the same name")
     if len(full) <= limit:
         return PrefillURL(full, True, "open the URL, review, " + (checkbox_note + ", " if checkbox_note else "")
                           + "and submit")
@@ -329,29 +340,7 @@ def _system_info(env: dict[str, Any] | None, repo_key: str, notes: list[str]) ->
     if env is None:
         notes.append("env.json is missing: System Info is not filled (run `reprobot env` on this folder)")
         return None
-    try:
-        from bot.env.system_info import system_info
-    except ImportError:
-        notes.append("bot/env/system_info.py is not available: System Info is a plain listing of env.json, "
-                     "not the repository's own format")
-        return _plain_env(env)
     return system_info(env, repo_key).strip() or None
-
-
-def _plain_env(env: dict[str, Any], prefix: str = "") -> str:
-    rows: list[str] = []
-    for key, value in env.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            sub = _plain_env(value, name + ".")
-            if sub:
-                rows.append(sub)
-        elif isinstance(value, list):
-            if value and all(not isinstance(v, (dict, list)) for v in value):
-                rows.append(f"- {name}: {', '.join(map(str, value))}")
-        elif value not in (None, ""):
-            rows.append(f"- {name}: {value}")
-    return "\n".join(rows)
 
 
 def _evidence(repro: ReproDir, sig_data: dict[str, Any], reduction: dict[str, Any] | None,
@@ -398,13 +387,16 @@ class _Renderer:
     def __init__(self, directory: Path = TEMPLATES_DIR) -> None:
         if not directory.is_dir():
             raise ReprobotError(f"templates folder not found at {directory}", ExitCode.FILE_MISSING)
-        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(directory)), autoescape=False,
+        # templates/ first (the partials every form shares), then the folders of targets that
+        # keep their template elsewhere (registered by a plugin or a test).
+        extra = [str(d) for d in dict.fromkeys(t.template_dir for t in targets() if t.template_dir)]
+        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(directory), *extra]), autoescape=False,
                                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                                       undefined=jinja2.StrictUndefined)
         self.env.filters["fence"] = fence
 
     def render(self, repo_key: str, context: dict[str, Any]) -> str:
-        text = self.env.get_template(f"{repo_key}.md.j2").render(**context)
+        text = self.env.get_template(get_target(repo_key).template_name).render(**context)
         # Templates stay readable with blank lines around blocks; the output gets one at most.
         return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 
@@ -439,7 +431,7 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
         raise ReprobotError(f"{repro.signature_json}: not a reprobot signature file", ExitCode.BAD_INPUT) from None
     record = _pick_record(repro, sig, options, sig_data.get("record"))
     script = str(sig_data.get("script") or "repro.py")
-    notes: list[str] = []
+    notes: list[str] = list(get_target(repo_key).draft_notes)
 
     reduced = repro.repro.is_file()
     source_path = repro.repro if reduced else repro.original
@@ -492,6 +484,7 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
         "who_can_help": who,
         "evidence": _evidence(repro, sig_data, reduction, reduced, sig, notes),
         "script": source,
+        "reduced": reduced,
         "script_name": script,
         "command": shlex.join(["python", script, *args]),
         "lock": lock,

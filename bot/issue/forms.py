@@ -1,5 +1,5 @@
-"""The bug-report forms of the target repositories, as data (bot/data/forms.json), and the
-reading of a rendered issue body back into those forms' fields.
+"""The bug-report forms of the target repositories (each target's ``fields`` in the registry,
+bot/upstream/targets.py), and the reading of a rendered issue body back into those forms' fields.
 
 A submitted GitHub issue form renders as one ``### <label>`` section per field, in form
 order; an empty optional field reads ``_No response_``; checkboxes read ``- [X] option`` /
@@ -9,15 +9,13 @@ JSON field values and the pre-filled URL.
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
 from typing import Union
 
-from bot.upstream.targets import REPO_KEYS
-from reducer.errors import ExitCode, ReprobotError
+# Field, Form and REPO_KEYS are re-exported: commands and tests read them from here.
+from bot.issue.formspec import Field, Form  # noqa: F401
+from bot.upstream.targets import REPO_KEYS, get_target, targets  # noqa: F401
 
 NO_RESPONSE = "_No response_"
 # Put in a section by the templates when reprobot has nothing honest to say there
@@ -32,61 +30,15 @@ FILL_IN = "<fill in>"
 
 FieldValue = Union[str, list[str]]
 
-
-@dataclass(frozen=True)
-class Field:
-    id: str
-    type: str                      # "textarea" | "checkboxes"
-    label: str
-    required: bool = False
-    options: tuple[str, ...] = ()  # checkbox option labels
-    render: str | None = None      # code-fence language GitHub wraps the value in
-
-
-@dataclass(frozen=True)
-class Form:
-    key: str                       # "transformers"
-    repo: str                      # "huggingface/transformers"
-    template: str                  # "bug-report.yml"
-    fields: tuple[Field, ...]
-    system_info_command: str | None = None
-
-    def field(self, field_id: str) -> Field:
-        for f in self.fields:
-            if f.id == field_id:
-                return f
-        raise KeyError(field_id)
-
-    @property
-    def labels(self) -> list[str]:
-        return [f.label for f in self.fields]
-
-
-@lru_cache(maxsize=1)
 def load_forms() -> dict[str, Form]:
-    raw = json.loads(resources.files("bot").joinpath("data/forms.json").read_text(encoding="utf-8"))
-    forms: dict[str, Form] = {}
-    for key, spec in raw.items():
-        if key.startswith("_"):
-            continue
-        fields = tuple(Field(f["id"], f["type"], f["label"], bool(f.get("required", False)),
-                             tuple(f.get("options", ())), f.get("render")) for f in spec["fields"])
-        forms[key] = Form(key, spec["repo"], spec.get("template", "bug-report.yml"), fields,
-                          spec.get("system_info_command"))
-    return forms
-
-
+    """key -> form of every registered target (read from the registry each time, so a target
+    registered at run time has its form here too)."""
+    return {t.key: t.form for t in targets()}
 
 
 def get_form(key: str) -> Form:
     """The form for a repo key ("peft") or full name ("huggingface/peft")."""
-    forms = load_forms()
-    if key in forms:
-        return forms[key]
-    for form in forms.values():
-        if form.repo.lower() == key.lower():
-            return form
-    raise ReprobotError(f"unknown repository {key!r}; expected one of: {', '.join(forms)}", ExitCode.USAGE)
+    return get_target(key).form
 
 
 # --- reading a rendered body ------------------------------------------------------------------
@@ -202,6 +154,8 @@ def validate(form: Form, markdown: str) -> Validation:
                     out.problems.append(Problem(f.id, f"not a checkbox line: {line.strip()[:60]!r}"))
                 elif m and m.group(2) not in f.options:
                     out.problems.append(Problem(f.id, f"not an option of the form: {m.group(2)[:60]!r}"))
+            if set(f.required_options) - set(value):
+                out.unconfirmed.append(f.id)   # GitHub refuses the form until the reporter ticks them
         elif CONFIRM_MARK in body or FILL_IN in body:
             out.unconfirmed.append(f.id)
     return out

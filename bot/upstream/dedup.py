@@ -24,7 +24,7 @@ from typing import Any
 
 from bot.upstream.index import IndexedIssue, IssueIndex, issue_row, normalized
 from bot.upstream.failure import Failure, unmangle
-from bot.upstream.targets import TARGETS
+from bot.upstream.targets import stack_packages, target_for_repo, targets
 from reducer.errors import ReprobotError
 from reducer.signature import library_frames
 
@@ -117,10 +117,8 @@ def _version_tuple(v: str) -> tuple[Any, ...] | None:
 
 
 def _package_of_repo(repo: str) -> str:
-    for pkg, full in TARGETS.items():
-        if full.lower() == repo.lower():
-            return pkg
-    return repo.split("/")[-1]
+    target = target_for_repo(repo)
+    return target.packages[0] if target else repo.split("/")[-1]
 
 
 def fix_info(index: IssueIndex | None, issue: IndexedIssue, user_versions: dict[str, str]) -> tuple[str | None, str]:
@@ -338,7 +336,10 @@ def dedup(index: IssueIndex, failure: Failure, *, target_repo: str | None = None
     searched = False
     note: str | None = None
     if client is not None:
-        repos = search_repos or ([target_repo] if target_repo else list(TARGETS.values()))
+        # No target: search the stack's repositories (torch's tracker is too large to search blind).
+        ours = stack_packages()
+        repos = search_repos or ([target_repo] if target_repo else
+                                 [t.repo for t in targets() if t.packages[0] in ours])
         try:
             extra = github_search(client, query, repos)
             searched = True

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from bot.upstream.targets import TARGETS
+from bot.upstream.targets import checkout_parents, package_targets
 from reducer.errors import ExitCode, ReprobotError
 from reducer.normalize import library_path, package_of
 from reducer.outcome import Frame, TracebackRecord
@@ -141,13 +143,21 @@ class PathFrame:
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"<frozen", "runpy"}
 
 
-_MANGLED = re.compile(r"^(?P<pkg>torch|transformers|peft|accelerate|bitsandbytes|huggingface_hub)_(?P<rest>[^/]+\.py)$")
+def _alternatives(names: Iterable[str]) -> str:
+    # Longest first, so one package name that prefixes another cannot shadow it.
+    return "|".join(re.escape(n) for n in sorted(names, key=lambda n: (-len(n), n)))
+
+
+@lru_cache(maxsize=8)
+def _mangled(packages: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(rf"^(?P<pkg>{_alternatives(packages)})_(?P<rest>[^/]+\.py)$")
 
 
 def unmangle(rel: str | None, pkg: str | None) -> tuple[str | None, str | None]:
     """Forums render ``torch\\_meta_registrations.py`` as ``torch_meta_registrations.py``
-    (markdown eats the backslash of ``\\_``): put the package back."""
-    m = _MANGLED.match(rel or "")
+    (markdown eats the backslash of ``\\_``): put the package back. The packages are the
+    targets' and the other ones routing recognises (targets.OTHER_CHECKOUTS)."""
+    m = _mangled(tuple(checkout_parents())).match(rel or "")
     if m:
         return f"{m.group('pkg')}/_{m.group('rest')}", m.group("pkg")
     return rel, pkg
@@ -155,12 +165,19 @@ def unmangle(rel: str | None, pkg: str | None) -> tuple[str | None, str | None]:
 
 # A source checkout installed in editable mode ("pip install -e"): .../transformers/src/transformers/x.py,
 # .../bitsandbytes/bitsandbytes/x.py, .../pytorch/torch/x.py. Not site-packages, still the library.
-_CHECKOUT = re.compile(r"[\\/](?:src[\\/](?=(?:transformers|peft|accelerate|huggingface_hub)[\\/])"
-                       r"|bitsandbytes[\\/](?=bitsandbytes[\\/])|pytorch[\\/](?=torch[\\/]))")
+# Each target names the folder its checkout keeps the package in (Target.checkout_parent).
+@lru_cache(maxsize=8)
+def _checkout(parents: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
+    by_parent: dict[str, list[str]] = {}
+    for pkg, parent in parents:
+        by_parent.setdefault(parent, []).append(pkg)
+    sep = r"[\\/]"
+    alts = [rf"{re.escape(parent)}{sep}(?=(?:{_alternatives(pkgs)}){sep})" for parent, pkgs in by_parent.items()]
+    return re.compile(rf"{sep}(?:{'|'.join(alts)})")
 
 
 def _checkout_rel(path: str) -> tuple[str | None, str | None]:
-    hits = list(_CHECKOUT.finditer(path or ""))
+    hits = list(_checkout(tuple(checkout_parents().items())).finditer(path or ""))
     if not hits:
         return None, None
     rel = path[hits[-1].end():].replace("\\", "/")
@@ -169,6 +186,7 @@ def _checkout_rel(path: str) -> tuple[str | None, str | None]:
 
 def path_frames(record: TracebackRecord) -> list[PathFrame]:
     """Frames outermost first; stdlib frames dropped (they never own a bug here)."""
+    targets_packages = package_targets()
     out = []
     for f in record.frames:
         rel = library_path(f.path)
@@ -177,7 +195,7 @@ def path_frames(record: TracebackRecord) -> list[PathFrame]:
             # Routing a library frame as "user code" would say "not one of ours" wrongly.
             rel, pkg = _checkout_rel(f.path)
         rel, pkg = unmangle(rel, pkg)
-        if pkg and pkg in _STDLIB and pkg not in TARGETS:
+        if pkg and pkg in _STDLIB and pkg not in targets_packages:
             continue
         out.append(PathFrame(f, pkg, rel))
     return out

@@ -18,9 +18,11 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from bot.upstream.targets import package_targets, stack_packages
 from reducer.errors import ExitCode, ReprobotError
 from reducer.normalize import normalize_message
 from reducer.signature import library_frames
@@ -126,15 +128,24 @@ _MENTIONED_VERSION = re.compile(rf"\b(?P<pkg>{'|'.join(_PACKAGES)}|pytorch)`?(?:
                                 rf"\s*(?:[:=]=?|\s)\s*{_VER}", re.IGNORECASE)
 
 
-_PACKAGE_REPOS = {"transformers": "huggingface/transformers", "peft": "huggingface/peft",
-                  "accelerate": "huggingface/accelerate", "bitsandbytes": "bitsandbytes-foundation/bitsandbytes"}
+@lru_cache(maxsize=8)
+def _package_names(packages: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(rf"\b({'|'.join(map(re.escape, packages))})\b", re.IGNORECASE)
+
+
+def _package_repos() -> dict[str, str]:
+    """package -> repository for the stack's targets (torch's name is too common in a thread to
+    say that a bare #N after it is a pytorch/pytorch number)."""
+    ours = stack_packages()
+    return {pkg: t.repo for pkg, t in package_targets().items() if pkg in ours}
 
 
 def _ref(m: re.Match[str], default_repo: str) -> str:
     # "fixed in accelerate 1.14 by #3976": a bare #N after a package's name is that package's.
-    named = re.search(r"\b(transformers|peft|accelerate|bitsandbytes)\b", m.group(0), re.IGNORECASE)
+    repos = _package_repos()
+    named = _package_names(tuple(repos)).search(m.group(0))
     if named and not (m.group("urepo") or m.group("repo")):
-        default_repo = _PACKAGE_REPOS[named.group(1).lower()]
+        default_repo = repos[named.group(1).lower()]
     repo = m.group("urepo") or m.group("repo") or default_repo
     num = m.group("unum") or m.group("num")
     return f"{repo}#{num}"

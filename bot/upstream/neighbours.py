@@ -11,11 +11,10 @@ from typing import Any
 
 from bot.upstream.dedup import query_of, rank
 from bot.upstream.failure import Failure
-from bot.upstream.targets import TARGETS
+from bot.upstream.targets import stack_packages, targets
 
 K = 5
 MIN_NEIGHBOUR = 0.25     # below this a neighbour is a text match, not the same failure
-_PACKAGE_OF = {repo: pkg for pkg, repo in TARGETS.items()}
 
 
 @dataclass
@@ -26,11 +25,18 @@ class Vote:
     refs: list[str] = field(default_factory=list)
 
 
-def _landed(index: Any, repo: str, number: int) -> str:
+def _package_of() -> dict[str, str]:
+    """repo -> the package its votes go to. torch's repository gets none: the index holds the
+    stack's issues, and a fix that landed in torch says little about who triages the failure."""
+    ours = stack_packages()
+    return {t.repo: t.packages[0] for t in targets() if t.packages[0] in ours}
+
+
+def _landed(index: Any, repo: str, number: int, package_of: dict[str, str]) -> str:
     """The repository the neighbour's fix landed in, when its thread names one elsewhere."""
     issue = index.get(repo, number)
     fixes = {ref.split("#", 1)[0] for ref in (issue.fixed_by if issue else []) if "#" in ref}
-    fixes &= set(_PACKAGE_OF)
+    fixes &= set(package_of)
     return next(iter(fixes)) if len(fixes) == 1 else repo
 
 
@@ -44,11 +50,12 @@ def votes(index: Any, failure: Failure, k: int = K) -> list[Vote]:
             if (r.repo, r.number) != excluded][:k]
     tally: dict[str, Vote] = {}
     total = sum(r.score for r in hits)
+    package_of = _package_of()
     for r in hits:
-        repo = _landed(index, r.repo, r.number)
-        if repo not in _PACKAGE_OF:
+        repo = _landed(index, r.repo, r.number, package_of)
+        if repo not in package_of:
             continue
-        vote = tally.setdefault(repo, Vote(_PACKAGE_OF[repo], repo, 0.0))
+        vote = tally.setdefault(repo, Vote(package_of[repo], repo, 0.0))
         vote.share += r.score / total
         vote.refs.append(f"{r.repo.split('/')[-1]}#{r.number}")
     return sorted(tally.values(), key=lambda v: -v.share)

@@ -26,24 +26,11 @@ from importlib import resources
 from typing import Any
 
 from bot.upstream.failure import Failure, PathFrame, path_frames
-from bot.upstream.targets import API_NAMES, ELSEWHERE, TARGETS
+from bot.upstream import targets as registry
+from bot.upstream.targets import TARGETS  # noqa: F401  (re-exported: tests read it from here)
 from reducer.errors import ExitCode, ReprobotError
 from reducer.outcome import TracebackRecord
 
-# Names in a message that say which package a callee belongs to (the message of a
-# rejected call names the callee, not its module).
-CALLEE_PACKAGES: dict[str, str] = {
-    "Params4bit": "bitsandbytes", "Int8Params": "bitsandbytes", "Linear4bit": "bitsandbytes",
-    "Linear8bitLt": "bitsandbytes", "QuantState": "bitsandbytes", "LinearFP4": "bitsandbytes",
-    "LinearNF4": "bitsandbytes", "MatmulLtState": "bitsandbytes", "Embedding4bit": "bitsandbytes",
-    "AlignDevicesHook": "accelerate", "Accelerator": "accelerate", "dispatch_model": "accelerate",
-    "init_empty_weights": "accelerate", "set_module_tensor_to_device": "accelerate",
-    "PeftModel": "peft", "LoraConfig": "peft", "LoraModel": "peft", "PeftConfig": "peft",
-    "get_peft_model": "peft",
-    "PreTrainedModel": "transformers", "BitsAndBytesConfig": "transformers", "Trainer": "transformers",
-    "GenerationConfig": "transformers", "PretrainedConfig": "transformers",
-    "Parameter": "torch", "Tensor": "torch", "Module": "torch",
-}
 _REJECTED_CALL = re.compile(
     r"(?P<callee>[A-Za-z_][\w.]*)\(\) (?:got an unexpected keyword argument '(?P<kw>\w+)'"
     r"|got multiple values for (?:keyword )?argument '(?P<multi>\w+)'"
@@ -80,7 +67,6 @@ W_MESSAGE_NAMES = 3.0   # the error message names this package's class or module
 W_CUT_ENTRY = 2.5       # a pasted traceback cut at the user's call into this package
 W_NEIGHBOURS = 3.0      # similar indexed failures were filed there (times their share)
 
-_API_PATTERNS = tuple((pkg, re.compile(pattern)) for pkg, pattern in API_NAMES)
 # Words of transformers' API that an error message uses in their plain sense.
 _GENERIC_IN_MESSAGES = frozenset(["trainer", "tokenizer", "processor", "generate", "pipeline", "from_pretrained",
                                   "save_pretrained", "push_to_hub", "unload", "accelerator"])
@@ -140,15 +126,16 @@ def repro_packages(source: str | None) -> dict[str, list[str]]:
         tree = ast.parse(source)
     except SyntaxError:
         return out
+    ours = registry.stack_packages()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
             top = node.module.split(".")[0]
-            if top in TARGETS:
+            if top in ours:
                 out.setdefault(top, []).extend(a.name for a in node.names)
         elif isinstance(node, ast.Import):
             for a in node.names:
                 top = a.name.split(".")[0]
-                if top in TARGETS:
+                if top in ours:
                     out.setdefault(top, [])
     return out
 
@@ -172,7 +159,7 @@ class Candidate:
 
     @property
     def repo(self) -> str | None:
-        return TARGETS.get(self.owner) or ELSEWHERE.get(self.owner) or None
+        return registry.repo_of_package(self.owner)
 
 
 @dataclass
@@ -223,7 +210,8 @@ class _Evidence:
 
     @property
     def ours_on_path(self) -> list[str]:
-        return [pf.package for pf in self.lib if pf.package in TARGETS]
+        ours = registry.stack_packages()
+        return [pf.package for pf in self.lib if pf.package in ours]
 
     @property
     def innermost(self) -> PathFrame | None:
@@ -254,8 +242,8 @@ class _Evidence:
 
 
 def api_owner(text: str | None, *, in_message: bool = False) -> tuple[str, str] | None:
-    """(package, name) of the first API name of ours in ``text`` (targets.API_NAMES)."""
-    for pkg, pattern in _API_PATTERNS:
+    """(package, name) of the first API name of ours in ``text`` (each target's ``api_names``)."""
+    for pkg, pattern in registry.api_patterns():
         for m in pattern.finditer(text or ""):
             name = m.group(0)
             if in_message and name.lower() in _GENERIC_IN_MESSAGES:
@@ -284,7 +272,7 @@ def _raised(ev: _Evidence) -> None:
         return
     ev.raised_in = innermost.package
     where = f"{innermost.rel}:{innermost.frame.func}"
-    if innermost.package in TARGETS:
+    if innermost.package in registry.stack_packages():
         ev.cand(innermost.package).add(W_RAISED, f"raised in {innermost.package} ({where})")
     elif innermost.package == "torch":
         _raised_in_torch(ev, where)
@@ -302,7 +290,7 @@ def _raised_in_torch(ev: _Evidence, where: str) -> None:
     caller = next((pf for pf in reversed(ev.frames) if pf.package != "torch" and not pf.plumbing), None)
     if own:
         ev.cand("torch").add(W_RAISED + 1, f"raised inside torch's own machinery ({where})")
-    elif caller is not None and caller.package in TARGETS:
+    elif caller is not None and caller.package in registry.stack_packages():
         ev.cand("torch").add(W_TORCH_PASSTHROUGH, f"raised inside torch ({where})")
         ev.cand(caller.package).add(W_CALLED_TORCH, f"{caller.package} made the failing torch call "
                                                     f"({caller.rel}:{caller.frame.func})")
@@ -342,9 +330,10 @@ def _entry_point(ev: _Evidence) -> None:
         return
     top = frames[first_lib]
     ev.entry_point = called or f"{top.frame.func} ({top.rel})"
-    if top.package in TARGETS and top.package != ev.raised_in:
+    ours = registry.stack_packages()
+    if top.package in ours and top.package != ev.raised_in:
         ev.cand(top.package).add(W_ENTRY, f"the repro calls {top.package}'s API ({ev.entry_point})")
-    elif top.package in TARGETS:
+    elif top.package in ours:
         ev.cand(top.package).add(W_ENTRY / 2, f"the repro calls {top.package}'s API directly ({ev.entry_point})")
     elif called and (owner := api_owner(called)) and owner[0] not in ev.ours_on_path:
         # The user called our API but the outermost frame shown is torch's (``model.generate``
@@ -355,10 +344,11 @@ def _entry_point(ev: _Evidence) -> None:
 def _named_in_message(ev: _Evidence) -> None:
     """Classes and modules of ours the error message names (``'Params4bit' object has no
     attribute``, ``module 'bitsandbytes.nn' has no attribute``, ``LoraConfig.__init__()``)."""
-    if ev.lib and ev.innermost is not None and ev.innermost.package in TARGETS:
+    ours = registry.stack_packages()
+    if ev.lib and ev.innermost is not None and ev.innermost.package in ours:
         return      # the frames already say who raised; a name in the message adds nothing
     owner = api_owner(ev.record.message, in_message=True) or api_owner(ev.record.exc_type, in_message=True)
-    if owner and owner[0] in TARGETS:
+    if owner and owner[0] in ours:
         ev.cand(owner[0]).add(W_MESSAGE_NAMES, f"the message names {owner[0]}'s {owner[1]}")
 
 
@@ -370,15 +360,15 @@ def _crossed_boundary(ev: _Evidence) -> None:
         return
     callee_name = m.group("callee")
     head = callee_name.split(".")[0]
-    callee_pkg = CALLEE_PACKAGES.get(head) or _package_named_in_frames(head, ev.lib)
+    callee_pkg = registry.callee_packages().get(head) or _package_named_in_frames(head, ev.lib)
     caller_pkg = innermost.package
     arg = m.group("kw") or m.group("multi") or (m.group("missing") or "").strip() or "its arguments"
-    if callee_pkg and callee_pkg != caller_pkg and caller_pkg in TARGETS:
+    if callee_pkg and callee_pkg != caller_pkg and caller_pkg in registry.stack_packages():
         ev.boundary = (f"{caller_pkg} ({innermost.rel}:{innermost.frame.func}) passed {arg!s} to "
                        f"{callee_pkg}'s {callee_name}(), which rejects it")
         ev.cand(caller_pkg).add(W_BOUNDARY, f"the call crossed from {caller_pkg} into {callee_pkg} with an argument "
                                             f"the callee rejects ({arg}): the caller owns the call")
-        if callee_pkg in TARGETS or callee_pkg in ELSEWHERE:
+        if registry.known_owner(callee_pkg):
             ev.cand(callee_pkg).add(W_CALLEE, f"{callee_pkg}'s {callee_name}() is the callee that rejected {arg}")
 
 
@@ -414,10 +404,19 @@ def _integration(ev: _Evidence) -> None:
     involved = ev.involved
     if (len(involved) >= 3 and "transformers" in involved and ev.boundary is None
             and ev.raised_in not in ("user code", "huggingface_hub")
-            and (ev.raised_in not in TARGETS or ev.raised_in == "transformers")):
+            and (ev.raised_in not in registry.stack_packages() or ev.raised_in == "transformers")
+            and not _wired_by_innermost(ev)):
         ev.cand("transformers").add(W_INTEGRATION, f"the failure crosses {len(involved)} of the stack's packages "
                                                    f"({', '.join(sorted(involved))}) on a transformers model: file "
                                                    "where the integration is wired, cross-link the rest")
+
+
+def _wired_by_innermost(ev: _Evidence) -> bool:
+    """The innermost of our packages on the path wires the others together itself (trl): the
+    integration is its code, not transformers'."""
+    inner = next((pf.package for pf in reversed(ev.lib) if pf.package in registry.stack_packages()), None)
+    target = registry.package_targets().get(inner or "")
+    return bool(target and target.wires_integrations)
 
 
 def _neighbours(ev: _Evidence, index: Any) -> None:
@@ -444,36 +443,45 @@ def route(failure: Failure, *, index: Any = None) -> RouteResult:
     _neighbours(ev, index)
     ranked = sorted(ev.cands.values(), key=lambda c: (-c.score, c.owner))
     top_cand = ranked[0] if ranked else None
-    cross = [TARGETS[p] for p in dict.fromkeys(ev.ours_on_path + ([_boundary_callee(ev.boundary)] if ev.boundary else []))
-             if p in TARGETS]
+    ours = registry.stack_packages()
+    cross = [registry.repo_of_package(p) for p in
+             dict.fromkeys(ev.ours_on_path + ([_boundary_callee(ev.boundary)] if ev.boundary else [])) if p in ours]
     areas = detect_areas(ev.record, ev.frames, failure.repro_source, ev.family)
     positive = sum(max(c.score, 0.0) for c in ranked) or 1.0
     confidence = round(max(top_cand.score, 0.0) / positive, 2) if top_cand else 0.0
     if top_cand is None:
         verdict = "no frames to route by: not enough evidence to name a repository"
         target = None
-    elif top_cand.owner in TARGETS:
-        target = TARGETS[top_cand.owner]
-        runner_up = next((c for c in ranked[1:] if c.owner in TARGETS), None)
+    elif top_cand.owner in ours or _foundation_alone(ev, top_cand.owner):
+        target = registry.repo_of_package(top_cand.owner)
+        runner_up = next((c for c in ranked[1:] if c.owner in ours), None)
         margin = f" (next: {runner_up.owner}, {runner_up.score:.1f})" if runner_up else ""
         verdict = f"file at {target}: {top_cand.strongest}{margin}"
         if ev.raised_in == "torch":
-            cross.append(ELSEWHERE["torch"])
+            cross.append(registry.repo_of_package("torch"))
     else:
         target = None
-        where = ELSEWHERE.get(top_cand.owner) or ""
+        where = registry.repo_of_package(top_cand.owner) or ""
         verdict = (f"not one of ours: {top_cand.strongest}"
                    + (f"; report it at {where}" if where else "; check the script's own code"))
     cross = [r for r in dict.fromkeys(cross) if r != target]
     who = who_can_help(target, areas, ev.family) if target else []
-    by_repo = {repo: who_can_help(repo, areas, ev.family) for repo in ([target] if target else []) + cross
-               if repo in TARGETS.values()}
+    # Repositories whose maintainers.json entry names nobody (trl, pytorch) get no entry.
+    by_repo = {repo: handles for repo in ([target] if target else []) + cross
+               if registry.target_for_repo(repo) and (handles := who_can_help(repo, areas, ev.family))}
     return RouteResult(
         target=target,
         ranked=[{"repo": c.repo or c.owner, "score": round(c.score, 2), "reasons": c.reasons} for c in ranked],
         cross_links=cross, who_can_help=who, entry_point=ev.entry_point, raised_in=ev.raised_in,
         verdict=verdict, areas=areas, model_family=ev.family, boundary=ev.boundary, source=failure.source,
         who_can_help_by_repo=by_repo, confidence=confidence)
+
+
+def _foundation_alone(ev: _Evidence, owner: str) -> bool:
+    """torch is the target only when its frames are alone on the path: with any other target's
+    frames there, the failure is theirs to triage (torch is cross-linked), as it always was."""
+    target = registry.package_targets().get(owner)
+    return bool(target and target.foundation and not ev.ours_on_path)
 
 
 def _package_named_in_frames(name: str, lib: list[PathFrame]) -> str | None:
@@ -505,25 +513,6 @@ def maintainers() -> dict[str, Any]:
     return data
 
 
-_AREA_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("bitsandbytes/", "quantization"),
-    ("transformers/quantizers/", "quantization"),
-    ("transformers/integrations/bitsandbytes", "quantization"),
-    ("accelerate/big_modeling", "big-model inference"),
-    ("accelerate/hooks", "big-model inference"),
-    ("accelerate/utils/modeling", "model loading"),
-    ("peft/", "peft integration"),
-    ("transformers/integrations/peft", "peft integration"),
-    ("transformers/modeling_utils", "model loading"),
-    ("transformers/core_model_loading", "model loading"),
-    ("transformers/generation/", "generate"),
-    ("transformers/trainer", "trainer"),
-    ("accelerate/accelerator", "distributed"),
-    ("accelerate/state", "distributed"),
-    ("torch/distributed", "distributed"),
-)
-
-
 def detect_areas(record: TracebackRecord, frames: list[PathFrame], repro_source: str | None,
                  family: str | None) -> list[str]:
     """The maintainers' areas this failure touches, nearest the raise site first."""
@@ -540,7 +529,7 @@ def detect_areas(record: TracebackRecord, frames: list[PathFrame], repro_source:
         fam = _FAMILY_DIR.match(rel)
         if fam:
             hit(f"model family: {fam.group('family')}")
-        for prefix, area in _AREA_PREFIXES:
+        for prefix, area in registry.area_prefixes():
             if rel.startswith(prefix):
                 hit(area)
     text = " ".join([record.exc_type, record.message or "", repro_source or ""])
