@@ -25,17 +25,20 @@ API (what the CLI uses)::
 
 The gate (``consider``): a candidate is run only if it is strictly smaller than the best under
 (tokens, characters, text), has not been seen (the seen-set, keyed on normalised source, is the
-cache), and parses (libcst and ``compile``). ``--jobs N`` speculates: a window of N candidates is
-run in parallel, then their verdicts are read in proposal order, so the accepted sequence (and
-the result) is the same for every N.
+cache), and parses (libcst and ``compile``). ``--jobs N`` speculates: N candidates run at once
+and a slot that frees up takes the next one, while verdicts are read in proposal order, so the
+accepted sequence (and the result) is the same for every N.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -198,6 +201,7 @@ class Reducer:
             self.stats.statements_before = _statements(source)
         self._start_size = self.best_size
         self._prefetched: set[str] = set()
+        self._inflight: dict[str, Future] = {}     # runs started ahead whose verdict is not read yet
         self._pass = "setup"
         self._pool: ThreadPoolExecutor | None = None
         self._t0 = time.monotonic()
@@ -256,41 +260,102 @@ class Reducer:
     def first(self, candidates: Iterable[Candidate]) -> Any | None:
         """Offer tagged candidates in order; the tag of the first accepted one, else None.
 
-        With jobs > 1 a window of candidates is run in parallel first; verdicts are then read
-        strictly in proposal order, so the outcome does not depend on completion order."""
-        window: list[Candidate] = []
-        for item in candidates:
-            if self.jobs > 1:
+        With jobs > 1 every slot is kept busy: up to ``jobs`` candidates run at once and a slot
+        that frees up takes the next candidate straight away, with no barrier per batch.
+        Verdicts are read strictly in proposal order, so the accepted candidate is the one a
+        serial search accepts; runs made ahead that turn out not to be needed keep their verdicts
+        in the seen-set."""
+        if self.jobs <= 1:
+            for tag, source in candidates:
+                if self.consider(source):
+                    return tag
+            return None
+        it = iter(candidates)
+        queue: deque[tuple[Any, _Checked]] = deque()
+        more = True
+        while True:
+            self._harvest()
+            while more and self._running() < self.jobs:
+                item = next(it, None)
+                if item is None:
+                    more = False
+                    break
                 c = self._check(item[1])
+                queue.append((item[0], c))
                 if c.why not in (None, "seen") or (c.why == "seen" and not self.seen[c.key]):
-                    # settled now, in proposal order (its verdict is False whatever comes before
-                    # it), so the window's parallel slots only hold candidates that need a run
-                    self._decide(c)
+                    # refused without a run: it takes no slot, and is decided when its turn
+                    # comes (some refusals depend on the best, so one past the candidate that
+                    # is accepted must never be recorded)
                     continue
-            window.append(item)
-            if len(window) >= self.jobs:
-                hit = self._drain(window)
-                if hit is not None:
-                    return hit
-                window = []
-        if window:
-            return self._drain(window)
-        return None
+                if c.why == "seen":
+                    more = False    # known to reproduce: nothing after it can be the first
+                    break
+                if c.key not in self._inflight:
+                    self._submit(c.key, c.source)
+            if not queue and not more:
+                return None
+            head = self._inflight.get(queue[0][1].key) if queue and queue[0][1].why is None else None
+            if not queue or (more and head is not None and not head.done()):
+                # every slot is busy (with runs made ahead earlier, say) or the next verdict is
+                # not in yet: wait for any run to end, and fill its slot
+                futures_wait([f for f in self._inflight.values() if not f.done()], return_when=FIRST_COMPLETED)
+                continue
+            tag, c = queue[0]
+            queue.popleft()
+            if c.why is None:
+                if c.key in self._inflight:     # (a repeat of an earlier candidate is settled already)
+                    self._settle(c.key)
+                c = dataclasses.replace(c, why="seen")
+            if self._decide(c):
+                return tag
+
+    def _submit(self, key: str, source: str) -> None:
+        pool = self._pool or ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="reprobot-run")
+        self._pool = pool
+        self._check_time()
+        self._inflight[key] = pool.submit(self.oracle, source)
+        self.stats.for_pass(self._pass).tried += 1
+        self.stats.runs += 1
+
+    def _settle(self, key: str) -> None:
+        """Wait for the run of ``key`` and put its verdict in the seen-set (as a run made ahead,
+        so ``_decide`` counts it once)."""
+        fut = self._inflight.pop(key)
+        try:
+            self.seen[key] = bool(fut.result())
+        except DeadlineReached:
+            raise OutOfTime from None
+        except Exception as e:
+            raise _External(e) from e
+        self._prefetched.add(key)
+        self._progress()
+
+    def _running(self) -> int:
+        return sum(1 for f in self._inflight.values() if not f.done())
+
+    def _harvest(self) -> None:
+        """Verdicts of finished runs made ahead (including ones no longer needed because an
+        earlier candidate was accepted): into the seen-set, here on the search's own thread. A
+        run that raised stays in flight: whoever needs its verdict gets the exception."""
+        for key, fut in list(self._inflight.items()):
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                del self._inflight[key]
+                self.seen[key] = bool(fut.result())
+                self._prefetched.add(key)
 
     def prefetch(self, sources: list[str]) -> None:
         """Run these candidates in parallel now, so later ``consider`` calls read the cache."""
         if self.jobs <= 1:
             return
+        self._harvest()
         todo: dict[str, str] = {}
         for s in sources:
             if s is None:
                 continue
             c = self._check(s)
-            if c.why in ("invalid", "unbound"):
-                self.seen[c.key] = False
-                ps = self.stats.for_pass(self._pass)
-                setattr(ps, c.why, getattr(ps, c.why) + 1)
-            if c.why is None and c.key not in todo:
+            # a refusal is left to consider(), in order: whether a name is unbound depends on
+            # the best at that moment
+            if c.why is None and c.key not in todo and c.key not in self._inflight:
                 todo[c.key] = s
         if len(todo) <= 1:
             return      # nothing to gain over running it in consider()
@@ -325,16 +390,12 @@ class Reducer:
         after = _unbound(source)
         return before is not None and after is not None and bool(after - before)
 
-    def _drain(self, window: list[Candidate]) -> Any | None:
-        if len(window) > 1:
-            self.prefetch([s for _, s in window])
-        for tag, source in window:
-            if self.consider(source):
-                return tag
-        return None
-
     def _run(self, source: str, key: str) -> bool:
         self._check_time()
+        if key in self._inflight:       # already running, ahead of time: its verdict will do
+            self._settle(key)
+            self._prefetched.discard(key)
+            return self.seen[key]
         ps = self.stats.for_pass(self._pass)
         ps.tried += 1
         self.stats.runs += 1
@@ -438,7 +499,10 @@ class Reducer:
             raise e.original from None
         finally:
             if self._pool is not None:
-                early = self.stats.status in ("timeout", "interrupted")
+                # Runs made ahead and still going when the search ends are not needed: stopped,
+                # like every run at a timeout or Ctrl-C, so that no candidate outlives the search.
+                early = self.stats.status in ("timeout", "interrupted") or any(
+                    not f.done() for f in self._inflight.values())
                 if early:
                     from reducer.runner import stop_runs_in_flight
                     stop_runs_in_flight()
@@ -449,8 +513,10 @@ class Reducer:
                 if early:
                     from reducer.runner import allow_runs
                     allow_runs()
-            self.stats.speculative_unused += len(self._prefetched)
+            self._harvest()
+            self.stats.speculative_unused += len(self._prefetched) + len(self._inflight)
             self._prefetched.clear()
+            self._inflight.clear()
             self._refresh_stats()
             self.stats.statements_after = _statements(self.best)
         return ReductionResult(self.best, self.stats, self.seen)
