@@ -359,22 +359,10 @@ class Reducer:
                 todo[c.key] = s
         if len(todo) <= 1:
             return      # nothing to gain over running it in consider()
-        self._check_time()
-        pool = self._pool or ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="reprobot-run")
-        self._pool = pool
-        futures: dict[str, Future] = {k: pool.submit(self.oracle, s) for k, s in todo.items()}
-        for k, fut in futures.items():
-            try:
-                self.seen[k] = bool(fut.result())
-            except DeadlineReached:
-                raise OutOfTime from None
-            except Exception as e:
-                raise _External(e) from e
-            self._prefetched.add(k)
-        ps = self.stats.for_pass(self._pass)
-        ps.tried += len(futures)
-        self.stats.runs += len(futures)
-        self._progress()
+        for k, s in todo.items():
+            self._submit(k, s)
+        for k in todo:
+            self._settle(k)
 
     def failure_lines(self, source: str) -> tuple[int, ...] | None:
         """Where ``source`` failed in the run that accepted it (the script's own traceback
