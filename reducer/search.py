@@ -45,7 +45,7 @@ from typing import Any
 import libcst as cst
 
 from reducer.errors import DeadlineReached, ExitCode, ReprobotError
-from reducer.passes import DEFAULT_PHASES, Pass
+from reducer.passes import DEFAULT_PHASES, PRELUDE, Pass
 from reducer.passes.base import Candidate, compiles, libcst_parses, parses
 from reducer.passes.names import unbound_reads
 from reducer.size import Size, count_statements, normalize, size_of
@@ -170,7 +170,8 @@ class Reducer:
                  trace: Any = None, passes: list[Pass] | None = None,
                  seen: dict[str, bool] | None = None, stats: dict[str, Any] | None = None,
                  format_result: bool = True, name_check: bool = True,
-                 phases: list[list[Pass]] | None = None, failure_message: str = "") -> None:
+                 phases: list[list[Pass]] | None = None, failure_message: str = "",
+                 prelude: list[Pass] | None = None) -> None:
         try:
             cst.parse_module(source)
         except cst.ParserSyntaxError as e:
@@ -192,6 +193,7 @@ class Reducer:
         if phases is None:
             phases = DEFAULT_PHASES if passes is None else [passes]
         self.phases = [list(p) for p in phases]
+        self.prelude = list(PRELUDE if prelude is None else prelude)   # once, before the phases
         self.seen: dict[str, bool] = dict(seen or {})
         self.stats = ReductionStats.from_dict(stats) if stats else ReductionStats()
         self.format_result = format_result
@@ -461,9 +463,9 @@ class Reducer:
         self._deadline = None if self.max_time is None else self._t0 + self.max_time
         self.stats.status = "running"
         try:
-            if self.trace is not None and not self.stats.first_cut_done:
-                from reducer.trace import first_cut_pass
-                self._run_pass(first_cut_pass)
+            if not self.stats.first_cut_done:     # the prelude, once (kept across --resume)
+                for p in self.prelude:
+                    self._run_pass(p)
                 self.stats.first_cut_done = True
             # each phase to a fixpoint before the next; a change in a finer phase sends the
             # search back to the coarsest, so the end is a fixpoint of every pass

@@ -1,4 +1,5 @@
-"""Trace-guided first cut, and values recorded for constant propagation.
+"""One traced run of the original: the lines that ran (for the first cut) and the values calls
+received (for constant propagation).
 
 The original script is run ONCE in the user's interpreter under a small launcher (``LAUNCHER``,
 written to a temp file): ``python launcher.py script.py args...``. The launcher runs the script as
@@ -13,9 +14,8 @@ user environment, Python 3.8+), and appends to the JSON-lines file named by
 The launcher strips its own and runpy's frames from an uncaught traceback, so the output reads
 as if the script had been run directly and the Signature is unchanged.
 
-``first_cut_pass`` then offers, before any delta debugging, the original minus every statement
-that never executed (unused functions, branches not taken, code after the failure): the
-aggressive cut first, a conservative one if that does not fail the same way.
+``reducer.passes.first_cut`` then offers, before any delta debugging, the original minus every
+statement that never executed (unused functions, branches not taken, code after the failure).
 """
 from __future__ import annotations
 
@@ -25,15 +25,14 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import libcst as cst
-from libcst.metadata import CodeRange
 
-from reducer.passes.base import StatementTransformer, body_statements, parse_with_positions, parses, render, splice
+from reducer.passes.base import parse_with_positions
 
 ENV_VAR = "REPROBOT_TRACE_OUT"
 
@@ -343,7 +342,7 @@ RunFn = Callable[[str, list[str], dict[str, str]], Any]
 
 def trace_run(source: str, run: RunFn) -> TraceData:
     """Run ``source`` once under the launcher; ``run(source, launcher_argv, extra_env)`` does the
-    actual run (the lead's ``Runner.run(source, launcher=..., extra_env=...)`` fits)."""
+    actual run (``Runner.run(source, launcher=..., extra_env=...)`` fits)."""
     with tempfile.TemporaryDirectory(prefix="reprobot-trace-") as d:
         launcher = write_launcher(Path(d))
         out = Path(d) / "trace.jsonl"
@@ -365,98 +364,3 @@ def subprocess_run_fn(python: str = sys.executable, script_name: str = "script.p
             return subprocess.run([python, *launcher, script_name, *args], cwd=d, capture_output=True,
                                   text=True, timeout=timeout, env={**os.environ, **env})
     return run
-
-
-# ---- the first cut --------------------------------------------------------------------------
-class _Cut(StatementTransformer):
-    """Drop statements none of whose own lines executed. ``aggressive`` also drops functions
-    whose body never ran and replaces an ``if`` by the branch that ran."""
-
-    def __init__(self, lines: set[int], aggressive: bool, positions: Mapping[cst.CSTNode, CodeRange]) -> None:
-        self.lines, self.aggressive, self.positions = lines, aggressive, positions
-        self.elifs: set[int] = set()
-
-    def _ran(self, node: cst.CSTNode, header_only: bool) -> bool:
-        r = self.positions[node]
-        end = r.end.line
-        if header_only:
-            body = getattr(node, "body", None)
-            if isinstance(body, cst.IndentedBlock) and body.body:
-                end = self.positions[body.body[0]].start.line - 1
-            else:
-                end = r.start.line
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node.decorators:
-            start = self.positions[node.decorators[0]].start.line
-        else:
-            start = r.start.line
-        return any(n in self.lines for n in range(start, max(start, end) + 1))
-
-    def _block_ran(self, block: cst.BaseSuite) -> bool:
-        if isinstance(block, cst.IndentedBlock):
-            return any(self._ran(s, False) for s in block.body)
-        return self._ran(block, False)
-
-    def leave_SimpleStatementLine(self, original, updated):
-        # `global`/`nonlocal` compile to no instruction at all, so they never show as executed
-        if any(isinstance(s, (cst.Global, cst.Nonlocal)) for s in original.body):
-            return updated
-        return updated if self._ran(original, False) else cst.RemoveFromParent()
-
-    def leave_FunctionDef(self, original, updated):
-        if not self._ran(original, True):
-            return cst.RemoveFromParent()
-        if self.aggressive and not self._block_ran(original.body):
-            return cst.RemoveFromParent()
-        return updated
-
-    def visit_If(self, node: cst.If) -> None:
-        if isinstance(node.orelse, cst.If):
-            self.elifs.add(id(node.orelse))
-
-    def leave_If(self, original, updated):
-        if not self._ran(original, False):
-            return cst.RemoveFromParent()
-        if not self.aggressive or id(original) in self.elifs or isinstance(original.orelse, cst.If):
-            return updated
-        body_ran = self._block_ran(original.body)
-        else_ran = original.orelse is not None and self._block_ran(original.orelse.body)
-        # only one branch ran: that branch replaces the whole `if`
-        if body_ran and not else_ran:
-            return splice(body_statements(updated.body), original)
-        if else_ran and not body_ran:
-            return splice(body_statements(updated.orelse.body), original)
-        return updated
-
-    def on_leave(self, original, updated):
-        if isinstance(original, cst.BaseCompoundStatement) and not isinstance(original, (cst.If, cst.FunctionDef)):
-            # whole range: some headers (`try:`) compile to no instruction of their own
-            if not self._ran(original, False):
-                return cst.RemoveFromParent()
-        return super().on_leave(original, updated)
-
-
-def cut(source: str, lines: set[int], aggressive: bool) -> str | None:
-    try:
-        module, positions = parse_with_positions(source)
-        out = render(module.visit(_Cut(lines, aggressive, positions)))
-    except (cst.ParserSyntaxError, cst.CSTValidationError, ValueError):
-        return None
-    return out if parses(out) else None
-
-
-def _first_cut(gate: Any) -> None:
-    trace: TraceData | None = gate.trace
-    if trace is None or not trace.lines or gate.best != trace.source:
-        return      # nothing recorded (or the best is no longer the traced text): nothing to cut
-    for aggressive in (True, False):
-        candidate = cut(trace.source, trace.lines, aggressive)
-        if candidate is not None and candidate != gate.best and gate.consider(candidate):
-            return
-
-
-def _make_pass():
-    from reducer.passes import Pass
-    return Pass("first_cut", _first_cut)
-
-
-first_cut_pass = _make_pass()

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from reducer.passes import BY_NAME, DEFAULT_PASSES
 from reducer.search import Reducer
-from reducer.trace import TraceData, cut
+from reducer.passes.first_cut import cut
+from reducer.trace import TraceData
 
 NAMES = st.sampled_from(["a", "b", "cfg", "model", "x", "self", "os", "json", "REGISTRY"])
 ATOMS = st.one_of(

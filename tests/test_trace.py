@@ -5,7 +5,8 @@ import re
 import sys
 
 from reducer.search import Reducer
-from reducer.trace import TraceData, cut, subprocess_run_fn, trace_run, write_launcher
+from reducer.passes.first_cut import cut
+from reducer.trace import TraceData, subprocess_run_fn, trace_run, write_launcher
 from tests.reducer_support import SubprocessOracle, run_source
 
 SCRIPT = '''import json

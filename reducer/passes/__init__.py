@@ -2,19 +2,12 @@
 candidates through the gate (see ``reducer.search``); one module per family of passes."""
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from reducer.passes import arguments, classes, cleanup, constants, direct, inline, literals, slicing, statements, unwrap
+from reducer.passes.base import Pass
+from reducer.passes.first_cut import first_cut
 
-
-@dataclass(frozen=True)
-class Pass:
-    name: str
-    fn: Callable[[Any], None]
-
-
-from reducer.passes import (arguments, classes, cleanup, constants, direct, inline, literals,  # noqa: E402
-                            slicing, statements, unwrap)
+# Once, before the phases: the trace-guided first cut (the original minus what never ran).
+PRELUDE: list[Pass] = [Pass("first_cut", first_cut)]
 
 # Two phases, coarse to fine. STRUCTURE passes remove statements (the measure a maintainer reads
 # and the one that frees whole helpers); they are repeated to a fixpoint before any FINE pass
@@ -45,4 +38,4 @@ FINE: list[Pass] = [
 DEFAULT_PHASES: list[list[Pass]] = [STRUCTURE, FINE]
 DEFAULT_PASSES: list[Pass] = STRUCTURE + FINE
 
-BY_NAME: dict[str, Pass] = {p.name: p for p in DEFAULT_PASSES}
+BY_NAME: dict[str, Pass] = {p.name: p for p in PRELUDE + DEFAULT_PASSES}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -37,6 +38,20 @@ class Gate(Protocol):
     def first(self, candidates: Iterable[Candidate]) -> Any | None:
         """Offer candidates in order; return the tag of the first one accepted, or None."""
         ...
+
+    def prefetch(self, sources: list[str | None]) -> None:
+        """Run these now, side by side, so that later ``consider`` calls read their verdicts."""
+        ...
+
+    def failure_lines(self, source: str) -> tuple[int, ...] | None:
+        """The script's own traceback lines in the run that accepted ``source``, if known."""
+        ...
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    fn: Callable[[Gate], None]
 
 
 @functools.lru_cache(maxsize=64)
@@ -113,6 +128,24 @@ def render(module: cst.Module) -> str:
 def replace(module: cst.Module, old: cst.CSTNode, new: cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel) -> str:
     """The source of ``module`` with node ``old`` (by identity) replaced by ``new``."""
     return render(module.visit(_Replace(old, new)))
+
+
+def replace_many(module: cst.Module, pairs: list[tuple[cst.CSTNode, Any]]) -> str:
+    """Several nodes replaced in one candidate (inlining touches a definition and a call site)."""
+    return render(module.visit(_ReplaceMany({id(old): new for old, new in pairs})))
+
+
+class _ReplaceMany(cst.CSTTransformer):
+    def __init__(self, mapping: dict[int, Any]) -> None:
+        self.mapping = mapping
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return id(node) not in self.mapping and super().on_visit(node)
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> Any:
+        if id(original) in self.mapping:
+            return self.mapping[id(original)]
+        return super().on_leave(original, updated)
 
 
 class _Replace(cst.CSTTransformer):
@@ -281,10 +314,8 @@ def _delete_in_owner(gate: Gate, o: int, find_owners, get_items, set_items) -> N
         p = gate.first(singles())
         if p is None:
             return
-        prefetch = getattr(gate, "prefetch", None)
-        if prefetch is not None:
-            # find_integer's linear probes are independent: let --jobs run them side by side
-            prefetch([without(p - k, p) for k in range(1, 5) if p - k >= 0])
+        # find_integer's linear probes are independent: let --jobs run them side by side
+        gate.prefetch([without(p - k, p) for k in range(1, 5) if p - k >= 0])
 
         def grow(n: int, p=p, without=without) -> bool:
             if n == 0:

@@ -6,8 +6,7 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.passes.base import Gate, collect, run_targets, safe
-from reducer.passes.base_multi import replace_many
+from reducer.passes.base import Gate, collect, replace_many, run_targets, safe
 from reducer.passes.cleanup import _is_string_statement, uses
 from reducer.passes.constants import single_bindings
 

@@ -87,7 +87,7 @@ def drop_output_calls(source: str) -> str:
 
 
 def drop_redundant_pass(source: str) -> str:
-    class T(StatementTransformer):
+    class _DropRedundantPass(StatementTransformer):
         def _clean(self, updated):
             body = [s for s in updated.body if not (isinstance(s, cst.SimpleStatementLine)
                     and all(isinstance(x, cst.Pass) for x in s.body))]
@@ -98,7 +98,7 @@ def drop_redundant_pass(source: str) -> str:
 
         def leave_Module(self, original, updated):
             return self._clean(updated)
-    return render(parse(source).visit(T()))
+    return render(parse(source).visit(_DropRedundantPass()))
 
 
 def _harmless_test(expr: cst.BaseExpression) -> bool:
@@ -118,25 +118,25 @@ def _harmless_test(expr: cst.BaseExpression) -> bool:
 def drop_empty_ifs(source: str) -> str:
     """``if cond: pass`` with no else and a harmless condition: what the first cut leaves of a
     branch that was not taken."""
-    class T(StatementTransformer):
+    class _DropEmptyIfs(StatementTransformer):
         def leave_If(self, original, updated):
             empty = all(isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, cst.Pass) for x in s.body)
                         for s in body_statements(updated.body))
             if empty and updated.orelse is None and _harmless_test(updated.test):
                 return cst.RemoveFromParent()
             return updated
-    return render(parse(source).visit(T()))
+    return render(parse(source).visit(_DropEmptyIfs()))
 
 
 def spread_literal_kwargs(source: str) -> str:
     """``f(**{"hidden_size": 64})`` → ``f(hidden_size=64)``: the same call, as a person writes it
     (what is left once a registry entry is folded into the call)."""
 
-    class T(cst.CSTTransformer):
+    class _SpreadKwargs(cst.CSTTransformer):
         def leave_Call(self, original, updated):
             arg = spread_literal_kwargs_of(updated)
             return updated if arg is None else spread_kwargs(updated, arg, arg.value)
-    return render(parse(source).visit(T()))
+    return render(parse(source).visit(_SpreadKwargs()))
 
 
 def spread_literal_kwargs_of(call: cst.Call) -> cst.Arg | None:
@@ -213,7 +213,7 @@ def drop_unused_imports(source: str) -> str:
     module = parse(source)
     used = uses(module)
 
-    class T(StatementTransformer):
+    class _PruneImports(StatementTransformer):
         def leave_Import(self, original, updated):
             return self._prune(updated)
 
@@ -238,7 +238,7 @@ def drop_unused_imports(source: str) -> str:
         def leave_SimpleStatementLine(self, original, updated):
             return updated if updated.body else cst.RemoveFromParent()
 
-    return render(module.visit(T()))
+    return render(module.visit(_PruneImports()))
 
 
 def is_pure(expr: cst.BaseExpression) -> bool:

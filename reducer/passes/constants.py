@@ -15,8 +15,8 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.passes.base import Gate, collect, is_literal, parse, render, replace, root_name, run_targets, safe
-from reducer.passes.base_multi import replace_many
+from reducer.passes.base import (Gate, collect, is_literal, parse, render, replace, replace_many, root_name,
+                                 run_targets, safe)
 from reducer.passes._shared import spread_kwargs
 from reducer.passes.cleanup import drop_dead_code
 from reducer.size import size_of
@@ -35,7 +35,7 @@ def binding_counts(module: cst.Module) -> dict[str, int]:
         elif isinstance(node, cst.StarredElement):
             add(node.value)
 
-    class V(cst.CSTVisitor):
+    class _CountBindings(cst.CSTVisitor):
         def visit_AssignTarget(self, n): add(n.target)
         def visit_AnnAssign(self, n): add(n.target)
         def visit_AugAssign(self, n): add(n.target)
@@ -57,7 +57,7 @@ def binding_counts(module: cst.Module) -> dict[str, int]:
                     name = name.value
                 add(name)
 
-    module.visit(V())
+    module.visit(_CountBindings())
     return counts
 
 
@@ -252,8 +252,7 @@ def _undecorated(module: cst.Module, name: str) -> list[tuple[cst.CSTNode, cst.C
 
 def _failing_defs(gate: Gate, module: cst.Module) -> set[str]:
     """Top-level functions and classes of the best that the failure ran through."""
-    locate = getattr(gate, "failure_lines", None)
-    lines = set(locate(gate.best) or ()) if locate is not None else set()
+    lines = set(gate.failure_lines(gate.best) or ())
     if not lines:
         return set()
     try:
@@ -366,7 +365,7 @@ def _folds(module: cst.Module) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
     out: list[tuple[cst.CSTNode, cst.CSTNode]] = []
     skip: set[int] = set()
 
-    class V(cst.CSTVisitor):
+    class _FindFolds(cst.CSTVisitor):
         def on_visit(self, node: cst.CSTNode) -> bool:
             if isinstance(node, (cst.FunctionDef, cst.Lambda)):
                 p = node.params
@@ -401,7 +400,7 @@ def _folds(module: cst.Module) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
             if isinstance(node, (cst.FunctionDef, cst.Lambda)):
                 shadowing.pop()
 
-    module.visit(V())
+    module.visit(_FindFolds())
     return out
 
 

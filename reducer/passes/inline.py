@@ -9,8 +9,7 @@ from typing import Any
 import libcst as cst
 
 from reducer.passes.arguments import parameter_slots
-from reducer.passes.base import Gate, assign, collect, parse, run_targets, safe, splice
-from reducer.passes.base_multi import replace_many
+from reducer.passes.base import Gate, assign, collect, parse, replace_many, run_targets, safe, splice
 from reducer.passes.cleanup import is_pure, uses
 
 

@@ -141,5 +141,5 @@ def shrink_literals(gate: Gate) -> None:
     """Numbers to 0/1/half, strings shorter, compound expressions to a part, all in one
     pre-order walk (measured: fewer runs than two separate passes on tests/data/reducer).
     Values the failure's message shows are kept."""
-    keep = message_values(getattr(gate, "failure_message", "") or "")
+    keep = message_values(gate.failure_message)
     run_targets(gate, lambda module: _shrinkable(module, keep), _alternatives)

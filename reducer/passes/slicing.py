@@ -218,7 +218,7 @@ def _path(module: cst.Module, pos, lines: set[int]) -> dict[int, str]:
     over data (``for``) and ``with`` blocks (a ``torch.no_grad()`` matters) stay."""
     found: dict[int, str] = {}
 
-    class V(cst.CSTVisitor):
+    class _StraightenPath(cst.CSTVisitor):
         def on_visit(self, node: cst.CSTNode) -> bool:
             if not isinstance(node, cst.Module) and not _holds(pos, node, lines):
                 return False
@@ -233,7 +233,7 @@ def _path(module: cst.Module, pos, lines: set[int]) -> dict[int, str]:
                 found[id(node)] = "else"
             return True
 
-    module.visit(V())
+    module.visit(_StraightenPath())
     return found
 
 
@@ -288,8 +288,7 @@ def sliced(source: str, lines: set[int]) -> str | None:
 def slice_failure(gate: Gate) -> None:
     """Offer the cuts boldest first; the first that fails the same way wins (at most three runs
     a round, none when nothing would change)."""
-    locate = getattr(gate, "failure_lines", None)
-    lines = locate(gate.best) if locate is not None else None
+    lines = gate.failure_lines(gate.best)
     if not lines:
         return
     try:

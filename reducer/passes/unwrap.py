@@ -11,8 +11,8 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.passes.base import Gate, assign, body_statements, collect, replace, run_targets, safe, splice
-from reducer.passes.base_multi import replace_many
+from reducer.passes.base import (Gate, assign, body_statements, collect, replace, replace_many, run_targets,
+                                 safe, splice)
 from reducer.passes.cleanup import drop_empty_ifs
 
 _COMPOUND = (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While)
