@@ -46,11 +46,11 @@ import libcst as cst
 
 from reducer.errors import DeadlineReached, ExitCode, ReprobotError
 from reducer.passes import DEFAULT_PHASES, PRELUDE, Pass
-from reducer.passes.base import Candidate, compiles, libcst_parses, parses
+from reducer.passes.base import Offer, compiles, libcst_parses, parses
 from reducer.passes.names import unbound_reads
 from reducer.size import Size, count_statements, normalize, size_of
 
-Oracle = Callable[[str], bool]
+Interesting = Callable[[str], bool]   # a candidate source -> does it fail the same way (a real run)
 
 
 class OutOfTime(DeadlineReached):
@@ -164,7 +164,7 @@ def _key(source: str) -> str:
 
 
 class Reducer:
-    def __init__(self, source: str, oracle: Oracle, *, jobs: int = 1, max_time: float | None = None,
+    def __init__(self, source: str, oracle: Interesting, *, jobs: int = 1, max_time: float | None = None,
                  on_accept: Callable[[str, dict[str, Any]], None] | None = None,
                  on_progress: Callable[[Progress], None] | None = None,
                  trace: Any = None, passes: list[Pass] | None = None,
@@ -259,7 +259,7 @@ class Reducer:
             self._accept(c.source, c.size)
         return interesting
 
-    def first(self, candidates: Iterable[Candidate]) -> Any | None:
+    def first(self, candidates: Iterable[Offer]) -> Any | None:
         """Offer tagged candidates in order; the tag of the first accepted one, else None.
 
         With jobs > 1 every slot is kept busy: up to ``jobs`` candidates run at once and a slot

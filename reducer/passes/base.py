@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeVar
 import libcst as cst
 
 T = TypeVar("T")
-Candidate = tuple[Any, str]     # (tag handed back when accepted, candidate source)
+Offer = tuple[Any, str]     # (tag handed back when accepted, candidate source)
 
 
 class Gate(Protocol):
@@ -35,7 +35,7 @@ class Gate(Protocol):
 
     def consider(self, source: str) -> bool: ...
 
-    def first(self, candidates: Iterable[Candidate]) -> Any | None:
+    def first(self, candidates: Iterable[Offer]) -> Any | None:
         """Offer candidates in order; return the tag of the first one accepted, or None."""
         ...
 
@@ -249,7 +249,7 @@ def run_targets(gate: Gate, find: Callable[[cst.Module], Sequence[cst.CSTNode]],
         if i >= len(targets):
             return
 
-        def stream(module=module, targets=targets, start=i) -> Iterator[Candidate]:
+        def stream(module=module, targets=targets, start=i) -> Iterator[Offer]:
             for idx in range(start, len(targets)):
                 for alt in _guarded(lambda: list(alternatives(module, targets[idx]))):
                     if alt is not None:
@@ -305,7 +305,7 @@ def _delete_in_owner(gate: Gate, o: int, find_owners, get_items, set_items) -> N
             # items[lo..hi] removed (inclusive)
             return safe(lambda: replace(module, owner, set_items(owner, items[:lo] + items[hi + 1:])))
 
-        def singles(start=start) -> Iterator[Candidate]:
+        def singles(start=start) -> Iterator[Offer]:
             for p in range(start, -1, -1):
                 c = without(p, p)
                 if c is not None:
