@@ -202,8 +202,8 @@ def test_cli_dedup_reads_versions_from_a_pasted_post(eval_db: Path, tmp_path: Pa
 @pytest.mark.slow
 def test_reduce_then_route_then_dedup_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    """A real failing script through `reduce --no-reduce` (the lead's store), then route and
-    dedup read that folder as the CLI does."""
+    """A real failing script through `reduce --no-reduce` (a folder written by bot/store.py), then
+    route and dedup read that folder as the CLI does."""
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     script = tmp_path / "cfg.py"
     script.write_text('from transformers import AutoConfig\n\nconfig = AutoConfig.for_model("no_such_model_type")\n')

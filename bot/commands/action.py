@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -10,6 +9,7 @@ from rich.markup import escape
 
 from bot.action.event import DEFAULT_LABEL, load_event
 from bot.action.reproduce import DEFAULT_MAX_BODY, DEFAULT_MAX_TIME, DEFAULT_TIMEOUT
+from bot.commands._options import add_api_url, add_offline, add_python
 from reducer.errors import ExitCode, ReprobotError
 
 console = Console(highlight=False, soft_wrap=True)
@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     g = steps.add_parser("gate", help="may this event run? (writes allowed=true|false to $GITHUB_OUTPUT)")
     common(g)
-    g.add_argument("--api-url", default=None, help="GitHub API URL (default: $REPROBOT_GITHUB_API or GitHub)")
+    add_api_url(g)
     g.set_defaults(func=run_gate)
 
     r = steps.add_parser("reproduce", help="extract the script from the discussion and reduce it (no token)")
@@ -53,13 +53,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--timeout", type=_positive(float), default=DEFAULT_TIMEOUT,
                    help=f"bound on one run of the script, seconds (default: {DEFAULT_TIMEOUT:g})")
     r.add_argument("--runs", type=_positive(int), default=2, help="runs that must fail before reducing (default: 2)")
-    r.add_argument("--python", default=sys.executable, help="interpreter that runs the script")
+    add_python(r, "interpreter that runs the script")
     r.add_argument("--install-deps", action="store_true",
                    help="pip-install the dependency hints found in the post (plain requirements only)")
     r.add_argument("--pass-env", action="append", default=[], metavar="NAME",
                    help="pass this environment variable to the script too (never a secret)")
-    r.add_argument("--offline", action="store_true",
-                   help="pin the environment without asking the package index (runner without network)")
+    add_offline(r)
     r.add_argument("--keep-scratch", action="store_true", help="leave the scratch folder behind (debugging)")
     r.add_argument("--isolation", choices=("namespaces", "none"), default="namespaces",
                    help="run the posted code in Linux namespaces (no network, own /proc, the runner's "
@@ -70,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     u = steps.add_parser("publish", help="post (or edit) the reply from an artifact folder")
     common(u)
     u.add_argument("--artifact", type=Path, required=True, help="the folder `reproduce` wrote")
-    u.add_argument("--api-url", default=None, help="GitHub API URL (default: $REPROBOT_GITHUB_API or GitHub)")
+    add_api_url(u)
     u.add_argument("--dry-run", action="store_true", help="print the reply instead of posting it")
     u.set_defaults(func=run_publish)
 

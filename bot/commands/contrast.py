@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from bot.commands._rerun_options import add_rerun_options, notifier
+from bot.commands._options import add_rerun_options, notifier
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -14,20 +14,22 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bot.commands._options import add_api_url, add_db, add_json, add_no_search, add_repro_dir, add_traceback
+
 console = Console(highlight=False, soft_wrap=True)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("dedup", help="find the upstream issues already filed about a failure",
                        description="Rank indexed upstream issues (and GitHub search hits) against a failure.")
-    p.add_argument("repro_dir", nargs="?", help="repro folder (repros/<id>)")
-    p.add_argument("--traceback", metavar="FILE", help="a pasted traceback instead ('-' reads stdin)")
-    p.add_argument("--db", metavar="PATH", help="index file (default: the user's cache directory)")
+    add_repro_dir(p, optional=True)
+    add_traceback(p)
+    add_db(p)
     p.add_argument("--top", type=int, default=5, help="how many to show (default: 5)")
     p.add_argument("--repo", metavar="OWNER/NAME", help="target repository (default: what `route` decides)")
-    p.add_argument("--no-search", action="store_true", help="do not use GitHub search, even with a token")
-    p.add_argument("--api-url", help="GitHub API URL (default: $REPROBOT_GITHUB_API or api.github.com)")
-    p.add_argument("--json", action="store_true", help="print related.json to stdout")
+    add_no_search(p)
+    add_api_url(p)
+    add_json(p, "related.json")
     p.set_defaults(func=run)
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bot.commands._options import add_json, add_offline, add_python
 from bot.upstream.targets import REPO_KEYS
 from reducer.errors import ExitCode, ReprobotError
 
@@ -31,16 +31,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "own), write env.json and a lockfile into a repro folder, or compare the current "
                     "environment with a stored one (--check).")
     p.add_argument("repro_dir", nargs="?", type=Path, help="repro folder to write env.json and the lock into")
-    p.add_argument("--python", default=sys.executable, help="the user's interpreter (default: this one)")
+    add_python(p, "the user's interpreter")
     p.add_argument("--out", type=Path, default=None, help="write env.json into this folder instead")
     p.add_argument("--check", type=Path, default=None, metavar="REPRO_DIR",
                    help="compare with REPRO_DIR/env.json and list the differences")
     p.add_argument("--no-lock", action="store_true", help="write env.json only, no requirements.in/.lock")
-    p.add_argument("--offline", action="store_true",
-                   help="do not contact the package index: the lock is a snapshot without hashes")
+    add_offline(p)
     p.add_argument("--system-info", choices=REPO_KEYS, metavar="KEY",
                    help="print the System Info block that repository's bug form asks for")
-    p.add_argument("--json", action="store_true", help="print env.json (or the differences) as JSON")
+    add_json(p, "env.json (or the differences)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds one probe attempt may take (default: 120)")
     p.set_defaults(func=run)
 

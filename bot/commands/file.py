@@ -14,6 +14,7 @@ from rich.panel import Panel
 from rich.prompt import Confirm
 from rich.rule import Rule
 
+from bot.commands._options import add_api_url, add_db, add_no_search, add_python
 from bot.issue.draft import Draft, build_draft, load_draft, script_placeholders, write_draft
 from bot.issue.filing import already_filed, check_safe, submission_body, submit
 from bot.issue.forms import REPO_KEYS, field_values, get_form
@@ -42,11 +43,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation before filing")
     p.add_argument("--not-a-duplicate", action="store_true",
                    help="file even when dedup's best match looks like the same failure (with --yes)")
-    p.add_argument("--python", default=sys.executable,
-                   help="interpreter whose environment is captured if env.json is missing (default: this one)")
-    p.add_argument("--db", metavar="PATH", help="issue index for related issues (default: the user's cache directory)")
-    p.add_argument("--no-search", action="store_true", help="do not use GitHub search, even with a token")
-    p.add_argument("--api-url", help="GitHub API URL (default: $REPROBOT_GITHUB_API or api.github.com)")
+    add_python(p, "interpreter whose environment is captured if env.json is missing")
+    add_db(p)
+    add_no_search(p)
+    add_api_url(p)
     p.set_defaults(func=run)
 
 

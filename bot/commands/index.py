@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from reducer.errors import ExitCode, ReprobotError
+from bot.commands._options import add_api_url, add_db, add_json
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -26,8 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     isub = p.add_subparsers(dest="index_command", metavar="ACTION", required=True)
 
     def common(q: argparse.ArgumentParser) -> None:
-        q.add_argument("--db", metavar="PATH", help="index file (default: the user's cache directory)")
-        q.add_argument("--json", action="store_true", help="print the result as JSON")
+        add_db(q)
+        add_json(q, "the result as JSON")
 
     s = isub.add_parser("sync", help="fetch issues/PRs updated since the last sync (needs GITHUB_TOKEN)")
     s.add_argument("--repo", required=True, metavar="OWNER/NAME", action="append",
@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="do not read closed issues' comments (they say what fixed them)")
     s.add_argument("--comment-budget", type=int, default=200, metavar="N",
                    help="read the comments of at most N closed issues per run (default: 200)")
-    s.add_argument("--api-url", help="GitHub API URL (default: $REPROBOT_GITHUB_API or api.github.com)")
+    add_api_url(s)
     common(s)
     s.set_defaults(func=run_sync)
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
+from bot.commands._options import add_json, add_python
 from bot.output import console, print_failure
 from bot.store import DEFAULT_ROOT, record_failure
 from reducer.errors import ReprobotError
@@ -20,8 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run SCRIPT, find how it fails, and shrink it to the smallest script that "
                     "fails with the same signature. Arguments after `--` go to the script.")
     p.add_argument("script", type=Path, help="the failing Python script")
-    p.add_argument("--python", default=sys.executable,
-                   help="interpreter that runs the script (default: this one)")
+    add_python(p, "interpreter that runs the script")
     p.add_argument("--out", type=Path, default=DEFAULT_ROOT, help="folder of the repros store (default: ./repros)")
     p.add_argument("--frames", type=int, default=DEFAULT_FRAMES,
                    help=f"innermost library frames that must match (default: {DEFAULT_FRAMES})")
@@ -49,8 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-env", action="store_true",
                    help="skip env.json and the lockfile (`reprobot env` writes them later)")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors (and --json)")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object at the end (folder, status, sizes, runs, signature); implies --quiet")
+    add_json(p, "one JSON object at the end (folder, status, sizes, runs, signature)", also="implies --quiet")
     p.add_argument("--versions", action="store_true",
                    help="afterwards, re-run the repro against the latest releases (`reprobot versions`)")
     p.add_argument("--contrast", action="store_true",

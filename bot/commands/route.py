@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bot.commands._options import add_db, add_json, add_repro_dir, add_traceback
 from bot.upstream.targets import TARGETS
 
 console = Console(highlight=False, soft_wrap=True)
@@ -21,12 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("route", help="pick the upstream repository (with reasons, cross-links, who can help)",
                        description=f"Decide which of {', '.join(TARGETS.values())} owns a failure, "
                                    "or say it is none of them.")
-    p.add_argument("repro_dir", nargs="?", help="repro folder (repros/<id>)")
-    p.add_argument("--traceback", metavar="FILE", help="route a pasted traceback instead ('-' reads stdin)")
-    p.add_argument("--json", action="store_true", help="print route.json to stdout")
-    p.add_argument("--db", metavar="PATH", help="issue index whose nearest failures add evidence (default: the "
-                                                "user's cache directory; the known issues bundled with reprobot "
-                                                "when it is empty)")
+    add_repro_dir(p, optional=True)
+    add_traceback(p)
+    add_json(p, "route.json")
+    add_db(p, when_empty="the known issues bundled with reprobot")
     p.add_argument("--no-index", action="store_true", help="route by the traceback and repro alone")
     p.set_defaults(func=run)
 

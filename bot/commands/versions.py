@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from bot.commands._rerun_options import add_rerun_options, notifier
+from bot.commands._options import add_rerun_options, notifier
 from reducer.errors import ExitCode, ReprobotError
 
 

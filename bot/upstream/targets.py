@@ -48,9 +48,9 @@ class Target:
     area_prefixes: tuple[tuple[str, str], ...] = ()  # package path prefix -> maintainers.json area
     checkout_parent: str | None = None         # editable checkout: ".../<parent>/<package>/x.py"
     env_packages: tuple[str, ...] = ()         # distributions its System Info names (the probe records them)
-    # torch: every other target calls into it, so its frames are on almost every path. It is
-    # evidence and a cross-link like before, and the target only for a failure with no other
-    # target's frames on the path.
+    # torch: every other target calls into it, so its frames are on almost every path. Its frames
+    # count as evidence and earn a cross-link, but it is the target only for a failure with no
+    # other target's frames on the path (otherwise the caller's bug would be filed against torch).
     foundation: bool = False
     # trl: it wires transformers, peft and accelerate together itself, so a failure its own
     # code hands to torch is its own rather than "the integration" (transformers').
@@ -329,7 +329,8 @@ def env_packages() -> tuple[str, ...]:
     return tuple(dict.fromkeys(p for t in _REGISTRY.values() for p in (*t.packages, *t.env_packages)))
 
 
-# --- live views under the names the rest of reprobot has always used ---------------------------
+# --- TARGETS and REPO_KEYS: views read from the registry on each access, so a target registered
+# --- after import (a test fixture, a plugin) is seen by every reader that holds them ------------
 
 class _TargetsView(Mapping[str, str]):
     """key -> repo of every registered target, read from the registry on each access."""
