@@ -107,10 +107,10 @@ def shown_path(path: Path) -> str:
     try:
         return "~/" + p.relative_to(Path.home()).as_posix()
     except (ValueError, RuntimeError):
-        return safe(p.as_posix())      # another user's home, a mounted drive: the scrubber's form
+        return scrubbed(p.as_posix())      # another user's home, a mounted drive: the scrubber's form
 
 
-def safe(text: str) -> str:
+def scrubbed(text: str) -> str:
     """Text as it may be stored or printed: secrets, home paths and host names scrubbed."""
     from bot.scrub import scrub
     return scrub(text).text
