@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Callable
 
@@ -61,6 +62,6 @@ def _marked(record: TracebackRecord, raised: frozenset[str]) -> TracebackRecord:
 
 def hook_environment(env: dict[str, str], exceptions: Path) -> None:
     """Put the recorder in front of the run's PYTHONPATH and tell it where to write."""
-    paths = [str(HOOK_DIR)] + [p for p in env.get("PYTHONPATH", "").split(":") if p and p != str(HOOK_DIR)]
-    env["PYTHONPATH"] = ":".join(paths)
+    paths = [str(HOOK_DIR)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(HOOK_DIR)]
+    env["PYTHONPATH"] = os.pathsep.join(paths)
     env[EXCEPTIONS_ENV] = str(exceptions)

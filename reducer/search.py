@@ -302,8 +302,7 @@ class Reducer:
                 # not in yet: wait for any run to end, and fill its slot
                 futures_wait([f for f in self._inflight.values() if not f.done()], return_when=FIRST_COMPLETED)
                 continue
-            tag, c = queue[0]
-            queue.popleft()
+            tag, c = queue.popleft()
             if c.why is None:
                 if c.key in self._inflight:     # (a repeat of an earlier candidate is settled already)
                     self._settle(c.key)

@@ -380,7 +380,7 @@ class _CleanupFacts(_Uses):
             self.maybe_dead.append(node)
         if _is_string_statement(node):
             self.string_statements = True
-        if _is_output_call(node) or not node.body or not isinstance(node.body[-1].semicolon, cst.MaybeSentinel):
+        if _is_output_call(node) or not isinstance(node.body[-1].semicolon, cst.MaybeSentinel):
             self.changes = True     # an output call, or a dangling ';' that rendering drops
 
     def _pass_lines(self, body: Sequence[cst.CSTNode]) -> None:
