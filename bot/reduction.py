@@ -139,6 +139,13 @@ def trace_data(failure: Failure, repro: ReproDir, resumed: bool):
     return data
 
 
+def retracer(oracle: Oracle):
+    """Traced runs of a smaller best, through the same runner as the original's trace."""
+    from reducer.trace import runner_run_fn, trace_run
+    run = runner_run_fn(oracle.runner)
+    return lambda source: trace_run(source, run)
+
+
 class Saver:
     """repro.py and reduction.json after every accepted step, and the history of accepted
     results (the cold fallback walks it back)."""
@@ -174,7 +181,7 @@ def search(source: str, oracle: Oracle, opts: Options, trace, seen, stats, saver
            script: Path, failure_message: str = "") -> ReductionResult:
     reducer = Reducer(source, oracle, jobs=opts.jobs, max_time=opts.max_time, trace=trace,
                       seen=seen, stats=stats, on_accept=lambda best, st: saver(best, st),
-                      failure_message=failure_message)
+                      failure_message=failure_message, retrace=retracer(oracle) if trace is not None else None)
     saver.reducer = reducer
     saver(source, reducer.stats.to_dict(), "running")
     with ReductionProgress(console, max(reducer.best_size.tokens, 1)) as progress:

@@ -105,6 +105,7 @@ class ReductionStats:
     # what has to stay small per candidate on a long script.
     reducer_cpu: float = 0.0
     proposed: int = 0               # candidates offered by the passes, run or not
+    retraces: int = 0               # traced runs of a smaller best (fresh recorded values)
 
     def for_pass(self, name: str) -> PassStats:
         return self.passes.setdefault(name, PassStats())
@@ -171,7 +172,7 @@ class Reducer:
                  seen: dict[str, bool] | None = None, stats: dict[str, Any] | None = None,
                  format_result: bool = True, name_check: bool = True,
                  phases: list[list[Pass]] | None = None, failure_message: str = "",
-                 prelude: list[Pass] | None = None) -> None:
+                 prelude: list[Pass] | None = None, retrace: Callable[[str], Any] | None = None) -> None:
         try:
             cst.parse_module(source)
         except cst.ParserSyntaxError as e:
@@ -190,6 +191,9 @@ class Reducer:
         self.on_accept = on_accept
         self.on_progress = on_progress
         self.trace = trace
+        # ``retrace(source)`` traces a smaller best, so passes read the values that reach the
+        # failure now (one handler left of three, one loop pass left of five)
+        self.retrace = retrace
         if phases is None:
             phases = DEFAULT_PHASES if passes is None else [passes]
         self.phases = [list(p) for p in phases]
@@ -471,6 +475,8 @@ class Reducer:
             level = min(self.stats.level, len(self.phases) - 1)
             start = self.stats.pass_index if 0 <= self.stats.pass_index < len(self.phases[level]) else 0
             while level < len(self.phases):
+                if level == 0 and start == 0:
+                    self._refresh_trace()
                 before = self._round(level, start)
                 # a resumed round started midway: finish it as a whole round before judging it
                 changed = self.best != before or start > 0
@@ -509,6 +515,34 @@ class Reducer:
             self._refresh_stats()
             self.stats.statements_after = _statements(self.best)
         return ReductionResult(self.best, self.stats, self.seen)
+
+    # A traced run is a cold run the search waits for: at most this share of the wall time.
+    RETRACE_SHARE = 0.25
+
+    def _refresh_trace(self) -> None:
+        if self.retrace is None or self.trace is None or self.best == self.trace.source:
+            return
+        spent = self.stats.for_pass("retrace").seconds
+        if spent > self.RETRACE_SHARE * max(self.stats.wall_time, time.monotonic() - self._t0):
+            return
+        self._check_time()
+        self._pass = "retrace"
+        self._progress()
+        t0 = time.monotonic()
+        try:
+            fresh = self.retrace(self.best)
+        except DeadlineReached:
+            raise OutOfTime from None
+        except Exception as e:  # noqa: BLE001 - a failed trace only means no fresh values
+            errors = self.stats.for_pass("retrace").errors
+            if len(errors) < 5:
+                errors.append(f"{type(e).__name__}: {e}"[:300])
+            fresh = None
+        finally:
+            self.stats.for_pass("retrace").seconds += time.monotonic() - t0
+        if fresh is not None:
+            self.trace = fresh
+            self.stats.retraces += 1
 
     def _format(self) -> None:
         """Lay the result out as a person would; the layout is kept only if it still fails the

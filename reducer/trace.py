@@ -56,16 +56,50 @@ def _emit(obj):
             pass
 
 
+def _member(value):
+    """``Color.RED`` for a member of an enum the script defines: its repr is not source."""
+    enum = sys.modules.get("enum")
+    cls = type(value)
+    if enum is None or not isinstance(value, enum.Enum) or cls.__module__ != "__main__":
+        return None
+    path = cls.__qualname__.split(".") + [value.name]
+    return ".".join(path) if all(p.isidentifier() for p in path) else None
+
+
+def _source(value, depth=0):
+    """Source text that rebuilds ``value`` in the script, or None: literals, containers of
+    them, and the script's own enum members (``{"dtype": DType.F16}``)."""
+    cls = type(value)
+    if cls in (list, tuple, set, dict) and depth < 6 and len(value) <= 200:
+        if cls is dict:
+            parts = [(_source(k, depth + 1), _source(v, depth + 1)) for k, v in value.items()]
+            if any(k is None or v is None for k, v in parts):
+                return None
+            return "{" + ", ".join(k + ": " + v for k, v in parts) + "}"
+        items = [_source(v, depth + 1) for v in value]
+        if any(t is None for t in items):
+            return None
+        if cls is set:
+            return "{" + ", ".join(items) + "}" if items else "set()"
+        body = ", ".join(items)
+        return "[" + body + "]" if cls is list else "(" + body + ("," if len(items) == 1 else "") + ")"
+    member = _member(value)
+    if member is not None:
+        return member
+    if cls not in (int, float, complex, str, bytes, bool, type(None)):
+        return None
+    if cls is float and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    text = repr(value)
+    if _here in text:
+        return None     # a path inside this run's own scratch copy means nothing in another run
+    return text
+
+
 def _literal(value):
     try:
-        text = repr(value)
-        if len(text) > _MAX_REPR:
-            return None
-        if type(value) is float and value != value:
-            return None
-        if _here in text:
-            return None     # a path inside this run's own scratch copy means nothing in another run
-        return text if ast.literal_eval(text) == value else None
+        text = _source(value)
+        return text if text is not None and len(text) <= _MAX_REPR else None
     except Exception:
         return None
 
@@ -96,15 +130,100 @@ def _record_call(frame):
     if code.co_name == "__init__" and names and names[0] in frame.f_locals:
         # a class reached through a registry: which class was built, not whose __init__ ran
         qual = "class:" + type(frame.f_locals[names[0]]).__qualname__
+    earlier = _calls.get(key)
+    varies = set(earlier["varies"]) if earlier else set()
+    if earlier:
+        # a site called again with another value pins nothing down
+        varies.update(k for k in set(values) | set(earlier["values"]) if values.get(k) != earlier["values"].get(k))
     _calls[key] = {"line": caller.f_lineno, "func": code.co_name, "params": names, "qual": qual,
                    "posonly": code.co_posonlyargcount if hasattr(code, "co_posonlyargcount") else 0,
-                   "values": values}
+                   "values": values, "varies": sorted(varies)}
+
+
+def _index_bindings():
+    """line -> (names it binds, last line of the statement, the loop body's lines or None),
+    for plain assignments and for-loops of the script."""
+    try:
+        with open(_script, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except Exception:
+        return {}
+
+    def names(target):
+        if isinstance(target, ast.Name):
+            return [target.id]
+        if isinstance(target, (ast.Tuple, ast.List)):
+            out = [names(e) for e in target.elts]
+            return None if any(n is None for n in out) else [x for n in out for x in n]
+        return None
+
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, body = node.targets[0], None
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, body = node.target, None
+        elif isinstance(node, ast.For) and node.body:
+            target, body = node.target, (node.body[0].lineno, node.body[-1].end_lineno)
+        else:
+            continue
+        found = names(target)
+        if found:
+            end = body[0] - 1 if body else getattr(node, "end_lineno", node.lineno)
+            out[node.lineno] = (found, end, body)
+    return out
+
+
+_binding_lines = _index_bindings()
+_pending = {}       # frame -> line of its last binding statement, not yet read back
+_binds = {}         # (line, name) -> [value text or None, times seen, varies]
+_MAX_BINDS = 5000
+
+
+def _read_back(frame, line):
+    names = _binding_lines[line][0]
+    local = frame.f_locals
+    for name in names:
+        if name not in local:
+            continue
+        text = _literal(local[name])
+        rec = _binds.get((line, name))
+        if rec is None:
+            if len(_binds) < _MAX_BINDS:
+                _binds[(line, name)] = [text, 1, False]
+        else:
+            rec[1] += 1
+            rec[2] = rec[2] or rec[0] != text
+
+
+def _binding_event(frame, event):
+    """After a binding statement runs, the frame's next event shows what it bound."""
+    line = _pending.get(frame)
+    if line is not None:
+        names, end, body = _binding_lines[line]
+        here = frame.f_lineno
+        if event == "exception":
+            del _pending[frame]         # the statement raised: it bound nothing
+        elif event == "line" and line <= here <= end:
+            return                      # still inside the statement (a continuation line)
+        else:
+            del _pending[frame]
+            # a loop's names are bound only when its body runs, not when it ends
+            if body is None or (event == "line" and body[0] <= here <= body[1]):
+                _read_back(frame, line)
+    if event == "line" and frame.f_lineno in _binding_lines:
+        _pending[frame] = frame.f_lineno
 
 
 def _local(frame, event, arg):
     if event == "line" and frame.f_lineno not in _seen:
         _seen.add(frame.f_lineno)
         _emit({"line": frame.f_lineno})
+    if _binding_lines:
+        try:
+            _binding_event(frame, event)
+        except Exception:
+            _pending.pop(frame, None)
     return _local
 
 
@@ -130,6 +249,8 @@ def _dump():
     sys.settrace(None)
     for rec in list(_calls.values()):
         _emit({"call": rec})
+    for (line, name), (text, seen, varies) in list(_binds.items()):
+        _emit({"bind": {"line": line, "name": name, "value": text, "seen": seen, "varies": varies}})
 
 
 def _main():
@@ -175,11 +296,28 @@ class CallRecord:
     values: dict[str, str]      # parameter name → repr of a literal value
     posonly: int = 0
     qual: str = ""              # the callee's qualified name; "class:Name" for a constructor
+    varies: list[str] = field(default_factory=list)     # parameters seen with more than one value
 
     @classmethod
     def from_dict(cls, c: dict[str, Any]) -> CallRecord:
         return cls(int(c["line"]), str(c["func"]), list(c["params"]), dict(c["values"]),
-                   int(c.get("posonly", 0)), str(c.get("qual", "")))
+                   int(c.get("posonly", 0)), str(c.get("qual", "")), list(c.get("varies", [])))
+
+
+@dataclass
+class BindRecord:
+    """What one name held after a plain assignment or a for-loop header of the script ran."""
+    line: int
+    name: str
+    value: str | None           # source text that rebuilds it; None when it has none
+    seen: int = 1               # how many times the statement bound it
+    varies: bool = False        # bound to more than one value
+
+    @classmethod
+    def from_dict(cls, b: dict[str, Any]) -> BindRecord:
+        value = b.get("value")
+        return cls(int(b["line"]), str(b["name"]), None if value is None else str(value),
+                   int(b.get("seen", 1)), bool(b.get("varies", False)))
 
 
 @dataclass
@@ -187,6 +325,7 @@ class TraceData:
     source: str                             # the traced source (line numbers refer to it)
     lines: set[int] = field(default_factory=set)
     calls: list[CallRecord] = field(default_factory=list)
+    binds: list[BindRecord] = field(default_factory=list)
 
     @classmethod
     def load(cls, source: str, path: Path) -> TraceData:
@@ -202,16 +341,20 @@ class TraceData:
                 data.lines.add(rec["line"])
             elif isinstance(rec.get("call"), dict):
                 data.calls.append(CallRecord.from_dict(rec["call"]))
+            elif isinstance(rec.get("bind"), dict):
+                data.binds.append(BindRecord.from_dict(rec["bind"]))
         return data
 
     def to_dict(self) -> dict[str, Any]:
-        return {"lines": sorted(self.lines), "calls": [c.__dict__ for c in self.calls]}
+        return {"lines": sorted(self.lines), "calls": [c.__dict__ for c in self.calls],
+                "binds": [b.__dict__ for b in self.binds]}
 
     @classmethod
     def from_dict(cls, source: str, data: dict[str, Any]) -> TraceData:
         """What ``to_dict`` saved, for a resumed reduction of the same original ``source``."""
         calls = [CallRecord.from_dict(c) for c in data.get("calls", []) if isinstance(c, dict)]
-        return cls(source, {int(n) for n in data.get("lines", [])}, calls)
+        binds = [BindRecord.from_dict(b) for b in data.get("binds", []) if isinstance(b, dict)]
+        return cls(source, {int(n) for n in data.get("lines", [])}, calls, binds)
 
     def literal_sites(self) -> dict[tuple[str, str], str]:
         """(callee expression text, argument expression text) → literal text, where the traced
@@ -219,6 +362,14 @@ class TraceData:
         if not hasattr(self, "_sites"):
             self._sites = _literal_sites(self)
         return self._sites
+
+    def binding_sites(self) -> dict[tuple[str, str, str], dict[str, str]]:
+        """("=" or "for", target text, value or iterable text) → {name: source text of what it
+        held}, where the traced run pins every name of the target down to one value (a loop:
+        one pass through it)."""
+        if not hasattr(self, "_binding_sites"):
+            self._binding_sites = _binding_sites(self)
+        return self._binding_sites
 
     def dispatch_sites(self) -> dict[str, str]:
         """callee expression text → the one top-level function or class of the script it called
@@ -274,11 +425,51 @@ def _literal_sites(trace: TraceData) -> dict[tuple[str, str], str]:
                     i += 1
                 if pname is not None and pname not in rec.values and arg.keyword is not None:
                     pname = "**" + pname        # a keyword the callee takes through **kwargs
-                if pname is None or pname not in rec.values or rec.values[pname] == "<unknown>":
+                if (pname is None or pname not in rec.values or rec.values[pname] == "<unknown>"
+                        or pname in rec.varies):
                     continue
                 found.setdefault((func_text, module.code_for_node(arg.value)), set()).add(rec.values[pname])
     # a site that saw two different values is not a constant
     return {k: next(iter(v)) for k, v in found.items() if len(v) == 1}
+
+
+def _target_names(target: cst.BaseExpression) -> list[str] | None:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        parts = [_target_names(e.value) if isinstance(e, cst.Element) else None for e in target.elements]
+        return None if any(p is None for p in parts) else [n for p in parts for n in p]
+    return None
+
+
+def _binding_sites(trace: TraceData) -> dict[tuple[str, str, str], dict[str, str]]:
+    parsed = _with_positions(trace.source)
+    if parsed is None or not trace.binds:
+        return {}
+    module, pos = parsed
+    by_line: dict[int, dict[str, BindRecord]] = {}
+    for b in trace.binds:
+        by_line.setdefault(b.line, {})[b.name] = b
+    found: dict[tuple[str, str, str], set[tuple[tuple[str, str], ...]]] = {}
+    for node in pos:
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            kind, target, value = "=", node.targets[0].target, node.value
+        elif isinstance(node, cst.AnnAssign) and node.value is not None:
+            kind, target, value = "=", node.target, node.value
+        elif isinstance(node, cst.For) and node.asynchronous is None:
+            kind, target, value = "for", node.target, node.iter
+        else:
+            continue
+        names = _target_names(target)
+        recs = by_line.get(pos[node].start.line, {})
+        if not names or any(n not in recs for n in names):
+            continue
+        picked = [recs[n] for n in names]
+        if any(r.value is None or r.varies for r in picked) or (kind == "for" and any(r.seen != 1 for r in picked)):
+            continue
+        values = tuple((r.name, r.value) for r in picked)
+        found.setdefault((kind, module.code_for_node(target), module.code_for_node(value)), set()).add(values)
+    return {k: dict(next(iter(v))) for k, v in found.items() if len(v) == 1}
 
 
 def _dispatch_sites(trace: TraceData) -> dict[str, list[str]]:

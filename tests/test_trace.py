@@ -129,3 +129,61 @@ def test_launcher_source_is_plain_python_38() -> None:
     from reducer.trace import LAUNCHER
     ast.parse(LAUNCHER, feature_version=(3, 8))
     assert "import coverage" not in LAUNCHER and sys.version_info >= (3, 8)
+
+
+BINDINGS = '''import enum
+import json
+
+
+class Kind(enum.Enum):
+    TEXT = "text"
+
+
+def decode(raw):
+    data = json.loads(raw)
+    return data
+
+
+jobs = ['{"a": 1}', '{"b": 2}']
+for i, raw in enumerate(jobs[:1]):
+    first = decode(raw)
+for raw in jobs:
+    last = decode(raw)
+settings = {"kind": Kind.TEXT,
+            "sizes": [1, 2]}
+handle = open
+try:
+    broken = json.loads("{")
+except ValueError:
+    pass
+'''
+
+
+def test_launcher_records_what_each_binding_held() -> None:
+    trace = trace_run(BINDINGS, subprocess_run_fn())
+    sites = trace.binding_sites()
+    # a loop that ran once: its names, one value each
+    assert sites[("for", "i, raw", "enumerate(jobs[:1])")] == {"i": "0", "raw": "'{\"a\": 1}'"}
+    assert sites[("=", "first", "decode(raw)")] == {"first": "{'a': 1}"}
+    # a statement spread over two lines, holding the script's own enum member
+    assert sites[("=", "settings", '{"kind": Kind.TEXT,\n            "sizes": [1, 2]}')] == {
+        "settings": "{'kind': Kind.TEXT, 'sizes': [1, 2]}"}
+    # bound twice to different values, or to something without a source form: nothing pinned
+    assert not any(k[1] in ("last", "data", "handle") for k in sites)
+    assert ("for", "raw", "jobs") not in sites
+    # the statement raised: it bound nothing
+    assert not any(b.name == "broken" for b in trace.binds)
+
+
+def test_a_call_site_seen_with_two_values_is_not_a_constant() -> None:
+    src = "import json\nfor text in ['1', '[']:\n    try:\n        json.loads(text)\n    except ValueError:\n        pass\n"
+    trace = trace_run(src, subprocess_run_fn())
+    loads = next(c for c in trace.calls if c.func == "loads")
+    assert "s" in loads.varies
+    assert ("json.loads", "text") not in trace.literal_sites()
+
+
+def test_binding_records_survive_the_saved_trace() -> None:
+    trace = trace_run(BINDINGS, subprocess_run_fn())
+    again = TraceData.from_dict(BINDINGS, trace.to_dict())
+    assert again.binding_sites() == trace.binding_sites() and again.binds

@@ -2,7 +2,8 @@
 candidates through the gate (see ``reducer.search``); one module per family of passes."""
 from __future__ import annotations
 
-from reducer.passes import arguments, classes, cleanup, constants, direct, inline, literals, slicing, statements, unwrap
+from reducer.passes import (arguments, classes, cleanup, constants, direct, inline, literals, recorded, slicing,
+                            statements, unwrap)
 from reducer.passes.base import Pass
 from reducer.passes.first_cut import first_cut
 
@@ -16,6 +17,7 @@ PRELUDE: list[Pass] = [Pass("first_cut", first_cut)]
 STRUCTURE: list[Pass] = [
     Pass("cleanup_bulk", cleanup.bulk),
     Pass("recorded_values", constants.recorded_values),
+    Pass("recorded_bindings", recorded.recorded_bindings),
     Pass("resolve_dispatch", constants.resolve_dispatch),
     Pass("call_directly", direct.call_directly),
     Pass("flatten", inline.flatten),

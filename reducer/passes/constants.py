@@ -19,6 +19,7 @@ from reducer.passes.base import (Gate, collect, is_literal, parse, render, repla
                                  run_targets, safe)
 from reducer.passes._shared import spread_kwargs
 from reducer.passes.cleanup import drop_dead_code
+from reducer.passes.slicing import sliced
 from reducer.size import size_of
 
 
@@ -215,8 +216,20 @@ def _recorded_targets(gate: Gate):
 
     def alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
         pair = value_for(module, node)
-        if pair is not None:
-            yield safe(lambda: drop_dead_code(replace(module, *pair)))
+        if pair is None:
+            return
+        plain = safe(lambda: replace(module, *pair))
+        if plain is None:
+            return
+        # the value that reached the call makes whatever built it up (``entries[k] = ...`` in a
+        # loop) irrelevant to the failure: the slice drops it where dead-code removal cannot,
+        # since the variable is still read
+        lines = gate.failure_lines(gate.best)
+        if lines and plain.count("\n") == module.code.count("\n"):
+            cut = safe(lambda: sliced(plain, set(lines)))
+            if cut is not None:
+                yield safe(lambda: drop_dead_code(cut))
+        yield safe(lambda: drop_dead_code(plain))
 
     def everything(module: cst.Module) -> str | None:
         # only the substitutions that shrink the script on their own (a long literal for a
