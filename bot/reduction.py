@@ -140,9 +140,10 @@ def trace_data(failure: Failure, repro: ReproDir, resumed: bool):
 
 
 def retracer(oracle: Oracle):
-    """Traced runs of a smaller best, through the same runner as the original's trace."""
+    """Traced runs of a changed best, warm where candidates run warm: they only suggest
+    candidates, and every candidate is then judged by a run of its own."""
     from reducer.trace import runner_run_fn, trace_run
-    run = runner_run_fn(oracle.runner)
+    run = runner_run_fn(oracle.runner, warm=True)
     return lambda source: trace_run(source, run)
 
 

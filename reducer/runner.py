@@ -332,8 +332,10 @@ class Runner:
             extra_env: dict[str, str] | None = None, timeout: float | None = None,
             stop_when: Callable[[list[TracebackRecord]], bool] | None = None,
             keep_dir: Path | None = None, max_rss: int | None = None,
-            stop_grace: float = 2.0, warm: bool = True) -> Outcome:
-        """``warm=False`` forces a cold run; a run with a launcher is always cold."""
+            stop_grace: float = 2.0, warm: bool | None = None) -> Outcome:
+        """Warm when the runner has warm interpreters, except: ``warm=False`` forces a cold run,
+        and a run with a launcher is cold unless ``warm=True`` says the launcher is a script
+        (interpreter flags such as ``-S`` cannot be forked from a running interpreter)."""
         timeout = self.spec.timeout if timeout is None else timeout
         scratch = self._make_scratch(keep_dir)
         try:
@@ -343,7 +345,7 @@ class Runner:
             target.write_text(source, encoding="utf-8")
             cmd = [self.python, *(launcher or []), target.name, *self.spec.args]
             env = self._environment(scratch, extra_env)
-            if warm and launcher is None and self.zygotes is not None:
+            if self.zygotes is not None and (warm or (warm is None and launcher is None)):
                 from reducer.zygote import ZygoteError
                 zygote = None
                 try:

@@ -41,6 +41,8 @@ import ast, atexit, json, os, runpy, sys, threading
 
 _script = os.path.abspath(sys.argv[1])
 _here = os.path.dirname(_script)
+# paths inside this run's own scratch copy and temp dir mean nothing in another run
+_private = [p for p in (_here, os.environ.get("TMPDIR", "").rstrip(os.sep)) if len(p) > 1]
 _out = os.environ.get("REPROBOT_TRACE_OUT")
 _fd = os.open(_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600) if _out else None
 _seen = set()
@@ -91,9 +93,7 @@ def _source(value, depth=0):
     if cls is float and (value != value or value in (float("inf"), float("-inf"))):
         return None
     text = repr(value)
-    if _here in text:
-        return None     # a path inside this run's own scratch copy means nothing in another run
-    return text
+    return None if any(p in text for p in _private) else text
 
 
 def _literal(value):
@@ -541,9 +541,10 @@ def trace_run(source: str, run: RunFn) -> TraceData:
         return TraceData.load(source, out)
 
 
-def runner_run_fn(runner: Any) -> RunFn:
-    """Adapter for ``reducer.runner.Runner``."""
-    return lambda source, launcher, env: runner.run(source, launcher=launcher, extra_env=env)
+def runner_run_fn(runner: Any, warm: bool | None = None) -> RunFn:
+    """Adapter for ``reducer.runner.Runner``; ``warm=True`` forks the traced run from a warm
+    interpreter (the launcher is a script, so it can be run as ``__main__`` there too)."""
+    return lambda source, launcher, env: runner.run(source, launcher=launcher, extra_env=env, warm=warm)
 
 
 def subprocess_run_fn(python: str = sys.executable, script_name: str = "script.py",

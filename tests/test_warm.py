@@ -325,3 +325,25 @@ def test_from_imports_resolve_lazy_attributes_in_the_zygote(tmp_path):
     warm, cold = both(script, env={"PYTHONPATH": str(site)})
     assert "RuntimeError: loaded ahead" in warm.stderr
     assert "RuntimeError: loaded here" in cold.stderr
+
+
+@pytest.mark.parametrize("name", ["worker_swallow.py", "device_map_entry.py", "classes_metrics.py"])
+def test_a_traced_run_records_the_same_warm_and_cold(name):
+    # Re-traces of the best are forked from the zygote: what they record must be what a cold
+    # traced run records (only the lines and values of the script's own frames count).
+    from reducer.trace import runner_run_fn, trace_run
+    script = CORPUS / name
+    source = script.read_text()
+    runner = Runner(RunSpec(script=script, timeout=60))
+    runner.zygotes = _pool(runner, source)
+    try:
+        warm = trace_run(source, runner_run_fn(runner, warm=True))
+        assert runner.warm_runs == 1
+        cold = trace_run(source, runner_run_fn(runner))
+        assert runner.warm_runs == 1        # a launcher run is cold unless asked for warm
+    finally:
+        runner.zygotes.stop()
+    assert warm.lines == cold.lines and warm.lines
+    assert warm.binding_sites() == cold.binding_sites()
+    assert warm.literal_sites() == cold.literal_sites()
+    assert warm.dispatch_choices() == cold.dispatch_choices()
