@@ -57,6 +57,47 @@ class OutOfTime(DeadlineReached):
     """``max_time`` is spent; the best so far stands."""
 
 
+class _Enough(Exception):
+    """A dry run of a pass has found as many candidates as there are idle slots."""
+
+
+class _DryGate:
+    """The next pass, run as if every candidate it offers were refused: its first candidates,
+    computed while the current pass waits on its last runs, so idle slots can run them ahead.
+    Nothing is decided here; the pass itself later offers the same candidates to the real gate,
+    which reads the verdicts of these runs."""
+
+    def __init__(self, reducer: Reducer, want: int) -> None:
+        self.best, self.trace, self.failure_message = reducer.best, reducer.trace, reducer.failure_message
+        self._reducer, self._want = reducer, want
+        self.found: dict[str, str] = {}
+
+    def _take(self, source: str | None) -> None:
+        if source is None:
+            return
+        c = self._reducer._check(source)
+        if c.why is None and c.key not in self._reducer._inflight:
+            self.found.setdefault(c.key, source)
+            if len(self.found) >= self._want:
+                raise _Enough
+
+    def consider(self, source: str) -> bool:
+        self._take(source)
+        return False
+
+    def first(self, candidates: Iterable[Offer]) -> Any | None:
+        for _tag, source in candidates:
+            self._take(source)
+        return None
+
+    def prefetch(self, sources: list[str | None]) -> None:
+        for source in sources:
+            self._take(source)
+
+    def failure_lines(self, source: str) -> tuple[int, ...] | None:
+        return self._reducer.failure_lines(source)
+
+
 class _External(Exception):
     """An exception from the oracle or a callback: not a pass bug, so it is not swallowed."""
 
@@ -105,7 +146,8 @@ class ReductionStats:
     # what has to stay small per candidate on a long script.
     reducer_cpu: float = 0.0
     proposed: int = 0               # candidates offered by the passes, run or not
-    retraces: int = 0               # traced runs of a smaller best (fresh recorded values)
+    retraces: int = 0               # traced runs of a changed best (fresh recorded values)
+    speculated: int = 0             # runs of the next pass's candidates made on idle slots
 
     def for_pass(self, name: str) -> PassStats:
         return self.passes.setdefault(name, PassStats())
@@ -215,6 +257,8 @@ class Reducer:
         self._wall_before = self.stats.wall_time
         self._cpu_before = self.stats.reducer_cpu
         self._cpu0 = time.process_time()
+        self._run_time = [0.0, 0]               # seconds and count of oracle calls (mean run time)
+        self._speculated: tuple[str, int] | None = None
 
     # ---- the gate -------------------------------------------------------------------------
     def consider(self, source: str) -> bool:
@@ -301,6 +345,8 @@ class Reducer:
             if not queue and not more:
                 return None
             head = self._inflight.get(queue[0][1].key) if queue and queue[0][1].why is None else None
+            if not more and self._running() < self.jobs:
+                self._speculate()
             if not queue or (more and head is not None and not head.done()):
                 # every slot is busy (with runs made ahead earlier, say) or the next verdict is
                 # not in yet: wait for any run to end, and fill its slot
@@ -318,7 +364,7 @@ class Reducer:
         pool = self._pool or ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="reprobot-run")
         self._pool = pool
         self._check_time()
-        self._inflight[key] = pool.submit(self.oracle, source)
+        self._inflight[key] = pool.submit(self._timed, source)
         self.stats.for_pass(self._pass).tried += 1
         self.stats.runs += 1
 
@@ -389,11 +435,18 @@ class Reducer:
             self._settle(key)
             self._prefetched.discard(key)
             return self.seen[key]
+        if self.jobs > 1 and self._worth_speculating():
+            # run it on a slot, and fill the others with the next pass's first candidates
+            self._submit(key, source)
+            self._speculate()
+            self._settle(key)
+            self._prefetched.discard(key)
+            return self.seen[key]
         ps = self.stats.for_pass(self._pass)
         ps.tried += 1
         self.stats.runs += 1
         try:
-            interesting = bool(self.oracle(source))
+            interesting = bool(self._timed(source))
         except DeadlineReached:
             raise OutOfTime from None
         except Exception as e:
@@ -401,6 +454,49 @@ class Reducer:
         self.seen[key] = interesting
         self._progress()
         return interesting
+
+    def _timed(self, source: str) -> bool:
+        t0 = time.monotonic()
+        try:
+            return self.oracle(source)
+        finally:
+            self._run_time[0] += time.monotonic() - t0
+            self._run_time[1] += 1
+
+    # Below this mean run time, computing candidates ahead costs more than the idle slot.
+    SPECULATE_MIN_RUN = 0.2
+
+    def _worth_speculating(self) -> bool:
+        seconds, count = self._run_time
+        return count > 0 and seconds / count >= self.SPECULATE_MIN_RUN
+
+    def _speculate(self) -> None:
+        """Idle slots run the next pass's first candidates (as if this pass accepts nothing);
+        once per pass and best."""
+        free = self.jobs - self._running()
+        level, index = self.stats.level, self.stats.pass_index
+        if free <= 0 or not self._worth_speculating() or self._speculated == (self.best, index):
+            return
+        self._speculated = (self.best, index)
+        phase = self.phases[min(level, len(self.phases) - 1)]
+        if index + 1 >= len(phase) or self._pass != phase[index].name:
+            return
+        nxt = phase[index + 1]
+        dry = _DryGate(self, free)
+        try:
+            nxt.fn(dry)  # type: ignore[arg-type]
+        except _Enough:
+            pass
+        except DeadlineReached:
+            raise
+        except Exception:  # noqa: BLE001 - the pass will meet the same bug when it runs for real
+            pass
+        for key, source in dry.found.items():
+            if self._running() >= self.jobs:
+                break
+            if key not in self._inflight and key not in self.seen:
+                self._submit(key, source)
+                self.stats.speculated += 1
 
     def _accept(self, source: str, size: Size) -> None:
         self.best, self.best_size = source, size

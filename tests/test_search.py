@@ -280,3 +280,42 @@ def test_a_slow_candidate_does_not_hold_the_other_slots() -> None:
     assert slow_saw_them == [True] and started_beside[:3] == ["x1 = 0\n", "x2 = 0\n", "x3 = 0\n"]
     # the verdicts are still read in order: the slow one first, then the first that reproduces
     assert tag == 3 and r.best == "x3 = 0\n"
+
+
+def test_idle_slots_run_the_next_pass_ahead_and_the_result_does_not_change() -> None:
+    """A pass with one candidate (offered through consider) leaves a slot idle: the next pass's
+    first candidate runs beside it. The accepted sequence is the one a single slot gives."""
+    import threading
+    from reducer.passes.base import Pass
+
+    first_started = threading.Event()
+    overlapped: list[bool] = []
+
+    def one_candidate(gate) -> None:
+        gate.consider("a = 1\nb = 2\n")
+
+    def drop_lines(gate) -> None:
+        lines = gate.best.splitlines(keepends=True)
+        gate.first((i, "".join(lines[:i] + lines[i + 1:])) for i in range(len(lines)))
+
+    def oracle(source: str) -> bool:
+        if source == "a = 1\nb = 2\n":
+            first_started.set()
+            time.sleep(0.4)     # the slow single candidate
+        elif source.startswith("b = 2") or source == "a = 1\nb = 2\nc = 3\n":
+            overlapped.append(first_started.is_set())
+        time.sleep(0.25)
+        return "b = 2" in source
+
+    passes = [Pass("one", one_candidate), Pass("drop", drop_lines)]
+    results = []
+    for jobs in (1, 2):
+        overlapped.clear()
+        first_started.clear()
+        r = Reducer("a = 1\nb = 2\nc = 3\n", oracle, jobs=jobs, passes=passes, format_result=False)
+        r._run_time = [1.0, 1]      # as if runs were known to be slow
+        results.append((r.run().best_source, r.stats.accepted))
+        if jobs == 2:
+            assert r.stats.speculated >= 1
+            assert any(overlapped), "the next pass's candidate did not run beside the slow one"
+    assert results[0] == results[1] == ("b = 2\n", 2)
