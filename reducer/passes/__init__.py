@@ -2,8 +2,8 @@
 candidates through the gate (see ``reducer.search``); one module per family of passes."""
 from __future__ import annotations
 
-from reducer.passes import (arguments, classes, cleanup, constants, direct, inline, literals, recorded, slicing,
-                            statements, unwrap)
+from reducer.passes import (arguments, classes, cleanup, constants, direct, inline, literals, parameters, recorded,
+                            slicing, statements, unwrap)
 from reducer.passes.base import Pass
 from reducer.passes.first_cut import first_cut
 
@@ -29,6 +29,7 @@ STRUCTURE: list[Pass] = [
     Pass("inline_functions", inline.inline_functions),
     Pass("collapse_classes", classes.collapse_classes),
     Pass("propagate_constants", constants.propagate_constants),
+    Pass("drop_unused_parameters", parameters.drop_unused_parameters),
     Pass("remove_arguments", arguments.remove_arguments),
     Pass("cleanup", cleanup.cleanup),
 ]
