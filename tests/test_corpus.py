@@ -193,6 +193,11 @@ def test_reduce_keeps_signature_and_meets_bound(entry, tmp_path):
     proc = _run_script(run_dir / entry["file"], entry["args"], run_dir)
     got = {signature_of(r, options) for r in _records(proc)}
     assert Signature.from_dict(stored["signature"]) in got, proc.stderr[-3000:]
+    # What a maintainer reads: the target failure is the run's last traceback, reported as itself
+    # (not as the context of another exception), with the original's own message, values and all.
+    last = parse_tracebacks(proc.stderr, "stderr")[-1]
+    assert signature_of(last, options) == Signature.from_dict(stored["signature"]), proc.stderr[-3000:]
+    assert last.message == original[0].message
 
     reduction = json.loads((folder / "reduction.json").read_text(encoding="utf-8"))
     assert reduction["runs"] > 0

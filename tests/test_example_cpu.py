@@ -89,6 +89,9 @@ def test_reduce_cpu_example_end_to_end(tmp_path):
     rproc, records = _failures(rerun / "repro.py", rerun)
     options = MatchOptions.from_dict(stored["options"])
     assert target in {signature_of(r, options) for r in records}, rproc.stderr[-3000:]
+    # ... as the last traceback, raised uncaught
+    last = parse_tracebacks(rproc.stderr, "stderr")[-1]
+    assert signature_of(last, options) == target and rproc.returncode != 0, rproc.stderr[-3000:]
 
     reduction = json.loads((folder / "reduction.json").read_text(encoding="utf-8"))
     assert reduction["runs"] > 0

@@ -58,3 +58,14 @@ def test_values_the_failure_message_shows_are_kept() -> None:
     shown = [n.value for n in _shrinkable(parse(src), keep) if isinstance(n, cst.Integer)]
     assert shown == ["512"]
     assert message_values("KeyError: 'model.layers.0'") >= {"model.layers.0"}
+
+
+def test_a_string_the_message_quotes_part_of_is_kept() -> None:
+    from reducer.passes.base import parse
+    from reducer.passes.literals import _shrinkable, message_values
+    src = "hosts = ['10.0.300.7:8080', 'db.internal:5432', 'x']\n"
+    keep = message_values("'10.0.300.7' does not appear to be an IPv4 or IPv6 address")
+    strings = [n.value for n in _shrinkable(parse(src), keep) if n.value.startswith("'")]
+    assert strings == ["'db.internal:5432'", "'x'"]
+    # a number the message shows is not enough to keep every string that happens to contain it
+    assert "'db.internal:5432'" in [n.value for n in _shrinkable(parse(src), message_values("port 5432 (2)"))]

@@ -112,6 +112,9 @@ def _shrinkable(module: cst.Module, keep: frozenset[str] = frozenset()) -> list[
                    and not _in_message(n, keep))
 
 
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
 def message_values(message: str) -> frozenset[str]:
     """The numbers and quoted words of the failure's own message."""
     numbers = re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])", message)
@@ -131,7 +134,10 @@ def _in_message(node: cst.CSTNode, keep: frozenset[str]) -> bool:
             return str(value) in keep or node.value in keep
         if isinstance(node, cst.SimpleString):
             value = ast.literal_eval(node.value)
-            return isinstance(value, str) and value in keep
+            # also a string the message quotes a part of: `'10.0.300.7' does not appear to be an
+            # IPv4 address` comes from "10.0.300.7:8080" split at the colon
+            return isinstance(value, str) and (value in keep or any(
+                len(k) >= 3 and not _NUMBER.fullmatch(k) and k in value for k in keep))
     except (ValueError, SyntaxError):
         return False
     return False
