@@ -308,3 +308,22 @@ def test_a_failure_seen_only_as_another_exceptions_context_is_not_the_same_failu
     assert oracle(raised)
     lenient = Oracle(failure.runner, failure.signature, failure.spec.options, timeout=30)
     assert lenient(context_only)  # what the search accepted before
+
+
+def test_a_candidate_heavier_than_the_original_is_not_kept(tmp_path):
+    from reducer.oracle import candidate_memory
+    runner, src = make_runner(tmp_path, """
+        import time
+        block = bytearray(100 * 1024 * 1024)
+        time.sleep(0.6)             # long enough for the memory sampling to see it
+        {}[1]
+    """, timeout=60)
+    original = runner.run(src)
+    target = signature_of(original.tracebacks[0])
+    assert original.peak_rss > 100 * 1024 * 1024
+    oracle = Oracle(runner, target, MatchOptions(), timeout=60, max_rss=candidate_memory(original.peak_rss))
+    # the same failure, with the "model" ten times bigger: over the cap, not interesting
+    heavier = src.replace("100 * 1024 * 1024", "1000 * 1024 * 1024")
+    verdict = oracle.test(heavier)
+    assert not verdict.interesting and verdict.outcome.over_memory
+    assert oracle.test(src).interesting
