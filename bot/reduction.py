@@ -12,7 +12,8 @@ from rich.markup import escape
 
 from bot.output import console, traceback_tail
 from bot.progress import ReductionProgress
-from bot.store import ReproDir, scrubbed, write_json_atomic, write_text_atomic
+from bot.scrub import scrub
+from bot.store import ReproDir, write_json_atomic, write_text_atomic
 from reducer.errors import DeadlineReached, ExitCode, ReprobotError
 from reducer.failure import Failure
 from reducer.gpu import GpuPool, parse_gpus
@@ -135,7 +136,7 @@ def trace_data(failure: Failure, repro: ReproDir, resumed: bool):
         return None
     if data is not None:
         # kept (scrubbed) so that --resume still has the recorded values and dispatch targets
-        write_text_atomic(trace_file, scrubbed(json.dumps(data.to_dict())))
+        write_text_atomic(trace_file, scrub(json.dumps(data.to_dict())).text)
     return data
 
 
@@ -271,7 +272,7 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
                   f"in {st.runs} runs ({st.cache_hits} cache hits), {st.wall_time:.1f}s"
                   + (f" [{status}]" if status != "done" else ""))
     console.print(f"repro: [bold]{escape(str(repro.repro))}[/]")
-    console.print(escape(traceback_tail(scrubbed(record.text), 6)))
+    console.print(escape(traceback_tail(scrub(record.text).text, 6)))
     return 0
 
 

@@ -668,12 +668,6 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.communicate()
 
 
-def scrub_tree(value):
-    # Imported lazily: this file also runs on its own in the user's interpreter as the probe.
-    from bot.scrub import scrub_tree as _scrub_tree
-    return _scrub_tree(value)
-
-
 def shape_env(raw: dict) -> dict:
     """Arrange the probe's sections into env.json's shape (not yet scrubbed)."""
     imports = {k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("import:")}
@@ -725,6 +719,8 @@ def shape_env(raw: dict) -> dict:
 
 def capture_env(python: str, timeout: float = DEFAULT_TIMEOUT) -> dict:
     """env.json's content for the interpreter ``python``, scrubbed (no usernames, homes, hosts)."""
+    # Imported here: the top of this file also runs on its own in the user's interpreter.
+    from bot.scrub import scrub_tree
     return scrub_tree(shape_env(run_probe(python, timeout=timeout)))
 
 
