@@ -39,10 +39,11 @@ from pathlib import Path
 from packaging.markers import InvalidMarker
 from packaging.requirements import InvalidRequirement, Requirement
 
-from bot.env.probe import resolve_python, run_probe
+from bot.env.probe import run_probe
 from bot.scrub import scrub
 from bot.store import ReproDir, write_text_atomic
 from reducer.errors import ExitCode, ReprobotError
+from reducer.processes import resolve_python
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 TORCH_INDEX = "https://download.pytorch.org/whl/"

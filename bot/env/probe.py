@@ -559,16 +559,6 @@ def probe_source() -> str:
         return fh.read()
 
 
-def resolve_python(python: str) -> str:
-    from reducer.errors import ExitCode, ReprobotError
-    # A bare name is looked up on PATH; a path is made absolute (the probe runs elsewhere) but
-    # not resolved: a venv's python is a symlink whose location is what selects the venv.
-    exe = shutil.which(python) if os.sep not in python else python
-    if not exe or not os.path.isfile(exe) or not os.access(exe, os.X_OK):
-        raise ReprobotError(f"{python}: no such Python interpreter", ExitCode.NO_INTERPRETER)
-    return os.path.abspath(exe)
-
-
 def run_probe(python: str, sections: "list[str] | None" = None, modules: "list[str] | None" = None,
               timeout: float = DEFAULT_TIMEOUT) -> dict:
     """Run the probe's sections in ``python``; returns {section: data}, raw (not scrubbed).
@@ -580,6 +570,7 @@ def run_probe(python: str, sections: "list[str] | None" = None, modules: "list[s
     """
     import tempfile
     from reducer.errors import ExitCode, ReprobotError
+    from reducer.processes import resolve_python
     exe = resolve_python(python)
     wanted = list(sections or SECTIONS)
     results: dict = {}
