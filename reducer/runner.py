@@ -23,7 +23,7 @@ from typing import Callable, Iterator
 
 from reducer.errors import ExitCode, ReprobotError
 from reducer.outcome import Outcome, TracebackRecord
-from reducer.processes import resolve_python
+from reducer.processes import kill_group, resolve_python
 from reducer.raised import EXCEPTIONS_ENV, hook_environment, mark, read_raised
 from reducer.tracebacks import parse_tracebacks
 
@@ -96,17 +96,6 @@ def _pump(stream, buf: _BoundedBuffer) -> None:
     for chunk in iter(lambda: stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536), b""):
         buf.feed(chunk)
     stream.close()
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        # a forked child killed before its setsid() is not a group leader yet
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 class _ColdChild:
@@ -440,9 +429,9 @@ class Runner:
                             stop_deadline = now + stop_grace
         finally:
             # Kill the whole group: worker subprocesses (multiprocessing, DataLoader) included.
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             while not proc.wait(5.0):
-                _kill_group(proc.pid)
+                kill_group(proc.pid)
             # ...and whatever left the group: daemons that called setsid().
             if env.get(RUN_TAG_ENV):
                 kill_tagged(env[RUN_TAG_ENV])

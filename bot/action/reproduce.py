@@ -23,7 +23,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ from bot.action.event import DiscussionEvent, configured_label
 from bot.action.extract import extract
 from bot.action.result import REPRO_SUBDIR, RESULT_FILE, ActionResult
 from reducer.errors import ExitCode
+from reducer.processes import kill_group
 
 DEFAULT_MAX_BODY = 1_000_000
 DEFAULT_MAX_TIME = 900.0
@@ -146,10 +146,7 @@ def _run_bounded(cmd: list[str], *, cwd: Path, env: dict[str, str], wall: float,
             code = None
         finally:
             # The group, not just the child: the user's script may have forked workers.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            kill_group(proc.pid)
             proc.wait()
     return code, _tail(err_path), time.monotonic() - start
 

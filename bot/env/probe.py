@@ -570,7 +570,7 @@ def run_probe(python: str, sections: "list[str] | None" = None, modules: "list[s
     """
     import tempfile
     from reducer.errors import ExitCode, ReprobotError
-    from reducer.processes import resolve_python
+    from reducer.processes import kill_group, resolve_python
     exe = resolve_python(python)
     wanted = list(sections or SECTIONS)
     results: dict = {}
@@ -609,7 +609,9 @@ def run_probe(python: str, sections: "list[str] | None" = None, modules: "list[s
                                + (f", signal {-proc.returncode}" if proc.returncode < 0 else "")
                                + f"): {tail[0][:200]}")
             except subprocess.TimeoutExpired:
-                _kill_group(proc)
+                # A hung import may have spawned helpers: the whole session goes, not just the child.
+                kill_group(proc.pid)
+                proc.communicate()
                 hangs += 1
                 failure = f"timed out after {timeout:.0f}s"
             begun = None
@@ -644,19 +646,6 @@ def _target_packages() -> "list[str]":
     # Imported here, not at the top: the top half of this file runs alone in the user's interpreter.
     from bot.upstream.targets import env_packages
     return [p for p in env_packages() if p not in STACK + EXTRA]
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    # A hung import may have spawned helpers: the whole session goes, not just the child.
-    import signal
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:
-            proc.kill()
-    except OSError:
-        pass
-    proc.communicate()
 
 
 def shape_env(raw: dict) -> dict:
