@@ -42,5 +42,5 @@ def kill_group(pid: int) -> None:
             pass
     try:
         os.kill(pid, _KILL)
-    except OSError:  # on Windows, a process that has exited reads as access denied
+    except OSError:  # Windows: a pid that is gone is a plain OSError (invalid parameter)
         pass
