@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
 
 from bot.upstream.dedup import dedup
 from bot.upstream.index import IssueIndex, import_file
-from bot.upstream.failure import Failure, failure_from_text
+from bot.upstream.failure import FailureReport, failure_from_text
 from bot.upstream.route import route
 
 DATA = ROOT / "tests" / "data" / "issues_eval.json"
@@ -96,7 +96,7 @@ def issue_object(issue: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def failure_of(item: dict[str, Any]) -> Failure:
+def failure_of(item: dict[str, Any]) -> FailureReport:
     if item.get("traceback_file"):
         text = (DATA.parent / item["traceback_file"]).read_text(encoding="utf-8")
     else:
@@ -118,7 +118,7 @@ def build_index(path: Path, issues: list[dict[str, Any]]) -> IssueIndex:
 
 def evaluate(data: dict[str, Any], verbose: bool = False) -> dict[str, Any]:
     issues = data["issues"]
-    route_items: list[tuple[str, Failure, str | None, bool]] = []
+    route_items: list[tuple[str, FailureReport, str | None, bool]] = []
     for f in data["failures"]:
         if "route" in f:
             route_items.append((f["name"], failure_of(f), f["route"], bool(f.get("held_out"))))

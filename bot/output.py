@@ -5,7 +5,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 
-from bot.store import ReproDir, scrubbed
+from bot.scrub import scrub
+from bot.store import ReproDir
 
 console = Console(highlight=False, soft_wrap=False)
 TAIL_LINES = 14
@@ -23,12 +24,12 @@ def print_failure(failure, repro: ReproDir) -> None:
     runs = len(failure.outcomes)
     console.print(f"[bold]failure[/] [cyan]{sig.id}[/]  (reproduced {runs}/{runs} runs, "
                   f"{failure.wall_time:.1f}s per run)")
-    console.print(f"  {escape(scrubbed(sig.one_line()))}")
+    console.print(f"  {escape(scrub(sig.one_line()).text)}")
     if len(failure.choices) > 1:
         console.print(f"the run showed {len(failure.choices)} distinct failures (choose with --pick N):")
         for n, (s, _) in enumerate(failure.choices, 1):
             mark = "[bold green]→[/]" if s == sig else " "
-            console.print(f" {mark} {n}. [cyan]{s.id}[/] {escape(scrubbed(s.one_line()))[:160]}")
-    console.print(Panel(escape(scrubbed(traceback_tail(failure.record.text))), title="traceback (tail)",
+            console.print(f" {mark} {n}. [cyan]{s.id}[/] {escape(scrub(s.one_line()).text)[:160]}")
+    console.print(Panel(escape(scrub(traceback_tail(failure.record.text)).text), title="traceback (tail)",
                         expand=False))
     console.print(f"stored in [bold]{escape(str(repro.path))}/[/]")

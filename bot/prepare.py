@@ -13,7 +13,8 @@ from pathlib import Path
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from bot.store import ReproDir, scrubbed, write_json_atomic
+from bot.scrub import scrub, scrub_json
+from bot.store import ReproDir, write_json_atomic
 from reducer.errors import ReprobotError
 
 # A likely duplicate, from dedup's parts (bot/upstream/dedup.py:score): the same normalised
@@ -80,7 +81,7 @@ def route_folder(repro: ReproDir, *, db: str | Path | None = None, use_index: bo
     from bot.upstream.failure import failure_from_repro
     data = route_with_index(failure_from_repro(str(repro.path)), db=db, use_index=use_index).to_dict()
     data["source"] = "repro folder"
-    data = json.loads(scrubbed(json.dumps(data)))
+    data = scrub_json(data)
     write_json_atomic(repro.route_json, data)
     return data
 
@@ -109,7 +110,7 @@ def dedup_folder(repro: ReproDir, target: str | None, **kwargs: Any) -> dict[str
     """Rank related issues for the folder's failure and write related.json (`reprobot dedup DIR`)."""
     from bot.upstream.failure import failure_from_repro
     data = related_for(failure_from_repro(str(repro.path)), target, **kwargs).to_dict()
-    data = json.loads(scrubbed(json.dumps(data)))
+    data = scrub_json(data)
     write_json_atomic(repro.related_json, data)
     return data
 
@@ -159,7 +160,7 @@ def prepare(repro: ReproDir, *, python: str | None = None, db: str | Path | None
     out = Prepared()
 
     def say(step: str, did: str, text: str) -> None:
-        line = StepLine(step, did, scrubbed(text))
+        line = StepLine(step, did, scrub(text).text)
         out.lines.append(line)
         if notify:
             notify(line)
@@ -213,8 +214,8 @@ def search_related(repro: ReproDir, prep: Prepared, *, db: str | Path | None = N
     try:
         prep.related = dedup_folder(repro, prep.target, db=db, api_url=api_url, search=True)
     except ReprobotError as e:
-        return StepLine("related issues", "skipped", scrubbed(f"GitHub search failed: {e.message}"))
-    line = StepLine("related issues", "ran", scrubbed(_related_text(prep.related)))
+        return StepLine("related issues", "skipped", scrub(f"GitHub search failed: {e.message}").text)
+    line = StepLine("related issues", "ran", scrub(_related_text(prep.related)).text)
     prep.lines.append(line)
     return line
 

@@ -12,11 +12,13 @@ from rich.markup import escape
 
 from bot.output import console, traceback_tail
 from bot.progress import ReductionProgress
-from bot.store import ReproDir, scrubbed, write_json_atomic, write_text_atomic
+from bot.scrub import scrub
+from bot.store import ReproDir, write_json_atomic, write_text_atomic
 from reducer.errors import DeadlineReached, ExitCode, ReprobotError
 from reducer.failure import Failure
 from reducer.gpu import GpuPool, parse_gpus
 from reducer.oracle import Oracle, candidate_memory, candidate_timeout
+from reducer.outcome import TracebackRecord
 from reducer.search import Reducer, ReductionResult
 from reducer.signature import find_match
 from reducer.size import count_statements
@@ -52,7 +54,59 @@ class WarmReport:
                 "original_cold_seconds": self.original_cold_seconds}
 
 
+# ---- the pipeline --------------------------------------------------------------------------
+def reduce_failure(failure: Failure, repro: ReproDir, opts: Options | None = None, **kwargs: Any) -> int:
+    """Reduce ``failure`` into ``repro``; 0 when the result fails the same way cold. Stopping
+    early (interrupted, time limit) or a result that only fails sometimes raises ReprobotError,
+    with the best result so far saved."""
+    opts = opts or Options(**kwargs)
+    pool = gpu_pool(opts)
+    oracle = make_oracle(failure, pool, command_deadline(opts))
+    try:
+        return _reduce(failure, repro, opts, pool, oracle)
+    finally:
+        if failure.runner.zygotes is not None:
+            failure.runner.zygotes.stop()
+
+
+def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, oracle: Oracle) -> int:
+    stop_leftovers()
+    try:
+        start_source, seen, stats = resume(repro, oracle, opts)
+    except DeadlineReached:
+        raise time_limit(repro)
+    warm = warm_up(failure, oracle, opts)
+    trace = trace_data(failure, repro, start_source is not None) if opts.trace else None
+    saver = Saver(repro, oracle, pool, warm, opts.jobs)
+    max_time = None if oracle.deadline is None else max(0.0, oracle.deadline - time.monotonic())
+    opts.max_time = max_time
+    result = search(start_source or failure.spec.source, oracle, opts, trace, seen, stats, saver,
+                    failure.spec.script, failure.record.message)
+    save_search(failure, repro, result, saver)
+    best, record = confirm_cold(failure, repro, oracle, result, saver)
+    write_text_atomic(repro.traceback_txt, record.text + "\n")
+    if opts.pin_env:
+        capture_environment(failure, repro)
+    print_reduced(repro, result, best, record)
+    return 0
+
+
 # ---- steps ---------------------------------------------------------------------------------
+def gpu_pool(opts: Options) -> GpuPool:
+    pool = GpuPool(parse_gpus(opts.gpus), per_gpu=opts.jobs_per_gpu)
+    if len(pool) and opts.jobs > pool.slots:
+        console.print(f"[yellow]--jobs {opts.jobs} > {pool.slots} GPU slots: candidates queue for a free GPU "
+                      f"(--jobs-per-gpu lets small candidates share one)[/]")
+    return pool
+
+
+def command_deadline(opts: Options) -> float | None:
+    """When the whole command stops (time.monotonic()): given by the caller, else --max-time from now."""
+    if opts.deadline is None and opts.max_time is not None:
+        return time.monotonic() + opts.max_time
+    return opts.deadline
+
+
 def make_oracle(failure: Failure, pool: GpuPool, deadline: float | None) -> Oracle:
     oracle = Oracle(failure.runner, failure.signature, failure.spec.options,
                     timeout=candidate_timeout(failure.wall_time), gpus=pool,
@@ -60,6 +114,27 @@ def make_oracle(failure: Failure, pool: GpuPool, deadline: float | None) -> Orac
                     stop_grace=max(2.0, 0.25 * failure.wall_time), as_itself=failure.as_itself, raised=failure.raised)
     oracle.deadline = deadline
     return oracle
+
+
+def stop_leftovers() -> None:
+    from reducer.runner import reap_leftovers
+    left = reap_leftovers()
+    if left:
+        console.print(f"[yellow]stopped {left} process(es) an earlier, killed reprobot had left running[/]")
+
+
+def warm_up(failure: Failure, oracle: Oracle, opts: Options) -> WarmReport:
+    """Warm runs if --cold does not forbid them and the original allows them; says which it is."""
+    warm = start_warm(failure, oracle) if opts.warm else WarmReport(why_not="--cold")
+    if warm.enabled:
+        z = warm.zygote
+        console.print(f"warm start: {len(z.get('imported', []))} modules imported once "
+                      f"({z.get('start_seconds', 0):.1f}s); the original ran in {warm.original_warm_seconds:.1f}s "
+                      f"warm vs {warm.original_cold_seconds:.1f}s cold"
+                      + (f"; left out (they initialise CUDA): {', '.join(z['dropped'])}" if z.get("dropped") else ""))
+    elif opts.warm:
+        console.print(f"[yellow]cold runs:[/] {escape(warm.why_not)}")
+    return warm
 
 
 def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
@@ -107,9 +182,11 @@ def _describe(outcome) -> str:
     return f"exit {outcome.returncode} without a traceback"
 
 
-def load_resume(repro: ReproDir, oracle: Oracle) -> tuple[str | None, dict[str, bool], dict[str, Any] | None]:
-    """Best source, seen-set and stats of an interrupted run: one cold check of repro.py."""
-    if not repro.reduction_json.is_file():
+def resume(repro: ReproDir, oracle: Oracle,
+           opts: Options) -> tuple[str | None, dict[str, bool], dict[str, Any] | None]:
+    """Where the search starts, its seen-set and stats: with --resume, what an interrupted run
+    left (one cold check of repro.py); else the original, from scratch."""
+    if not opts.resume or not repro.reduction_json.is_file():
         return None, {}, None
     saved = repro.read_json(repro.reduction_json)
     seen = dict(saved.pop("seen", {}) or {})
@@ -120,6 +197,8 @@ def load_resume(repro: ReproDir, oracle: Oracle) -> tuple[str | None, dict[str, 
         console.print("[yellow]repro.py no longer fails the same way here: starting again from the original "
                       "(the cache of earlier runs is kept)[/]")
         best = None
+    if best is not None:
+        console.print(f"resuming from repro.py ({count_statements(best)} statements)")
     return best, seen, saved
 
 
@@ -135,7 +214,7 @@ def trace_data(failure: Failure, repro: ReproDir, resumed: bool):
         return None
     if data is not None:
         # kept (scrubbed) so that --resume still has the recorded values and dispatch targets
-        write_text_atomic(trace_file, scrubbed(json.dumps(data.to_dict())))
+        write_text_atomic(trace_file, scrub(json.dumps(data.to_dict())).text)
     return data
 
 
@@ -190,67 +269,9 @@ def search(source: str, oracle: Oracle, opts: Options, trace, seen, stats, saver
         return reducer.run()
 
 
-def cold_verdict(failure: Failure, oracle: Oracle, result: ReductionResult, saver: Saver):
-    """The final word comes from a cold run in a clean directory. If the result only fails
-    warm, walk back to the newest earlier result that fails cold."""
-    verdict = oracle.test(result.best_source, warm=False)
-    record = find_match(verdict.outcome.tracebacks, failure.signature, failure.spec.options,
-                        as_itself=failure.as_itself, raised=failure.raised)
-    if record is not None or oracle.runner.zygotes is None:
-        return result.best_source, record
-    console.print("[yellow]the result fails warm but not cold: going back to the last result that fails cold[/]")
-    for source in list(reversed(saver.history[:-1]))[:COLD_FALLBACK_TRIES]:
-        verdict = oracle.test(source, warm=False)
-        record = find_match(verdict.outcome.tracebacks, failure.signature, failure.spec.options,
-                            as_itself=failure.as_itself, raised=failure.raised)
-        if record is not None:
-            return source, record
-    return failure.spec.source, None
-
-
-def reduce_failure(failure: Failure, repro: ReproDir, opts: Options | None = None, **kwargs: Any) -> int:
-    opts = opts or Options(**kwargs)
-    pool = GpuPool(parse_gpus(opts.gpus), per_gpu=opts.jobs_per_gpu)
-    if len(pool) and opts.jobs > pool.slots:
-        console.print(f"[yellow]--jobs {opts.jobs} > {pool.slots} GPU slots: candidates queue for a free GPU "
-                      f"(--jobs-per-gpu lets small candidates share one)[/]")
-    deadline = opts.deadline
-    if deadline is None and opts.max_time is not None:
-        deadline = time.monotonic() + opts.max_time
-    oracle = make_oracle(failure, pool, deadline)
-    try:
-        return _reduce(failure, repro, opts, pool, oracle)
-    finally:
-        if failure.runner.zygotes is not None:
-            failure.runner.zygotes.stop()
-
-
-def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, oracle: Oracle) -> int:
-    from reducer.runner import reap_leftovers
-    left = reap_leftovers()
-    if left:
-        console.print(f"[yellow]stopped {left} process(es) an earlier, killed reprobot had left running[/]")
-    try:
-        start_source, seen, stats = load_resume(repro, oracle) if opts.resume else (None, {}, None)
-    except DeadlineReached:
-        return _time_limit(failure, repro)
-    if start_source is not None:
-        console.print(f"resuming from repro.py ({count_statements(start_source)} statements)")
-    warm = start_warm(failure, oracle) if opts.warm else WarmReport(why_not="--cold")
-    if warm.enabled:
-        z = warm.zygote
-        console.print(f"warm start: {len(z.get('imported', []))} modules imported once "
-                      f"({z.get('start_seconds', 0):.1f}s); the original ran in {warm.original_warm_seconds:.1f}s "
-                      f"warm vs {warm.original_cold_seconds:.1f}s cold"
-                      + (f"; left out (they initialise CUDA): {', '.join(z['dropped'])}" if z.get("dropped") else ""))
-    elif opts.warm:
-        console.print(f"[yellow]cold runs:[/] {escape(warm.why_not)}")
-    trace = trace_data(failure, repro, start_source is not None) if opts.trace else None
-    saver = Saver(repro, oracle, pool, warm, opts.jobs)
-    max_time = None if oracle.deadline is None else max(0.0, oracle.deadline - time.monotonic())
-    opts.max_time = max_time
-    result = search(start_source or failure.spec.source, oracle, opts, trace, seen, stats, saver,
-                    failure.spec.script, failure.record.message)
+def save_search(failure: Failure, repro: ReproDir, result: ReductionResult, saver: Saver) -> None:
+    """reduction.json with how the search ended. Interrupted or at the time limit, the command
+    stops here: the best result so far is saved and --resume continues from it."""
     status = result.stats.status
     if status == "interrupted":
         saver(result.best_source, result.stats.to_dict(), status, result.seen)
@@ -259,9 +280,33 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
         raise ReprobotError("interrupted; the best result so far is saved", ExitCode.INTERRUPTED)
     if status == "timeout":
         saver(result.best_source, result.stats.to_dict(), "stopped: time limit", result.seen)
-        return _time_limit(failure, repro, result)
+        raise time_limit(repro, result)
     saver(result.best_source, result.stats.to_dict(), status, result.seen)
 
+
+def cold_verdict(failure: Failure, oracle: Oracle, result: ReductionResult,
+                 saver: Saver) -> tuple[str, TracebackRecord | None]:
+    """The final word comes from a cold run in a clean directory. If the result only fails
+    warm, walk back to the newest earlier result that fails cold."""
+    def fails_cold(source: str) -> TracebackRecord | None:
+        verdict = oracle.test(source, warm=False)
+        return find_match(verdict.outcome.tracebacks, failure.signature, failure.spec.options,
+                          as_itself=failure.as_itself, raised=failure.raised)
+
+    record = fails_cold(result.best_source)
+    if record is not None or oracle.runner.zygotes is None:
+        return result.best_source, record
+    console.print("[yellow]the result fails warm but not cold: going back to the last result that fails cold[/]")
+    for source in list(reversed(saver.history[:-1]))[:COLD_FALLBACK_TRIES]:
+        record = fails_cold(source)
+        if record is not None:
+            return source, record
+    return failure.spec.source, None
+
+
+def confirm_cold(failure: Failure, repro: ReproDir, oracle: Oracle, result: ReductionResult,
+                 saver: Saver) -> tuple[str, TracebackRecord]:
+    """The result to keep and its cold traceback; one that never fails cold is flaky."""
     best, record = cold_verdict(failure, oracle, result, saver)
     if record is None:
         raise ReprobotError(f"the reduced script did not fail the same way when re-run in a clean "
@@ -270,24 +315,25 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
         saver(best, {**result.stats.to_dict(), "cold_fallback": True}, "done", result.seen)
         console.print(f"[yellow]kept the last result that fails cold ({count_statements(best)} statements); "
                       f"run again with --resume --cold to continue from it[/]")
-    write_text_atomic(repro.traceback_txt, record.text + "\n")
-    if opts.pin_env:
-        capture_environment(failure, repro)
+    return best, record
+
+
+def print_reduced(repro: ReproDir, result: ReductionResult, best: str, record: TracebackRecord) -> None:
     st = result.stats
     console.print(f"[bold green]reduced[/] {st.statements_before} → {count_statements(best)} statements, "
                   f"{st.size_before.get('tokens')} → {st.size_after.get('tokens')} tokens "
                   f"in {st.runs} runs ({st.cache_hits} cache hits), {st.wall_time:.1f}s"
-                  + (f" [{status}]" if status != "done" else ""))
+                  + (f" [{st.status}]" if st.status != "done" else ""))
     console.print(f"repro: [bold]{escape(str(repro.repro))}[/]")
-    console.print(escape(traceback_tail(scrubbed(record.text), 6)))
-    return 0
+    console.print(escape(traceback_tail(scrub(record.text).text, 6)))
 
 
-def _time_limit(failure: Failure, repro: ReproDir, result: ReductionResult | None = None) -> int:
+def time_limit(repro: ReproDir, result: ReductionResult | None = None) -> ReprobotError:
+    """Say where the best result so far is; the error to stop the command with."""
     size = f" ({result.stats.statements_after} statements)" if result else ""
     console.print(f"[yellow]stopped at the time limit[/]; the best result so far{size} is in {repro.repro}; "
                   f"run again with --resume to continue")
-    raise ReprobotError("stopped at the time limit; run again with --resume to continue", ExitCode.TIME_LIMIT)
+    return ReprobotError("stopped at the time limit; run again with --resume to continue", ExitCode.TIME_LIMIT)
 
 
 def capture_environment(failure: Failure, repro: ReproDir) -> None:

@@ -17,11 +17,12 @@ from __future__ import annotations
 import bisect
 import functools
 import getpass
+import json
 import os
 import re
 import socket
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 # --- the rules --------------------------------------------------------------------------
 
@@ -497,7 +498,15 @@ def scrub(text: str, *, names: Iterable[str] | None = None) -> ScrubResult:
     return ScrubResult("".join(parts), _findings(text, hits))
 
 
-def scrub_tree(value):
+def scrub_json(value: Any) -> Any:
+    """A JSON-able value scrubbed as one JSON document, then read back.
+
+    Unlike ``scrub_tree`` a rule sees a key next to its value, so ``{"HF_TOKEN": "..."}`` is
+    caught by its label even when the value alone looks like nothing."""
+    return json.loads(scrub(json.dumps(value)).text)
+
+
+def scrub_tree(value: Any) -> Any:
     """Every string in a JSON-like value scrubbed (keys too); other values kept as they are."""
     if isinstance(value, str):
         return scrub(value).text

@@ -107,13 +107,8 @@ def shown_path(path: Path) -> str:
     try:
         return "~/" + p.relative_to(Path.home()).as_posix()
     except (ValueError, RuntimeError):
-        return scrubbed(p.as_posix())      # another user's home, a mounted drive: the scrubber's form
-
-
-def scrubbed(text: str) -> str:
-    """Text as it may be stored or printed: secrets, home paths and host names scrubbed."""
-    from bot.scrub import scrub
-    return scrub(text).text
+        from bot.scrub import scrub
+        return scrub(p.as_posix()).text      # another user's home, a mounted drive: the scrubber's form
 
 
 def record_failure(failure: "Failure", root: Path = DEFAULT_ROOT) -> ReproDir:

@@ -23,6 +23,7 @@ from typing import Callable, Iterator
 
 from reducer.errors import ExitCode, ReprobotError
 from reducer.outcome import Outcome, TracebackRecord
+from reducer.processes import kill_group, resolve_python
 from reducer.raised import EXCEPTIONS_ENV, hook_environment, mark, read_raised
 from reducer.tracebacks import parse_tracebacks
 
@@ -51,14 +52,6 @@ class RunSpec:
     # Replace the inherited environment instead of extending it (the Action passes an
     # allow-listed environment so the user's script never sees a secret).
     clean_env: bool = False
-
-
-def check_python(python: str) -> str:
-    """Resolve the interpreter given by --python, or fail with one line."""
-    resolved = shutil.which(python) if os.sep not in python else python
-    if not resolved or not os.path.isfile(resolved) or not os.access(resolved, os.X_OK):
-        raise ReprobotError(f"interpreter not found or not executable: {python}", ExitCode.NO_INTERPRETER)
-    return resolved
 
 
 class _BoundedBuffer:
@@ -103,17 +96,6 @@ def _pump(stream, buf: _BoundedBuffer) -> None:
     for chunk in iter(lambda: stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536), b""):
         buf.feed(chunk)
     stream.close()
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        # a forked child killed before its setsid() is not a group leader yet
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 class _ColdChild:
@@ -256,7 +238,7 @@ class Runner:
         if not spec.script.is_file():
             raise ReprobotError(f"{spec.script}: no such file", ExitCode.FILE_MISSING)
         self.spec = spec
-        self.python = check_python(spec.python)
+        self.python = resolve_python(spec.python)
         self.script_dir = spec.script.resolve().parent
         self._files = self._scan()
         self.zygotes = zygotes
@@ -449,9 +431,9 @@ class Runner:
                             stop_deadline = now + stop_grace
         finally:
             # Kill the whole group: worker subprocesses (multiprocessing, DataLoader) included.
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             while not proc.wait(5.0):
-                _kill_group(proc.pid)
+                kill_group(proc.pid)
             # ...and whatever left the group: daemons that called setsid().
             if env.get(RUN_TAG_ENV):
                 kill_tagged(env[RUN_TAG_ENV])

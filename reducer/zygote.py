@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reducer.errors import ExitCode, ReprobotError
+from reducer.processes import kill_group
 
 SERVER = Path(__file__).with_name("zygote_server.py")
 READY_TIMEOUT = 900.0   # importing the stack on a cold disk can take minutes
@@ -173,10 +174,7 @@ class Zygote:
                 pass
             self._sock = None
         if self._proc is not None:
-            try:
-                os.killpg(self._proc.pid, 9)
-            except (ProcessLookupError, PermissionError):
-                pass
+            kill_group(self._proc.pid)
             self._proc.wait()
             self._proc = None
         if self._home is not None:

@@ -120,7 +120,8 @@ H100 = Path(__file__).parent / "data" / "env" / "h100-cu130"
 
 
 def _recorded_env(name: str) -> dict:
-    from bot.env.probe import scrub_tree, shape_env
+    from bot.env.probe import shape_env
+    from bot.scrub import scrub_tree
     raw = {}
     for line in (H100 / name).read_text().splitlines():
         rec = json.loads(line)

@@ -23,7 +23,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ from bot.action.event import DiscussionEvent, configured_label
 from bot.action.extract import extract
 from bot.action.result import REPRO_SUBDIR, RESULT_FILE, ActionResult
 from reducer.errors import ExitCode
+from reducer.processes import kill_group
 
 DEFAULT_MAX_BODY = 1_000_000
 DEFAULT_MAX_TIME = 900.0
@@ -146,10 +146,7 @@ def _run_bounded(cmd: list[str], *, cwd: Path, env: dict[str, str], wall: float,
             code = None
         finally:
             # The group, not just the child: the user's script may have forked workers.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            kill_group(proc.pid)
             proc.wait()
     return code, _tail(err_path), time.monotonic() - start
 
@@ -186,23 +183,11 @@ def _find_repro(root: Path) -> Path | None:
     return found[0] if found else None
 
 
-def _scrub_json(value: Any) -> Any:
-    from bot.scrub import scrub
-
-    if isinstance(value, str):
-        return scrub(value).text
-    if isinstance(value, list):
-        return [_scrub_json(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _scrub_json(v) for k, v in value.items()}
-    return value
-
-
 def copy_repro(src: Path, dest: Path) -> list[str]:
     """Copy the repro folder's plain files into the artifact: no links, no sub-folders, bounded,
     and scrubbed. Artifacts of a public repository can be downloaded by anyone signed in, and a
     credential the script printed can sit in an exception message (signature.json keeps it)."""
-    from bot.scrub import scrub
+    from bot.scrub import scrub, scrub_tree
 
     dest.mkdir(parents=True, exist_ok=True)
     copied, total = [], 0
@@ -215,7 +200,7 @@ def copy_repro(src: Path, dest: Path) -> list[str]:
         text = p.read_bytes().decode("utf-8", "replace")
         if p.suffix == ".json":
             try:
-                text = json.dumps(_scrub_json(json.loads(text)), indent=2) + "\n"
+                text = json.dumps(scrub_tree(json.loads(text)), indent=2) + "\n"
             except json.JSONDecodeError:
                 text = scrub(text).text
         else:

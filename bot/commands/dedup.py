@@ -36,7 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from bot.prepare import related_for, route_with_index
     from bot.upstream.failure import load_failure
-    from bot.store import ReproDir, scrubbed, write_json_atomic
+    from bot.scrub import scrub, scrub_json
+    from bot.store import ReproDir, write_json_atomic
 
     failure = load_failure(args.repro_dir, args.traceback)
     if not failure.versions and failure.raw_text:
@@ -49,9 +50,9 @@ def run(args: argparse.Namespace) -> int:
                          top=args.top)
     data = result.to_dict()
     if failure.repro_dir is not None:
-        write_json_atomic(ReproDir(failure.repro_dir).related_json, json.loads(scrubbed(json.dumps(data))))
+        write_json_atomic(ReproDir(failure.repro_dir).related_json, scrub_json(data))
     if args.json:
-        print(scrubbed(json.dumps(data, indent=2)))
+        print(scrub(json.dumps(data, indent=2)).text)
         return 0
     where = (f"{result.indexed} known issues bundled with reprobot; your index is empty: `reprobot index seed` "
              "keeps them, `reprobot index sync --repo OWNER/NAME` adds the rest"
@@ -74,13 +75,13 @@ def run(args: argparse.Namespace) -> int:
             state = ("PR merged" if r.is_pr and r.likely_fixed_in else ("PR " if r.is_pr else "") + r.state)
             short = f"{r.repo.split('/')[-1]}#{r.number}"
             table.add_row(str(n), f"{r.score:.2f}", state, f"[link={escape(r.url)}]{escape(short)}[/link]",
-                          escape(r.title[:80]), escape(scrubbed(r.reason)))
+                          escape(r.title[:80]), escape(scrub(r.reason).text))
         console.print(table)
         for n, r in enumerate(result.results, 1):
             fixed = f"  (likely fixed in {r.likely_fixed_in})" if r.likely_fixed_in and not r.is_pr else ""
             console.print(f"  {n}. {escape(r.url)}{escape(fixed)}", soft_wrap=True)
     if result.search_note:
-        console.print(f"[dim]{escape(scrubbed(result.search_note))}[/]")
+        console.print(f"[dim]{escape(scrub(result.search_note).text)}[/]")
     if failure.repro_dir is not None:
-        console.print(f"written to [bold]{escape(scrubbed(str(ReproDir(failure.repro_dir).related_json)))}[/]")
+        console.print(f"written to [bold]{escape(scrub(str(ReproDir(failure.repro_dir).related_json)).text)}[/]")
     return 0

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
 def summary(repro) -> dict:
     """What --json prints: enough for a script to pick up the result."""
-    from bot.store import scrubbed
+    from bot.scrub import scrub_json
     reduction = repro.read_json(repro.reduction_json) if repro.reduction_json.is_file() else {}
     sig = repro.read_json(repro.signature_json)
     data = {"repro_dir": str(repro.path), "repro": str(repro.repro) if repro.repro.is_file() else None,
@@ -78,7 +78,7 @@ def summary(repro) -> dict:
             "statements_before": reduction.get("statements_before"),
             "statements_after": reduction.get("statements_after"), "runs": reduction.get("runs"),
             "signature": sig.get("signature"), "next": f"reprobot file --dry-run {repro.path}"}
-    return json.loads(scrubbed(json.dumps(data)))
+    return scrub_json(data)
 
 
 def _run(args: argparse.Namespace):

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from bot.commands._options import add_db, add_json, add_repro_dir, add_traceback
+from bot.scrub import scrub
 from bot.upstream.targets import TARGETS
 
 console = Console(highlight=False, soft_wrap=True)
@@ -32,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bot.prepare import route_folder, route_with_index
-    from bot.store import ReproDir, scrubbed
+    from bot.store import ReproDir
     from bot.upstream.failure import load_failure
 
     if args.traceback is None and args.repro_dir:
@@ -44,26 +45,26 @@ def run(args: argparse.Namespace) -> int:
                                 use_index=not args.no_index).to_dict()
         data["source"] = "pasted traceback"
     if args.json:
-        print(scrubbed(json.dumps(data, indent=2)))
+        print(scrub(json.dumps(data, indent=2)).text)
         return 0
-    print_route(data, scrubbed)
+    print_route(data)
     if repro is not None:
-        console.print(f"written to [bold]{escape(scrubbed(str(repro.route_json)))}[/]")
+        console.print(f"written to [bold]{escape(scrub(str(repro.route_json)).text)}[/]")
     return 0
 
 
-def print_route(data: dict, scrubbed) -> None:
+def print_route(data: dict) -> None:
     target = data["target"]
     head = f"[bold green]{target}[/]" if target else "[bold yellow]not one of ours[/]"
     confidence = f" (confidence {data['confidence']:.2f})" if target and data.get("confidence") else ""
     console.print(f"target: {head}{confidence}")
-    console.print(f"  {escape(scrubbed(data['verdict']))}")
+    console.print(f"  {escape(scrub(data['verdict']).text)}")
     table = Table(title="candidates", show_lines=False)
     table.add_column("repository")
     table.add_column("score", justify="right")
     table.add_column("reasons")
     for row in data["ranked"]:
-        table.add_row(escape(row["repo"]), f"{row['score']:.1f}", escape(scrubbed("\n".join(row["reasons"]))))
+        table.add_row(escape(row["repo"]), f"{row['score']:.1f}", escape(scrub("\n".join(row["reasons"])).text))
     console.print(table)
     facts = [("raised in", data.get("raised_in")), ("entry point", data.get("entry_point")),
              ("boundary", data.get("boundary")), ("model family", data.get("model_family")),
@@ -72,4 +73,4 @@ def print_route(data: dict, scrubbed) -> None:
              ("who can help", " ".join(data.get("who_can_help") or []) or None)]
     for label, value in facts:
         if value:
-            console.print(f"[bold]{label}:[/] {escape(scrubbed(str(value)))}")
+            console.print(f"[bold]{label}:[/] {escape(scrub(str(value)).text)}")

@@ -39,9 +39,11 @@ from pathlib import Path
 from packaging.markers import InvalidMarker
 from packaging.requirements import InvalidRequirement, Requirement
 
-from bot.env.probe import resolve_python, run_probe
+from bot.env.probe import run_probe
+from bot.scrub import scrub
 from bot.store import ReproDir, write_text_atomic
 from reducer.errors import ExitCode, ReprobotError
+from reducer.processes import resolve_python
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 TORCH_INDEX = "https://download.pytorch.org/whl/"
@@ -265,11 +267,6 @@ def torch_index(dists: list[Dist]) -> str | None:
 
 # --- writing the files -----------------------------------------------------------------------
 
-def _scrub(text: str) -> str:
-    from bot.scrub import scrub  # shared with the drafts
-    return scrub(text).text
-
-
 def render_requirements_in(roots: list[Dist], extra_index: str | None, python_version: str, modules: int) -> str:
     lines = ["# requirements.in — written by reprobot: the distributions the repro imports",
              f"# ({modules} top-level module(s) loaded in its run, mapped to distributions), pinned to the",
@@ -383,7 +380,7 @@ def write_lock(repro_dir: ReproDir, python: str, imported_modules: list[str] | N
         offline = os.environ.get("REPROBOT_OFFLINE", "") not in ("", "0")
 
     write_text_atomic(repro_dir.requirements_in,
-                      _scrub(render_requirements_in(roots, extra_index, env.python_version, len(imported_modules))))
+                      scrub(render_requirements_in(roots, extra_index, env.python_version, len(imported_modules))).text)
 
     hashed = [d for d in closure if d.hashable]
     # What pip-compile must resolve: the importable roots, and the installed dependencies of
@@ -439,7 +436,7 @@ def write_lock(repro_dir: ReproDir, python: str, imported_modules: list[str] | N
     if missing:
         tail += ["", "# Declared but not installed in the failing environment (left out):"]
         tail += [f"#   {m}" for m in missing]
-    write_text_atomic(repro_dir.requirements_lock, _scrub(text + "\n" + "\n".join(tail) + ("\n" if tail else "")))
+    write_text_atomic(repro_dir.requirements_lock, scrub(text + "\n" + "\n".join(tail) + ("\n" if tail else "")).text)
     return LockResult(mode=mode, reason=why, roots=[d.name for d in roots], closure=[d.name for d in closure],
                       unhashable=[d.name for d in closure if not d.hashable], index_urls=indexes,
                       seconds=round(time.monotonic() - t0, 2))

@@ -559,16 +559,6 @@ def probe_source() -> str:
         return fh.read()
 
 
-def resolve_python(python: str) -> str:
-    from reducer.errors import ExitCode, ReprobotError
-    # A bare name is looked up on PATH; a path is made absolute (the probe runs elsewhere) but
-    # not resolved: a venv's python is a symlink whose location is what selects the venv.
-    exe = shutil.which(python) if os.sep not in python else python
-    if not exe or not os.path.isfile(exe) or not os.access(exe, os.X_OK):
-        raise ReprobotError(f"{python}: no such Python interpreter", ExitCode.NO_INTERPRETER)
-    return os.path.abspath(exe)
-
-
 def run_probe(python: str, sections: "list[str] | None" = None, modules: "list[str] | None" = None,
               timeout: float = DEFAULT_TIMEOUT) -> dict:
     """Run the probe's sections in ``python``; returns {section: data}, raw (not scrubbed).
@@ -580,6 +570,7 @@ def run_probe(python: str, sections: "list[str] | None" = None, modules: "list[s
     """
     import tempfile
     from reducer.errors import ExitCode, ReprobotError
+    from reducer.processes import kill_group, resolve_python
     exe = resolve_python(python)
     wanted = list(sections or SECTIONS)
     results: dict = {}
@@ -618,7 +609,9 @@ def run_probe(python: str, sections: "list[str] | None" = None, modules: "list[s
                                + (f", signal {-proc.returncode}" if proc.returncode < 0 else "")
                                + f"): {tail[0][:200]}")
             except subprocess.TimeoutExpired:
-                _kill_group(proc)
+                # A hung import may have spawned helpers: the whole session goes, not just the child.
+                kill_group(proc.pid)
+                proc.communicate()
                 hangs += 1
                 failure = f"timed out after {timeout:.0f}s"
             begun = None
@@ -653,25 +646,6 @@ def _target_packages() -> "list[str]":
     # Imported here, not at the top: the top half of this file runs alone in the user's interpreter.
     from bot.upstream.targets import env_packages
     return [p for p in env_packages() if p not in STACK + EXTRA]
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    # A hung import may have spawned helpers: the whole session goes, not just the child.
-    import signal
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:
-            proc.kill()
-    except OSError:
-        pass
-    proc.communicate()
-
-
-def scrub_tree(value):
-    # Imported lazily: this file also runs on its own in the user's interpreter as the probe.
-    from bot.scrub import scrub_tree as _scrub_tree
-    return _scrub_tree(value)
 
 
 def shape_env(raw: dict) -> dict:
@@ -725,6 +699,8 @@ def shape_env(raw: dict) -> dict:
 
 def capture_env(python: str, timeout: float = DEFAULT_TIMEOUT) -> dict:
     """env.json's content for the interpreter ``python``, scrubbed (no usernames, homes, hosts)."""
+    # Imported here: the top of this file also runs on its own in the user's interpreter.
+    from bot.scrub import scrub_tree
     return scrub_tree(shape_env(run_probe(python, timeout=timeout)))
 
 

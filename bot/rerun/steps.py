@@ -26,7 +26,10 @@ def run_versions(folder: ReproDir, python: str, *, index: IndexOptions | None = 
     lock = read_lock(folder.requirements_lock)
     runner = ReproRunner(repro, python, timeout=timeout)
     try:
-        versions = VersionRunner(runner, python, lock, index or IndexOptions(tuple(lock.index_options)), notify)
+        # The interpreter as the runner resolved it: the overlays and their cache key must name the
+        # same executable the rows run, not a bare name looked up again elsewhere.
+        versions = VersionRunner(runner, runner.runner.python, lock, index or IndexOptions(tuple(lock.index_options)),
+                                 notify)
         bisection = None
         rows: list[Row] = []
         if bisect:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.upstream.index import IndexedIssue, IssueIndex, issue_row, normalized
-from bot.upstream.failure import Failure, unmangle
+from bot.upstream.failure import FailureReport, unmangle
 from bot.upstream.targets import stack_packages, target_for_repo, targets
 from reducer.errors import ReprobotError
 from reducer.signature import library_frames
@@ -73,7 +73,7 @@ def generic_message(message: str | None) -> bool:
     return bool(message and _GENERIC_MESSAGE.search(message))
 
 
-def query_of(failure: Failure, target_repo: str | None = None) -> Query:
+def query_of(failure: FailureReport, target_repo: str | None = None) -> Query:
     rec = failure.record
     frames = []
     for f in library_frames(rec):
@@ -329,7 +329,7 @@ class DedupResult:
                 "note": "candidates only: reprobot never labels or closes issues"}
 
 
-def dedup(index: IssueIndex, failure: Failure, *, target_repo: str | None = None, client: Any = None,
+def dedup(index: IssueIndex, failure: FailureReport, *, target_repo: str | None = None, client: Any = None,
           search_repos: list[str] | None = None, top: int = TOP_N) -> DedupResult:
     query = query_of(failure, target_repo)
     extra: list[IndexedIssue] = []

@@ -19,8 +19,10 @@ from reducer.tracebacks import parse_tracebacks
 
 
 @dataclass
-class Failure:
-    """What route and dedup read: the failing record, and what the repro folder adds."""
+class FailureReport:
+    """A failure as routing and dedup see it: the failing record, from a repro folder or a pasted
+    traceback, and what the folder adds. Unlike reducer/failure.py's ``Failure`` it holds no
+    runner and no signature: it may come from a paste that was never run here."""
 
     record: TracebackRecord
     source: str                      # "repro folder <path>" | "pasted traceback"
@@ -59,11 +61,11 @@ def error_line_record(text: str) -> TracebackRecord | None:
     return None
 
 
-def failure_from_text(text: str) -> Failure:
+def failure_from_text(text: str) -> FailureReport:
     records = parse_tracebacks(text)
     if not records and (alone := error_line_record(text)) is not None:
         records = [alone]
-    return Failure(pick_record(records), "pasted traceback", raw_text=text)
+    return FailureReport(pick_record(records), "pasted traceback", raw_text=text)
 
 
 def read_traceback_arg(arg: str) -> str:
@@ -95,7 +97,7 @@ def env_versions(env: Any) -> dict[str, str]:
     return out
 
 
-def failure_from_repro(path: str | Path) -> Failure:
+def failure_from_repro(path: str | Path) -> FailureReport:
     from bot.store import ReproDir
 
     d = ReproDir.open(path)
@@ -109,10 +111,10 @@ def failure_from_repro(path: str | Path) -> Failure:
         raise ReprobotError(f"{d.signature_json}: malformed record ({e})", ExitCode.BAD_INPUT) from None
     repro = d.repro.read_text(encoding="utf-8") if d.repro.is_file() else None
     versions = env_versions(d.read_json(d.env_json)) if d.env_json.is_file() else {}
-    return Failure(record, "repro folder", repro, versions, d.path)
+    return FailureReport(record, "repro folder", repro, versions, d.path)
 
 
-def load_failure(path: str | None, traceback_arg: str | None) -> Failure:
+def load_failure(path: str | None, traceback_arg: str | None) -> FailureReport:
     """The CLI's two inputs: a repro folder, or ``--traceback FILE|-``."""
     if traceback_arg is not None:
         if path:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.upstream.dedup import query_of, rank
-from bot.upstream.failure import Failure
+from bot.upstream.failure import FailureReport
 from bot.upstream.targets import stack_packages, targets
 
 K = 5
@@ -40,7 +40,7 @@ def _landed(index: Any, repo: str, number: int, package_of: dict[str, str]) -> s
     return next(iter(fixes)) if len(fixes) == 1 else repo
 
 
-def votes(index: Any, failure: Failure, k: int = K) -> list[Vote]:
+def votes(index: Any, failure: FailureReport, k: int = K) -> list[Vote]:
     """The repositories the ``k`` nearest indexed failures point at, best first. An index may
     carry ``excluded`` = (repo, number): that issue is not its own neighbour (evaluation)."""
     if index is None or not failure.record.message:

@@ -25,7 +25,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from bot.upstream.failure import Failure, PathFrame, path_frames
+from bot.upstream.failure import FailureReport, PathFrame, path_frames
 from bot.upstream import targets as registry
 from bot.upstream.targets import TARGETS  # noqa: F401  (re-exported: tests read it from here)
 from reducer.errors import ExitCode, ReprobotError
@@ -191,7 +191,7 @@ class RouteResult:
 class _Evidence:
     """What every piece of evidence reads, and the candidates it adds points to."""
 
-    failure: Failure
+    failure: FailureReport
     frames: list[PathFrame]
     cands: dict[str, Candidate] = field(default_factory=dict)
     raised_in: str | None = None
@@ -434,7 +434,7 @@ EVIDENCE = (_raised, _out_of_memory, _entry_point, _crossed_boundary, _named_in_
             _presence, _integration)
 
 
-def route(failure: Failure, *, index: Any = None) -> RouteResult:
+def route(failure: FailureReport, *, index: Any = None) -> RouteResult:
     """Rank the repositories that could own ``failure`` by the evidence above; ``index`` (an
     IssueIndex) adds where similar failures were filed."""
     ev = _Evidence(failure, path_frames(failure.record))
