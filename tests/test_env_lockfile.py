@@ -191,3 +191,28 @@ def test_index_package_depending_on_a_vcs_install_still_hashes(monkeypatch: pyte
     assert "python-dateutil==2.9.0.post0 \\" in lines
     assert "six==1.17.0 \\" in lines
     assert "example.invalid" not in text
+
+
+def test_a_script_that_outlives_the_module_probe_takes_its_workers_with_it(tmp_path: Path) -> None:
+    import os
+    import time
+    pidfile = tmp_path / "worker.pid"
+    script = tmp_path / "serve.py"
+    script.write_text(
+        "import os, subprocess, sys, time\n"
+        "w = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(w.pid))\n"
+        "time.sleep(60)\n", encoding="utf-8")
+    with pytest.raises(ReprobotError, match="could not record the modules"):
+        find_imported_modules(sys.executable, script, timeout=3)
+    worker = int(pidfile.read_text())
+    for _ in range(50):     # the kill is sent; give the kernel a moment to reap
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            break
+        if open(f"/proc/{worker}/stat").read().split(") ")[1].startswith("Z"):
+            break           # a zombie waiting for its (also killed) parent's reaper: dead
+        time.sleep(0.1)
+    else:
+        pytest.fail("the script's worker outlived the module probe")

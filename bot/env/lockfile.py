@@ -43,7 +43,7 @@ from bot.env.probe import run_probe
 from bot.scrub import scrub
 from bot.store import ReproDir, write_text_atomic
 from reducer.errors import ExitCode, ReprobotError
-from reducer.processes import resolve_python
+from reducer.processes import kill_group, resolve_python
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 TORCH_INDEX = "https://download.pytorch.org/whl/"
@@ -165,14 +165,21 @@ def find_imported_modules(python: str, script: Path, args: tuple[str, ...] = (),
         env = dict(os.environ, **{MODULES_ENV: str(out)})
         env.pop("PYTHONPATH", None)
         try:
-            subprocess.run([python, str(launcher), str(work / script.name), *args], cwd=work, env=env,
-                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           timeout=timeout, start_new_session=True)
-        except subprocess.TimeoutExpired:
-            pass  # killed: nothing was written, reported below
+            proc = subprocess.Popen([python, str(launcher), str(work / script.name), *args], cwd=work, env=env,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True)
         except OSError as e:
             raise ReprobotError(f"{python}: cannot run this interpreter ({e.strerror})",
                                 ExitCode.NO_INTERPRETER) from None
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(proc.pid)    # the script's workers too; nothing was written, reported below
+            proc.wait()
+        except BaseException:
+            kill_group(proc.pid)
+            proc.wait()
+            raise
         try:
             names = json.loads(out.read_text(encoding="utf-8"))
         except (OSError, ValueError):
