@@ -86,24 +86,69 @@ def route_folder(repro: ReproDir, *, db: str | Path | None = None, use_index: bo
     return data
 
 
+# A target repository synced longer ago than this is brought up to date before `dedup` ranks.
+SYNC_EVERY_HOURS = 24.0
+
+
 def related_for(failure, target: str | None, *, db: str | Path | None = None, api_url: str | None = None,
-                search: bool = True, top: int = 5):
-    """dedup against the local index, plus GitHub search when a token is set (and ``search``)."""
+                search: bool = True, top: int = 5, sync: bool = False, anonymous_search: bool = False,
+                progress: Callable[[Any], None] | None = None):
+    """dedup against the local index, plus GitHub search when a token is set (and ``search``);
+    with ``anonymous_search``, also without a token (GitHub allows a few a minute; only the
+    scrubbed error phrase is sent). With ``sync`` and a token, the target repository's issues are
+    fetched into the index first, incrementally; without a token the result says what it missed."""
     from bot.issue.github import github_client, token_from_env
     from bot.upstream.dedup import dedup
     from bot.upstream.index import IssueIndex
+    token = token_from_env()
     client = None
-    if search and token_from_env():
+    if search and (token or anonymous_search):
         # Search is an extra: a short timeout and one retry, so no network costs seconds, not minutes.
         client = github_client(api_url=api_url, max_wait=15, timeout=10, retries=1)
+    notes: list[str] = []
     with IssueIndex.open(db) as index:
+        if sync and target:
+            if token:
+                notes += _sync_target(index, target, api_url, progress)
+            elif not index.last_sync(target):
+                notes.append(f"{target}'s own issues were not fetched into the index: that needs a GitHub "
+                             f"token (set {_TOKEN}; read access to public repositories is enough)")
         if index.count():
-            return dedup(index, failure, target_repo=target, client=client, top=max(1, top))
+            result = dedup(index, failure, target_repo=target, client=client, top=max(1, top))
+            result.notes = notes
+            return result
     # An empty index (a new user): the known issues bundled with reprobot.
     with _bundled_index() as index:
         result = dedup(index, failure, target_repo=target, client=client, top=max(1, top))
     result.index_source = "bundled"
+    result.notes = notes
     return result
+
+
+_TOKEN = "GITHUB_TOKEN"
+
+
+def _sync_target(index, target: str, api_url: str | None, progress) -> list[str]:
+    """Bring the target's issues up to date when they never were, or not for a day; stopping
+    (rate limit, network) keeps every committed page and says so: the next run continues."""
+    from datetime import datetime, timezone
+    from bot.issue.github import github_client
+    from bot.upstream.index import sync
+    synced = index.synced_at(target)
+    if synced:
+        age = datetime.now(timezone.utc) - datetime.strptime(synced, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+        if age.total_seconds() < SYNC_EVERY_HOURS * 3600:
+            return []
+    before = index.count(target)
+    try:
+        stats = sync(index, target, client=github_client(api_url=api_url), progress=progress)
+    except ReprobotError as e:
+        return [f"sync of {target} stopped ({e.message}); {index.count(target) - before} issue(s) added, "
+                "the next dedup continues from there"]
+    if stats.not_modified:
+        return [f"{target}: no issue updated since the last sync"]
+    return [f"{target}: {stats.fetched} issue(s)/PR(s) fetched" + (f" since {stats.since}" if stats.since else "")
+            + f"; {index.count(target)} indexed"]
 
 
 def dedup_folder(repro: ReproDir, target: str | None, **kwargs: Any) -> dict[str, Any]:

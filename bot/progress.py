@@ -1,5 +1,5 @@
-"""Progress of a reduction, fitted to where it goes: a live bar on a terminal; on a log (CI,
-`| tee`) one plain line at each accepted step and otherwise at most every PLAIN_EVERY seconds."""
+"""Progress fitted to where it goes: a live bar on a terminal; on a log (CI, `| tee`) plain
+lines, at each accepted step of a reduction and otherwise at most every PLAIN_EVERY seconds."""
 from __future__ import annotations
 
 import time
@@ -49,3 +49,36 @@ class ReductionProgress:
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
             self._bar.__exit__(*exc)
+
+
+class SyncProgress:
+    """An issue sync, page by page: a live line on a terminal, a plain line every PLAIN_EVERY
+    seconds on a log, nothing for ``--json`` (``console`` None)."""
+
+    def __init__(self, console: Console | None, every: float = PLAIN_EVERY) -> None:
+        self.console, self.every = console, every
+        self._status = None
+        self._last_line = time.monotonic()
+
+    def __enter__(self) -> "SyncProgress":
+        return self
+
+    def update(self, stats) -> None:
+        text = f"syncing {stats.repo}: page {stats.pages}, {stats.fetched} issue(s)/PR(s) (up to {stats.watermark})"
+        if self.console is None or self.console.quiet:
+            return
+        if self.console.is_terminal:
+            if self._status is None:
+                self._status = self.console.status(text)
+                self._status.__enter__()
+            else:
+                self._status.update(text)
+            return
+        now = time.monotonic()
+        if stats.pages == 1 or now - self._last_line >= self.every:
+            self._last_line = now
+            print(f"[dedup] {text}", flush=True)
+
+    def __exit__(self, *exc) -> None:
+        if self._status is not None:
+            self._status.__exit__(*exc)

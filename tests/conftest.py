@@ -13,6 +13,9 @@ def _isolated_from_the_user(tmp_path_factory: pytest.TempPathFactory, monkeypatc
     """No test reads the developer's issue index or sends their token anywhere."""
     monkeypatch.setenv("REPROBOT_INDEX_DB", str(tmp_path_factory.mktemp("index") / "issues.db"))
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    # Nothing reaches the real GitHub, not even an unauthenticated search: a closed local port
+    # (tests that talk to GitHub use the fake_github fixture, which points here instead).
+    monkeypatch.setenv("REPROBOT_GITHUB_API", "http://127.0.0.1:9")
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ Other helpers ADD routes (a new ``_route`` entry and handler method); never rewr
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import re
@@ -345,6 +346,16 @@ class FakeGitHub:
         if fault:  # after=True: the effect happened, the client sees a failure anyway
             entry.status = fault.status
             return self._fault_response(fault, resource)
+        if method == "GET" and status == 200:
+            # Conditional requests, as GitHub answers them: a weak ETag of the body; a matching
+            # If-None-Match gets 304 with no body, and a 304 is not charged to the rate limit.
+            etag = 'W/"' + hashlib.sha1(json.dumps(out, sort_keys=True).encode()).hexdigest() + '"'
+            hdrs = {**hdrs, "ETag": etag}
+            if headers.get("if-none-match") == etag:
+                with self._lock:
+                    bucket.remaining += 1
+                    bucket.used -= 1
+                status, out = 304, None
         entry.status = status
         return status, {**self._rate_headers(resource), **hdrs}, out
 

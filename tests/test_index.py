@@ -167,6 +167,38 @@ def test_sync_is_incremental_with_since(fake_github: FakeGitHub, tmp_path: Path)
     assert fake_github.requests_to("GET", r"/issues$")[-1].query["since"] == [mark]
 
 
+def test_an_unchanged_repository_answers_304_and_costs_no_rate_limit(fake_github: FakeGitHub, tmp_path: Path) -> None:
+    seed_server(fake_github, 20)
+    with IssueIndex.open(tmp_path / "db.sqlite3") as index:
+        sync(index, REPO, client=github_client())
+        # the first sync from the new watermark reads the boundary issue again and keeps the ETag
+        again = sync(index, REPO, client=github_client())
+        assert again.fetched == 1 and not again.not_modified
+        before = fake_github.rate["core"].remaining
+        quiet = sync(index, REPO, client=github_client())
+        assert quiet.not_modified and quiet.fetched == 0 and quiet.pages == 0
+        last = fake_github.requests_to("GET", r"/issues$")[-1]
+        assert last.status == 304 and last.headers.get("if-none-match", "").startswith('W/"')
+        assert fake_github.rate["core"].remaining == before - 1       # /repos only; the 304 is free
+        fake_github.add_issue(REPO, number=21, title="new one", updated_at="2026-02-15T00:00:00Z")
+        fresh = sync(index, REPO, client=github_client())
+        assert not fresh.not_modified and fresh.fetched == 2 and index.count(REPO) == 21
+
+
+def test_an_exhausted_sync_continues_where_it_stopped(fake_github: FakeGitHub, tmp_path: Path) -> None:
+    seed_server(fake_github, 100)
+    fake_github.set_rate("core", remaining=3, reset=int(time.time()) + 3600)
+    with IssueIndex.open(tmp_path / "db.sqlite3") as index:
+        with pytest.raises(ReprobotError):
+            sync(index, REPO, client=github_client(max_wait=2), comments=False, per_page=20)
+        mark = index.last_sync(REPO)
+        fake_github.set_rate("core", remaining=5000)
+        stats = sync(index, REPO, client=github_client(), comments=False, per_page=20)
+        assert stats.since == mark and index.count(REPO) == 100
+        # it asked from the watermark, not from the beginning
+        assert fake_github.requests_to("GET", r"/issues$")[-stats.pages].query["since"] == [mark]
+
+
 def test_sync_survives_one_secondary_rate_limit(fake_github: FakeGitHub, tmp_path: Path) -> None:
     seed_server(fake_github, 30)
     fake_github.fail_next("GET", rf"^/repos/{REPO}/issues$", 403, {"Retry-After": "1"})
@@ -220,3 +252,37 @@ def test_versions_from_system_info_forms() -> None:
             "- PyTorch version (GPU?): 2.0.1+cu117 (True)\npeft==0.6.2\n")
     assert extract("t", body, "", REPO, False).versions == {
         "transformers": "4.35.2", "accelerate": "1.7.0", "torch": "2.0.1", "peft": "0.6.2"}
+
+
+def test_dedup_fetches_the_target_repository_first_then_only_daily(fake_github: FakeGitHub, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    seed_server(fake_github, 30)
+    db = str(tmp_path / "db.sqlite3")
+    tb = tmp_path / "tb.txt"
+    tb.write_text(SEED_TB, encoding="utf-8")
+    assert main(["dedup", "--traceback", str(tb), "--repo", REPO, "--db", db, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["index_source"] == "index" and out["indexed_issues"] == 30
+    assert out["notes"] == [f"{REPO}: 30 issue(s)/PR(s) fetched; 30 indexed"]
+    # issue 5 carries this very traceback: found through the index the sync just filled
+    assert out["results"][0]["number"] == 5
+    listed = len(fake_github.requests_to("GET", r"^/repos/.*/issues$"))
+    assert main(["dedup", "--traceback", str(tb), "--repo", REPO, "--db", db, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["notes"] == []      # synced less than a day ago
+    assert len(fake_github.requests_to("GET", r"^/repos/.*/issues$")) == listed
+
+
+def test_dedup_without_a_token_says_what_it_could_not_fetch(fake_github: FakeGitHub, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    seed_server(fake_github, 5)
+    monkeypatch.delenv("GITHUB_TOKEN")
+    tb = tmp_path / "tb.txt"
+    tb.write_text(SEED_TB, encoding="utf-8")
+    assert main(["dedup", "--traceback", str(tb), "--repo", REPO, "--db", str(tmp_path / "db.sqlite3")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"{REPO}'s own issues were not fetched into the index: that needs a GitHub token" in out
+    assert not fake_github.requests_to("GET", r"^/repos/.*/issues$")
+    # the search still went out, unauthenticated
+    searches = fake_github.requests_to("GET", r"^/search/issues$")
+    assert searches and all(r.user is None for r in searches)

@@ -2,8 +2,11 @@
 
     reprobot dedup repros/<id>           rank the index; writes repros/<id>/related.json
     reprobot dedup --traceback FILE|-    the same for a pasted traceback, nothing written
-With GITHUB_TOKEN set (and not --no-search), GitHub's issue search for the exact error text
-adds candidates the index does not have (30 searches a minute at most).
+GitHub's issue search for the exact error text adds candidates the index does not have (30
+searches a minute with GITHUB_TOKEN, a few without). With GITHUB_TOKEN, the target repository's
+issues are first fetched into the index: all of them the first time, then what changed (at most
+daily; an interrupted sync continues where it stopped). --no-sync skips that; --no-search sends
+nothing to GitHub at all.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from bot.commands._options import add_api_url, add_db, add_json, add_no_search, add_repro_dir, add_traceback
+from bot.progress import SyncProgress
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -28,6 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top", type=int, default=5, help="how many to show (default: 5)")
     p.add_argument("--repo", metavar="OWNER/NAME", help="target repository (default: what `route` decides)")
     add_no_search(p)
+    p.add_argument("--no-sync", action="store_true",
+                   help="rank what the index holds, without fetching the target repository's issues first")
     add_api_url(p)
     add_json(p, "related.json")
     p.set_defaults(func=run)
@@ -46,8 +52,13 @@ def run(args: argparse.Namespace) -> int:
         # A forum post usually states its versions next to the traceback.
         failure.versions = mentioned_versions(failure.raw_text)
     target = args.repo or route_with_index(failure, db=args.db).target
-    result = related_for(failure, target, db=args.db, api_url=args.api_url, search=not args.no_search,
-                         top=args.top)
+    with SyncProgress(console if not args.json else None) as progress:
+        result = related_for(failure, target, db=args.db, api_url=args.api_url, search=not args.no_search,
+                             top=args.top, sync=not (args.no_sync or args.no_search), anonymous_search=True,
+                             progress=progress.update)
+    for note in result.notes:
+        if not args.json:
+            console.print(escape(scrub(note).text))
     data = result.to_dict()
     if failure.repro_dir is not None:
         write_json_atomic(ReproDir(failure.repro_dir).related_json, scrub_json(data))

@@ -319,13 +319,14 @@ class DedupResult:
     search_note: str | None
     indexed: int
     index_source: str = "index"       # "bundled": the user's index was empty; reprobot's known issues
+    notes: list[str] = field(default_factory=list)     # what was synced first, or why not
 
     def to_dict(self) -> dict[str, Any]:
         return {"results": [r.to_dict() for r in self.results],
                 "query": {"exc_type": self.query.exc_type, "message": self.query.norm,
                           "frames": self.query.frames, "target_repo": self.query.target_repo},
                 "github_search": {"used": self.searched, "note": self.search_note},
-                "indexed_issues": self.indexed, "index_source": self.index_source,
+                "indexed_issues": self.indexed, "index_source": self.index_source, "notes": self.notes,
                 "note": "candidates only: reprobot never labels or closes issues"}
 
 

@@ -398,6 +398,24 @@ class IssueIndex:
                           (repo, last_sync, now))
 
     # reads
+    def set_conditional(self, repo: str, since: str | None, etag: str) -> None:
+        """The ETag GitHub gave the first page of a sync from ``since``: asking the same again
+        with If-None-Match costs no rate limit when nothing changed (a 304)."""
+        self.conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                          (f"etag:{repo}", json.dumps({"since": since or "", "etag": etag})))
+
+    def conditional(self, repo: str, since: str | None) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (f"etag:{repo}",)).fetchone()
+        try:
+            saved = json.loads(row["value"]) if row else {}
+        except ValueError:
+            return None
+        return saved.get("etag") if saved.get("since") == (since or "") else None
+
+    def synced_at(self, repo: str) -> str | None:
+        row = self.conn.execute("SELECT synced_at FROM repos WHERE repo=?", (repo,)).fetchone()
+        return row["synced_at"] or None if row else None
+
     def last_sync(self, repo: str) -> str | None:
         row = self.conn.execute("SELECT last_sync FROM repos WHERE repo=?", (repo,)).fetchone()
         return row["last_sync"] or None if row else None
@@ -560,6 +578,7 @@ class SyncStats:
     pages: int = 0
     comments_fetched: int = 0
     watermark: str | None = None
+    not_modified: bool = False      # GitHub answered 304 to the first page: nothing new
 
 
 def _next_link(headers: dict[str, Any]) -> str | None:
@@ -594,9 +613,23 @@ def sync(index: IssueIndex, repo: str, *, client: Any, full: bool = False, comme
     url: str | None = f"{gh_repo.url}/issues"
     requester = client.requester
     budget = comment_budget
+    etag = index.conditional(full_name, since)
+    first = True
     while url:
         with github_errors(f"sync {full_name}"):
-            headers, page = requester.requestJsonAndCheck("GET", url, params)
+            conditional = {"If-None-Match": etag} if first and etag else None
+            headers, page = requester.requestJsonAndCheck("GET", url, params, conditional)
+            if conditional and page is None:
+                stats.not_modified = True       # 304: nothing updated since the last sync
+                with index.transaction():
+                    index.set_watermark(full_name, since)
+                return stats
+            if first:
+                tag = next((v for k, v in headers.items() if k.lower() == "etag"), None)
+                if tag:
+                    with index.transaction():
+                        index.set_conditional(full_name, since, tag)
+                first = False
             if not isinstance(page, list):
                 raise ReprobotError(f"sync {full_name}: GitHub answered an unexpected payload", ExitCode.NETWORK)
             rows = []
