@@ -1,23 +1,28 @@
 # reprobot corpus: handler_hides_failure
-# Exercises: an export step wrapped in a handler that logs one line (no traceback) and re-raises
-#   a generic RuntimeError("export failed"): the process exits 1 and the last traceback is the
-#   generic one; the exception a maintainer needs (the csv error naming the user's field) is only
-#   shown as the context, "During handling of the above exception...". Also: rows built from
-#   orders with computed columns, a column selection from a report profile, totals nobody needs.
+# Exercises: an export step behind a `@fallback(default)` handler that catches the error, logs it
+#   with log.exception and returns the default (an empty report), so the process EXITS 0 with a
+#   degraded result and the csv error naming the user's field is only in the log. (The other
+#   shape, logging one line and re-raising a generic RuntimeError, makes the generic wrapper the
+#   last traceback, which is not the exception a maintainer needs.) Also: rows built from orders
+#   with computed columns, a column selection from a report profile, totals nobody needs.
 # Expected failure: ValueError: dict contains fields not in fieldnames: 'region'
-#   raised by `writer.writerow(row)` in write_rows (line 78, marked FAILING LINE); the handler in
-#   export raises RuntimeError from it. A good repro ends with the ValueError uncaught and last.
+#   raised by `writer.writerow(row)` in write_rows (line 96, marked FAILING LINE), logged by the
+#   fallback handler around export. A good repro ends with the ValueError uncaught and last.
 # Ideal result (2 statements):
-#   import csv, sys
-#   csv.DictWriter(sys.stdout, ['id']).writerow({'region': 'eu'})
+#   import csv, sys; csv.DictWriter(sys.stdout, ['id']).writerow({'region': 'eu'})
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import logging
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from decimal import Decimal
+from typing import TypeVar
+
+T = TypeVar("T")
 
 log = logging.getLogger("export")
 
@@ -46,8 +51,21 @@ ORDERS = [
 ]
 
 
-class ExportError(RuntimeError):
-    pass
+def fallback(default: T) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Degrade instead of failing: a broken report must not stop the nightly run."""
+
+    def wrap(fn: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(fn)
+        def guarded(*args: object, **kwargs: object) -> T:
+            try:
+                return fn(*args, **kwargs)
+            except (ValueError, KeyError):
+                log.exception("%s failed, using the default", fn.__name__)
+                return default
+
+        return guarded
+
+    return wrap
 
 
 def gross(order: Order) -> Decimal:
@@ -78,15 +96,12 @@ def write_rows(out: io.StringIO, columns: list[str], rows: list[dict[str, object
         writer.writerow(row)  # FAILING LINE: 'region' is not one of the profile's columns
 
 
+@fallback(default="")
 def export(profile: str, orders: list[Order], extra: bool = False) -> str:
     columns = PROFILES[profile]
     out = io.StringIO()
-    try:
-        rows = [select(to_row(o, extra), columns) for o in orders]
-        write_rows(out, columns, rows)
-    except (ValueError, KeyError) as exc:
-        log.error("export of %s failed: %s", profile, type(exc).__name__)
-        raise ExportError("export failed")
+    rows = [select(to_row(o, extra), columns) for o in orders]
+    write_rows(out, columns, rows)
     return out.getvalue()
 
 
