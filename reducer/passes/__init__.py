@@ -2,7 +2,8 @@
 candidates through the gate (see ``reducer.search``); one module per family of passes."""
 from __future__ import annotations
 
-from reducer.passes import arguments, classes, cleanup, constants, direct, inline, literals, slicing, statements, unwrap
+from reducer.passes import (arguments, classes, cleanup, constants, direct, inline, literals, single, slicing,
+                            statements, unwrap)
 from reducer.passes.base import Pass
 from reducer.passes.first_cut import first_cut
 
@@ -18,6 +19,11 @@ STRUCTURE: list[Pass] = [
     Pass("recorded_values", constants.recorded_values),
     Pass("resolve_dispatch", constants.resolve_dispatch),
     Pass("call_directly", direct.call_directly),
+    # Right after call_directly, whose map rewrite leaves `[fn(a)]` and `map(fn, [a])`, and before
+    # flatten and the constant passes: a one-step loop is a plain assignment they can follow, and
+    # a loop header gone is a statement fewer for every pass after it. Shrinking a container to
+    # its failing entry (FINE) sends the search back here.
+    Pass("single_element", single.single_element),
     Pass("flatten", inline.flatten),
     Pass("fold_constants", constants.fold_constants),
     Pass("slice", slicing.slice_failure),

@@ -1,0 +1,251 @@
+"""One element, no iteration: a loop or a comprehension over a literal one-element iterable is
+written as its one step, and a one-element display read at index 0 is its element.
+
+    for x in [a]: body                      ->  x = a; body        (also (a,), {a})
+    for i, x in enumerate([a]): body        ->  i, x = 0, a; body  (enumerate(..., start=k): k)
+    for k, v in {a: b}.items(): body        ->  k, v = a, b; body
+    [f(x) for x in [a]]                     ->  [f(a)]             (also set and dict comprehensions)
+    [a][0], (a,)[-1]                        ->  a
+    map(f, [a])                             ->  [f(a)]
+    [f(a)]  (a statement of its own)        ->  f(a)
+
+Such iterables are what shrinking a container to the failing entry, or calling a map directly,
+leaves behind; the one-step form drops a loop header (a statement) and gives later passes a plain
+assignment to propagate. A loop with an ``else`` is left alone (whether it runs depends on a
+``break``).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import libcst as cst
+
+from reducer.passes.base import Gate, body_statements, collect, replace, run_targets, safe, splice
+from reducer.passes.unwrap import one_iteration
+
+# Expressions that can stand anywhere a name can without parentheses (numbers aside: `1.real`).
+_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.SimpleString, cst.FormattedString,
+          cst.List, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_NUMBERS = (cst.Integer, cst.Float, cst.Imaginary)
+
+
+def _only(iterable: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The element of a literal one-element list, tuple or set display."""
+    if isinstance(iterable, (cst.List, cst.Tuple, cst.Set)) and len(iterable.elements) == 1 \
+            and isinstance(iterable.elements[0], cst.Element):
+        return iterable.elements[0].value
+    return None
+
+
+def _method_of_dict(iterable: cst.BaseExpression, method: str) -> cst.Dict | None:
+    if isinstance(iterable, cst.Call) and not iterable.args and isinstance(iterable.func, cst.Attribute) \
+            and iterable.func.attr.value == method and isinstance(iterable.func.value, cst.Dict) \
+            and len(iterable.func.value.elements) == 1 and isinstance(iterable.func.value.elements[0], cst.DictElement):
+        return iterable.func.value
+    return None
+
+
+def one_step(iterable: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The one value a loop over ``iterable`` binds its target to, when there is exactly one
+    and it can be written down without running anything twice."""
+    only = _only(iterable)
+    if only is not None:
+        return only
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "enumerate":
+        return _enumerated(iterable)
+    entries = _method_of_dict(iterable, "items")
+    if entries is not None:
+        e = entries.elements[0]
+        return _pair(e.key, e.value)
+    for method in ("keys", "values"):
+        entries = _method_of_dict(iterable, method)
+        if entries is not None:
+            e = entries.elements[0]
+            return e.key if method == "keys" else e.value
+    return None
+
+
+def _enumerated(call: cst.Call) -> cst.Tuple | None:
+    """``(start, a)`` for ``enumerate([a])``, ``enumerate([a], k)``, ``enumerate([a], start=k)``."""
+    pos = [a.value for a in call.args if a.keyword is None and not a.star]
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    if len(pos) + len(keywords) != len(call.args) or set(keywords) - {"start"} \
+            or not 1 <= len(pos) <= 2 or len(pos) + len(keywords) > 2:
+        return None
+    start = pos[1] if len(pos) == 2 else keywords.get("start", cst.Integer("0"))
+    element = _only(pos[0])
+    return None if element is None else _pair(start, element)
+
+
+def _pair(a: cst.BaseExpression, b: cst.BaseExpression) -> cst.Tuple:
+    return cst.Tuple([cst.Element(a), cst.Element(b)], lpar=[], rpar=[])
+
+
+def _bare_target(target: cst.BaseAssignTargetExpression) -> cst.BaseAssignTargetExpression:
+    return target.with_changes(lpar=[], rpar=[]) if isinstance(target, cst.Tuple) else target
+
+
+# ---- loops -----------------------------------------------------------------------------------
+def _loop_alternative(module: cst.Module, loop: cst.For) -> str | None:
+    value = one_step(loop.iter)
+    if value is None or loop.orelse is not None or loop.asynchronous is not None:
+        return None
+    if isinstance(value, cst.Tuple) and not value.lpar and not isinstance(loop.target, cst.Tuple):
+        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    bind = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(_bare_target(loop.target))], value)])
+    return replace(module, loop, splice([bind] + one_iteration(body_statements(loop.body)), loop))
+
+
+# ---- comprehensions --------------------------------------------------------------------------
+def _names_bound_inside(node: cst.CSTNode) -> set[str]:
+    """Names a nested scope of ``node`` (lambda, comprehension, walrus) binds: substituting into
+    such a scope could change which binding a name means."""
+    out: set[str] = set()
+    for n in collect(node, lambda n: isinstance(n, (cst.CompFor, cst.Lambda, cst.NamedExpr))):
+        targets = [n.target] if isinstance(n, (cst.CompFor, cst.NamedExpr)) else \
+            [p.name for p in n.params.params + n.params.posonly_params + n.params.kwonly_params]
+        for t in targets:
+            out |= {x.value for x in collect(t, lambda x: isinstance(x, cst.Name))}
+    return out
+
+
+def _bindings(target: cst.BaseAssignTargetExpression, value: cst.BaseExpression) -> dict[str, cst.BaseExpression] | None:
+    if isinstance(target, cst.Name):
+        return {target.value: value}
+    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, cst.Tuple) \
+            and len(target.elements) == len(value.elements):
+        out: dict[str, cst.BaseExpression] = {}
+        for t, v in zip(target.elements, value.elements):
+            if not isinstance(t, cst.Element) or not isinstance(v, cst.Element):
+                return None
+            inner = _bindings(t.value, v.value)
+            if inner is None:
+                return None
+            out.update(inner)
+        return out
+    return None
+
+
+class _Substitute(cst.CSTTransformer):
+    """Each read of a name replaced by its value; an attribute's or a keyword's own name is not
+    a read and is put back."""
+
+    def __init__(self, values: dict[str, cst.BaseExpression]) -> None:
+        self.values = values
+
+    def _unwrapped(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression:
+        # A whole argument or element needs no parentheses of its own: `f(a + b)`, not `f((a + b))`.
+        if isinstance(original, cst.Name) and original.value in self.values and not self.values[original.value].lpar \
+                and not isinstance(self.values[original.value], (cst.Tuple, cst.NamedExpr, cst.Yield)):
+            return updated.with_changes(lpar=[], rpar=[])
+        return updated
+
+    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+        return updated.with_changes(keyword=original.keyword, value=self._unwrapped(original.value, updated.value))
+
+    def leave_Element(self, original: cst.Element, updated: cst.Element) -> cst.Element:
+        return updated.with_changes(value=self._unwrapped(original.value, updated.value))
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
+        updated = updated.with_changes(attr=original.attr)
+        # `x.real` with x -> 1 must read `(1).real`
+        if isinstance(original.value, cst.Name) and original.value.value in self.values \
+                and isinstance(updated.value, _NUMBERS) and not updated.value.lpar:
+            return updated.with_changes(value=updated.value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
+        return updated
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        value = self.values.get(original.value)
+        if value is None:
+            return updated
+        if isinstance(value, _ATOMS + _NUMBERS) or value.lpar:
+            return value
+        return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def _substitute(node: cst.CSTNode, values: dict[str, cst.BaseExpression]) -> cst.CSTNode:
+    return node.visit(_Substitute(values))
+
+
+def _comprehension_alternative(module: cst.Module, comp: cst.BaseComp) -> str | None:
+    for_in = comp.for_in
+    if for_in.inner_for_in is not None or for_in.ifs or for_in.asynchronous is not None:
+        return None
+    value = one_step(for_in.iter)
+    values = _bindings(for_in.target, value) if value is not None else None
+    if values is None:
+        return None
+    parts = [comp.key, comp.value] if isinstance(comp, cst.DictComp) else [comp.elt]
+    if any(set(values) & _names_bound_inside(p) for p in parts):
+        return None
+    if isinstance(comp, cst.DictComp):
+        new: cst.BaseExpression = cst.Dict([cst.DictElement(_substitute(comp.key, values), _substitute(comp.value, values))])
+    elif isinstance(comp, cst.SetComp):
+        new = cst.Set([cst.Element(_substitute(comp.elt, values))])
+    else:
+        new = cst.List([cst.Element(_substitute(comp.elt, values))])
+    return replace(module, comp, new.with_changes(lpar=comp.lpar, rpar=comp.rpar) if isinstance(comp, cst.ListComp) else new)
+
+
+# ---- indexing, builtin map, a display as a statement -------------------------------------------
+def _index_alternative(module: cst.Module, sub: cst.Subscript) -> str | None:
+    only = _only(sub.value)
+    if only is None or len(sub.slice) != 1 or not isinstance(sub.slice[0].slice, cst.Index):
+        return None
+    index = sub.slice[0].slice.value
+    spelled = cst.Module([]).code_for_node(index).replace(" ", "")
+    if spelled not in ("0", "-1"):
+        return None
+    if isinstance(only, (cst.Tuple, cst.NamedExpr, cst.Lambda, cst.IfExp)) and not only.lpar:
+        only = only.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return replace(module, sub, only)
+
+
+def _map_alternative(module: cst.Module, call: cst.Call) -> str | None:
+    pos = [a for a in call.args if a.keyword is None and not a.star]
+    if len(call.args) != 2 or len(pos) != 2:
+        return None
+    only = _only(pos[1].value)
+    if only is None:
+        return None
+    return replace(module, call, cst.List([cst.Element(cst.Call(pos[0].value, [cst.Arg(only)]))]))
+
+
+def _statement_alternative(module: cst.Module, expr: cst.Expr) -> str | None:
+    only = _only(expr.value)
+    return None if only is None else replace(module, expr, cst.Expr(only))
+
+
+def _is_builtin_map(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "map"
+
+
+def _wanted(n: cst.CSTNode) -> bool:
+    if isinstance(n, cst.For):
+        return one_step(n.iter) is not None
+    if isinstance(n, (cst.ListComp, cst.SetComp, cst.DictComp)):
+        return one_step(n.for_in.iter) is not None
+    if isinstance(n, (cst.Subscript, cst.Expr)):
+        return _only(n.value) is not None
+    return _is_builtin_map(n)
+
+
+def _targets(module: cst.Module) -> list[cst.CSTNode]:
+    return collect(module, _wanted)
+
+
+def single_alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
+    if isinstance(node, cst.For):
+        yield safe(lambda: _loop_alternative(module, node))
+    elif isinstance(node, (cst.ListComp, cst.SetComp, cst.DictComp)):
+        yield safe(lambda: _comprehension_alternative(module, node))
+    elif isinstance(node, cst.Subscript):
+        yield safe(lambda: _index_alternative(module, node))
+    elif isinstance(node, cst.Expr):
+        yield safe(lambda: _statement_alternative(module, node))
+    elif isinstance(node, cst.Call):
+        yield safe(lambda: _map_alternative(module, node))
+
+
+def single_element(gate: Gate) -> None:
+    run_targets(gate, _targets, single_alternatives)
