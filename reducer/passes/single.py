@@ -37,12 +37,16 @@ def _only(iterable: cst.BaseExpression) -> cst.BaseExpression | None:
     return None
 
 
-def _method_of_dict(iterable: cst.BaseExpression, method: str) -> cst.Dict | None:
-    if isinstance(iterable, cst.Call) and not iterable.args and isinstance(iterable.func, cst.Attribute) \
-            and iterable.func.attr.value == method and isinstance(iterable.func.value, cst.Dict) \
-            and len(iterable.func.value.elements) == 1 and isinstance(iterable.func.value.elements[0], cst.DictElement):
-        return iterable.func.value
-    return None
+def _dict_view(iterable: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The one step of ``{a: b}.items()`` (``a, b``), ``.keys()`` (``a``) or ``.values()`` (``b``)."""
+    if not (isinstance(iterable, cst.Call) and not iterable.args and isinstance(iterable.func, cst.Attribute)):
+        return None
+    view, entries = iterable.func.attr.value, iterable.func.value
+    if view not in ("items", "keys", "values") or not isinstance(entries, cst.Dict) or len(entries.elements) != 1 \
+            or not isinstance(entries.elements[0], cst.DictElement):
+        return None
+    e = entries.elements[0]
+    return _pair(e.key, e.value) if view == "items" else e.key if view == "keys" else e.value
 
 
 def one_step(iterable: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -53,16 +57,7 @@ def one_step(iterable: cst.BaseExpression) -> cst.BaseExpression | None:
         return only
     if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "enumerate":
         return _enumerated(iterable)
-    entries = _method_of_dict(iterable, "items")
-    if entries is not None:
-        e = entries.elements[0]
-        return _pair(e.key, e.value)
-    for method in ("keys", "values"):
-        entries = _method_of_dict(iterable, method)
-        if entries is not None:
-            e = entries.elements[0]
-            return e.key if method == "keys" else e.value
-    return None
+    return _dict_view(iterable)
 
 
 def _enumerated(call: cst.Call) -> cst.Tuple | None:
