@@ -86,6 +86,8 @@ def _map_rewrites(source: str) -> list[str]:
     ("out = list(pool.map(fn, [a]))\n", "out = [fn(a)]\n"),
     ("out = list(pool.starmap(fn, pairs))\n", "out = [fn(*x) for x in pairs]\n"),
     ("out = list(pool.starmap(fn, [(a, b)]))\n", "out = [fn(a, b)]\n"),
+    ("list(pool.starmap(fn, {'k': v}.items()))\n", "fn('k', v)\n"),
+    ("list(pool.map(fn, enumerate([a])))\n", "fn((0, a))\n"),
     ("out = sorted(pool.imap_unordered(fn, xs, 4))\n", "out = sorted(map(fn, xs))\n"),
     ("out = list(ex.map(fn, a, b, timeout=3))\n", "out = [fn(*x) for x in zip(a, b)]\n"),
     ("x = 0\nout = [r for r in pool.imap(fn, xs)]\n", "x = 0\nout = [r for r in map(fn, xs)]\n"),

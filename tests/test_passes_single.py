@@ -35,6 +35,7 @@ def _offers(source: str) -> list[str]:
     ("y = (a,)[-1]\n", "y = a\n"),
     ("y = [(1, 2)][0]\n", "y = (1, 2)\n"),
     ("y = map(f, [a])\n", "y = [f(a)]\n"),
+    ("for r in map(f, {'k': v}.items()):\n    g(r)\n", "for r in [f(('k', v))]:\n    g(r)\n"),
     ("[f(a)]\n", "f(a)\n"),
 ])
 def test_one_element_forms_become_their_element(before: str, after: str) -> None:

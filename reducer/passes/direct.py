@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from reducer.passes.base import Gate, collect, replace, run_targets, safe
+from reducer.passes.single import one_step
 
 _SUBMIT = {"submit"}
 _APPLY = {"apply_async", "apply"}
@@ -207,19 +208,14 @@ def _fresh(module: cst.Module, want: str = "x") -> str:
     return name
 
 
-def _one_element(iterable: cst.BaseExpression) -> cst.BaseExpression | None:
-    if isinstance(iterable, (cst.List, cst.Tuple, cst.Set)) and len(iterable.elements) == 1 \
-            and isinstance(iterable.elements[0], cst.Element):
-        return iterable.elements[0].value
-    return None
-
-
 def map_rewrites(module: cst.Module, site: MapSite) -> list[tuple[cst.CSTNode, cst.BaseExpression]]:
     """(node to replace, its replacement) pairs for a consumed map, most direct first."""
     fn, iterables = _mapped(site.call)  # type: ignore[misc]
     star = _name(site.call.func) in _STARMAPS
     out: list[tuple[cst.CSTNode, cst.BaseExpression]] = []
-    one = _one_element(iterables[0]) if len(iterables) == 1 else None
+    one = one_step(iterables[0]) if len(iterables) == 1 else None
+    if isinstance(one, cst.Tuple) and not one.lpar:
+        one = one.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     if one is not None:
         direct = _spread(fn, one, None) if star else cst.Call(func=fn, args=[cst.Arg(one)])
         if site.statement:

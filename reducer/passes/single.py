@@ -6,7 +6,7 @@ written as its one step, and a one-element display read at index 0 is its elemen
     for k, v in {a: b}.items(): body        ->  k, v = a, b; body
     [f(x) for x in [a]]                     ->  [f(a)]             (also set and dict comprehensions)
     [a][0], (a,)[-1]                        ->  a
-    map(f, [a])                             ->  [f(a)]
+    map(f, [a])                             ->  [f(a)]             (also map(f, {a: b}.items()))
     [f(a)]  (a statement of its own)        ->  f(a)
 
 Such iterables are what shrinking a container to the failing entry, or calling a map directly,
@@ -198,12 +198,12 @@ def _index_alternative(module: cst.Module, sub: cst.Subscript) -> str | None:
 
 def _map_alternative(module: cst.Module, call: cst.Call) -> str | None:
     pos = [a for a in call.args if a.keyword is None and not a.star]
-    if len(call.args) != 2 or len(pos) != 2:
+    value = one_step(pos[1].value) if len(call.args) == 2 and len(pos) == 2 else None
+    if value is None:
         return None
-    only = _only(pos[1].value)
-    if only is None:
-        return None
-    return replace(module, call, cst.List([cst.Element(cst.Call(pos[0].value, [cst.Arg(only)]))]))
+    if isinstance(value, cst.Tuple) and not value.lpar:
+        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return replace(module, call, cst.List([cst.Element(cst.Call(pos[0].value, [cst.Arg(value)]))]))
 
 
 def _statement_alternative(module: cst.Module, expr: cst.Expr) -> str | None:
