@@ -80,19 +80,16 @@ def count_hosts(merged: dict[str, list[dict[str, str]]]) -> int:
     return len(hosts)
 
 
-def run_groups(out_dir: str) -> int:
-    procs = []
-    for group, bases in MIRROR_GROUPS.items():
-        proc = multiprocessing.Process(target=resolve_group, args=(group, bases, out_dir), name=f"mirror-{group}")
+def run_groups(out_dir: str) -> list[str]:
+    procs = {
+        group: multiprocessing.Process(target=resolve_group, args=(group, bases, out_dir), name=f"mirror-{group}")
+        for group, bases in MIRROR_GROUPS.items()
+    }
+    for proc in procs.values():
         proc.start()
-        procs.append(proc)
-    failed = 0
-    for proc in procs:
+    for proc in procs.values():
         proc.join()
-        if proc.exitcode != 0:
-            log.error("%s exited with %s", proc.name, proc.exitcode)
-            failed += 1
-    return failed
+    return [group for group, proc in procs.items() if proc.exitcode != 0]
 
 
 def main() -> int:
@@ -100,6 +97,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as out_dir:
         failed = run_groups(out_dir)
         if failed:
+            log.error("mirror groups failed: %s", ", ".join(failed))
             return 1
         merged = merge_results(out_dir)
         log.info("%d groups, %d hosts (pid %d)", len(merged), count_hosts(merged), os.getpid())
