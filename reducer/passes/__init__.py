@@ -19,11 +19,6 @@ STRUCTURE: list[Pass] = [
     Pass("recorded_values", constants.recorded_values),
     Pass("resolve_dispatch", constants.resolve_dispatch),
     Pass("call_directly", direct.call_directly),
-    # Right after call_directly, whose map rewrite leaves `[fn(a)]` and `map(fn, [a])`, and before
-    # flatten and the constant passes: a one-step loop is a plain assignment they can follow, and
-    # a loop header gone is a statement fewer for every pass after it. Shrinking a container to
-    # its failing entry (FINE) sends the search back here.
-    Pass("single_element", single.single_element),
     Pass("flatten", inline.flatten),
     Pass("fold_constants", constants.fold_constants),
     Pass("slice", slicing.slice_failure),
@@ -33,6 +28,12 @@ STRUCTURE: list[Pass] = [
     Pass("inline_functions", inline.inline_functions),
     Pass("collapse_classes", classes.collapse_classes),
     Pass("propagate_constants", constants.propagate_constants),
+    # After the value passes: they put the values the trace saw where it saw them, and writing a
+    # one-step loop or comprehension as its element first moves those places (threadpool_service
+    # kept 21 statements with this pass right after call_directly, 13 here). Before
+    # remove_arguments and cleanup, which the freed loop variables and helpers feed; shrinking a
+    # container to its failing entry (FINE) sends the search back here.
+    Pass("single_element", single.single_element),
     Pass("remove_arguments", arguments.remove_arguments),
     Pass("cleanup", cleanup.cleanup),
 ]
