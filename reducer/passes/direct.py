@@ -124,11 +124,13 @@ _CONSUMING_METHODS = {"join", "extend", "update"}
 class MapSite:
     """A map whose results are consumed: ``outer`` is what a rewrite replaces (``list(...)``
     around the map when there is one, else the map call); ``statement`` when ``outer`` is a
-    statement of its own, so nothing reads its value."""
+    statement of its own, so nothing reads its value; ``bound``: the names the map is assigned
+    to, which must be read somewhere for its results to be consumed."""
 
     call: cst.Call
     outer: cst.BaseExpression
-    statement: bool
+    statement: bool = False
+    bound: tuple[str, ...] = ()
 
 
 def _mapped(call: cst.Call) -> tuple[cst.BaseExpression, list[cst.BaseExpression]] | None:
@@ -168,12 +170,12 @@ class _MapSites(cst.CSTVisitor):
         parent = self.stack[-1] if self.stack else None
         grand = self.stack[-2] if len(self.stack) > 1 else None
         if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is call:
-            return MapSite(call, call, False)
+            return MapSite(call, call)
         if isinstance(parent, (cst.StarredElement, cst.From)):
-            return MapSite(call, call, False)
+            return MapSite(call, call)
         if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call) and parent.keyword is None:
             if parent.star == "*":
-                return MapSite(call, call, False)
+                return MapSite(call, call)
             if isinstance(grand.func, cst.Name) and grand.func.value in _CONSUMERS or \
                     isinstance(grand.func, cst.Attribute) and grand.func.attr.value in _CONSUMING_METHODS:
                 wraps = isinstance(grand.func, cst.Name) and grand.func.value == "list" and len(grand.args) == 1
@@ -181,22 +183,16 @@ class _MapSites(cst.CSTVisitor):
                 great = self.stack[-3] if len(self.stack) > 2 else None
                 return MapSite(call, outer, wraps and isinstance(great, cst.Expr))
         if isinstance(parent, cst.Assign) and all(isinstance(t.target, cst.Name) for t in parent.targets):
-            # `results = executor.map(...)`: consumed only if the name is read again; counted
-            # after the walk, see _map_sites.
-            return MapSite(call, call, False)
+            return MapSite(call, call, bound=tuple(t.target.value for t in parent.targets))  # type: ignore[union-attr]
         return None
-
-
-def _assigned_to(module: cst.Module, site: MapSite) -> list[str]:
-    return [t.target.value for s in collect(module, lambda n: isinstance(n, cst.Assign) and n.value is site.call)
-            for t in s.targets]
 
 
 def _map_sites(module: cst.Module) -> list[MapSite]:
     v = _MapSites()
     module.visit(v)
-    # A name bound to the map and never read again means the results are dropped.
-    return [s for s in v.found if all(v.loaded.get(n, 0) > 1 for n in _assigned_to(module, s))]
+    # `results = executor.map(...)` with `results` never read again: the results are dropped.
+    # The names are counted once the whole module is walked, so a read after the map counts.
+    return [s for s in v.found if all(v.loaded.get(n, 0) > 1 for n in s.bound)]
 
 
 def _fresh(module: cst.Module, want: str = "x") -> str:
