@@ -28,11 +28,10 @@ STRUCTURE: list[Pass] = [
     Pass("inline_functions", inline.inline_functions),
     Pass("collapse_classes", classes.collapse_classes),
     Pass("propagate_constants", constants.propagate_constants),
-    # After the value passes: they put the values the trace saw where it saw them, and writing a
-    # one-step loop or comprehension as its element first moves those places (threadpool_service
-    # kept 21 statements with this pass right after call_directly, 13 here). Before
-    # remove_arguments and cleanup, which the freed loop variables and helpers feed; shrinking a
-    # container to its failing entry (FINE) sends the search back here.
+    # After the value passes: they put the values the trace saw at the lines it saw them, and a
+    # loop written as its one step no longer has the loop variable those values were recorded
+    # for. Before remove_arguments and cleanup, which the parameters and helpers it frees feed.
+    # Shrinking a container to its failing entry (FINE) sends the search back here.
     Pass("single_element", single.single_element),
     Pass("remove_arguments", arguments.remove_arguments),
     Pass("cleanup", cleanup.cleanup),
