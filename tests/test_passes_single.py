@@ -37,6 +37,9 @@ def _offers(source: str) -> list[str]:
     ("y = map(f, [a])\n", "y = [f(a)]\n"),
     ("for r in map(f, {'k': v}.items()):\n    g(r)\n", "for r in [f(('k', v))]:\n    g(r)\n"),
     ("[f(a)]\n", "f(a)\n"),
+    ("{'edge': run(a)}\n", "run(a)\n"),
+    ("procs = {'edge': run(a)}\n", "run(a)\n"),
+    ("futures: list[int] = [handle(a)]\n", "handle(a)\n"),
 ])
 def test_one_element_forms_become_their_element(before: str, after: str) -> None:
     assert after in _offers(before)
@@ -55,6 +58,8 @@ def test_one_element_forms_become_their_element(before: str, after: str) -> None
     "y = [a][1]\n",                                 # out of range
     "y = map(f, [a], [b])\n",                       # two iterables
     "[f(a), g()]\n",                                # two elements
+    "{key(): run(a)}\n",                            # the key is a call: dropping it drops a run
+    "x: int\n",                                     # no value
     "y = enumerate([a], 1, 2)\nfor i, x in enumerate([a], x=1):\n    pass\n",
 ])
 def test_other_forms_are_left_alone(source: str) -> None:
@@ -72,6 +77,16 @@ for i, (name, raw) in enumerate([("bad", '{"a": 1 "b": 2}')]):
     out = reduce_with(src, SubprocessOracle.for_source(src), "single_element")
     assert "for " not in out and "[0]" not in out
     assert "json.loads(v)" in out
+
+
+def test_a_one_element_display_still_read_keeps_its_name_through_the_gate() -> None:
+    src = '''
+import json
+raws = ['{"a": 1 "b": 2}']
+json.loads(raws[0])
+'''
+    out = reduce_with(src, SubprocessOracle.for_source(src), "single_element")
+    assert "raws = " in out and "json.loads(raws[0])" in out
 
 
 def test_a_loop_over_two_elements_is_kept_through_the_gate() -> None:

@@ -7,7 +7,8 @@ written as its one step, and a one-element display read at index 0 is its elemen
     [f(x) for x in [a]]                     ->  [f(a)]             (also set and dict comprehensions)
     [a][0], (a,)[-1]                        ->  a
     map(f, [a])                             ->  [f(a)]             (also map(f, {a: b}.items()))
-    [f(a)]  (a statement of its own)        ->  f(a)
+    [f(a)]  (a statement of its own)        ->  f(a)               (also {'k': f(a)}, and y = [f(a)]
+                                                                    when y is not read)
 
 Such iterables are what shrinking a container to the failing entry, or calling a map directly,
 leaves behind; the one-step form drops a loop header (a statement) and gives later passes a plain
@@ -20,7 +21,7 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.passes.base import Gate, body_statements, collect, replace, run_targets, safe, splice
+from reducer.passes.base import Gate, body_statements, collect, is_literal, replace, run_targets, safe, splice
 from reducer.passes.unwrap import one_iteration
 
 # Expressions that can stand anywhere a name can without parentheses (numbers aside: `1.real`).
@@ -206,9 +207,21 @@ def _map_alternative(module: cst.Module, call: cst.Call) -> str | None:
     return replace(module, call, cst.List([cst.Element(cst.Call(pos[0].value, [cst.Arg(value)]))]))
 
 
-def _statement_alternative(module: cst.Module, expr: cst.Expr) -> str | None:
-    only = _only(expr.value)
-    return None if only is None else replace(module, expr, cst.Expr(only))
+def _kept(display: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """What is left of a one-element display whose container nobody reads: its element, or a
+    one-entry dict's value when the key is a literal (evaluating it does nothing)."""
+    if display is None:
+        return None
+    if isinstance(display, cst.Dict) and len(display.elements) == 1 and isinstance(display.elements[0], cst.DictElement):
+        return display.elements[0].value if is_literal(display.elements[0].key) else None
+    return _only(display)
+
+
+def _statement_alternative(module: cst.Module, stmt: cst.Expr | cst.Assign | cst.AnnAssign) -> str | None:
+    # `procs = {"edge": run(...)}` -> `run(...)`: the binding goes too; if the name is still
+    # read, the gate's check for unbound names refuses the candidate without a run.
+    kept = _kept(stmt.value)
+    return None if kept is None else replace(module, stmt, cst.Expr(kept))
 
 
 def _is_builtin_map(node: cst.CSTNode) -> bool:
@@ -220,8 +233,10 @@ def _wanted(n: cst.CSTNode) -> bool:
         return one_step(n.iter) is not None
     if isinstance(n, (cst.ListComp, cst.SetComp, cst.DictComp)):
         return one_step(n.for_in.iter) is not None
-    if isinstance(n, (cst.Subscript, cst.Expr)):
+    if isinstance(n, cst.Subscript):
         return _only(n.value) is not None
+    if isinstance(n, (cst.Expr, cst.Assign, cst.AnnAssign)):
+        return _kept(n.value) is not None
     return _is_builtin_map(n)
 
 
@@ -236,7 +251,7 @@ def single_alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str |
         yield safe(lambda: _comprehension_alternative(module, node))
     elif isinstance(node, cst.Subscript):
         yield safe(lambda: _index_alternative(module, node))
-    elif isinstance(node, cst.Expr):
+    elif isinstance(node, (cst.Expr, cst.Assign, cst.AnnAssign)):
         yield safe(lambda: _statement_alternative(module, node))
     elif isinstance(node, cst.Call):
         yield safe(lambda: _map_alternative(module, node))
