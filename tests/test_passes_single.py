@@ -40,6 +40,8 @@ def _offers(source: str) -> list[str]:
     ("{'edge': run(a)}\n", "run(a)\n"),
     ("procs = {'edge': run(a)}\n", "run(a)\n"),
     ("futures: list[int] = [handle(a)]\n", "handle(a)\n"),
+    ("name, version = 'n', ''\nf(name)\n", "name = 'n'\nversion = ''\nf(name)\n"),
+    ("filename, text = ('', 'x')\n", "filename = ''\ntext = 'x'\n"),
 ])
 def test_one_element_forms_become_their_element(before: str, after: str) -> None:
     assert after in _offers(before)
@@ -60,6 +62,9 @@ def test_one_element_forms_become_their_element(before: str, after: str) -> None
     "[f(a), g()]\n",                                # two elements
     "{key(): run(a)}\n",                            # the key is a call: dropping it drops a run
     "x: int\n",                                     # no value
+    "a, b = b, a\n",                                # a swap
+    "a, b = f()\n",                                 # not a tuple display
+    "a, *b = 1, 2, 3\n",                            # starred
     "y = enumerate([a], 1, 2)\nfor i, x in enumerate([a], x=1):\n    pass\n",
 ])
 def test_other_forms_are_left_alone(source: str) -> None:

@@ -9,6 +9,7 @@ written as its one step, and a one-element display read at index 0 is its elemen
     map(f, [a])                             ->  [f(a)]             (also map(f, {a: b}.items()))
     [f(a)]  (a statement of its own)        ->  f(a)               (also {'k': f(a)}, and y = [f(a)]
                                                                     when y is not read)
+    i, x = 0, a                             ->  i = 0; x = a       (not a swap: a value reading i or x)
 
 Such iterables are what shrinking a container to the failing entry, or calling a map directly,
 leaves behind; the one-step form drops a loop header (a statement) and gives later passes a plain
@@ -224,11 +225,40 @@ def _statement_alternative(module: cst.Module, stmt: cst.Expr | cst.Assign | cst
     return None if kept is None else replace(module, stmt, cst.Expr(kept))
 
 
+def _unpacked(stmt: cst.Assign) -> list[cst.SimpleStatementLine] | None:
+    """``i, x = 0, a`` (what a one-step loop leaves) as ``i = 0`` and ``x = a``, so that each name
+    can be deleted or propagated on its own. Not when a value reads one of the names (a swap)."""
+    if len(stmt.targets) != 1 or not isinstance(stmt.value, cst.Tuple):
+        return None
+    names, values = stmt.targets[0].target, stmt.value.elements
+    if not isinstance(names, (cst.Tuple, cst.List)) or len(names.elements) != len(values) \
+            or not all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in names.elements) \
+            or not all(isinstance(v, cst.Element) for v in values):
+        return None
+    bound = {e.value.value for e in names.elements}  # type: ignore[union-attr]
+    if any(n.value in bound for v in values for n in collect(v, lambda n: isinstance(n, cst.Name))):
+        return None
+    return [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(e.value)], v.value)])
+            for e, v in zip(names.elements, values)]
+
+
+def _unpack_alternative(module: cst.Module, line: cst.SimpleStatementLine) -> str | None:
+    split = _unpacked(line.body[0])  # type: ignore[arg-type]
+    return None if split is None else replace(module, line, splice(split, line))
+
+
 def _is_builtin_map(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "map"
 
 
+def _is_unpacking(n: cst.CSTNode) -> bool:
+    return isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1 and isinstance(n.body[0], cst.Assign) \
+        and _unpacked(n.body[0]) is not None
+
+
 def _wanted(n: cst.CSTNode) -> bool:
+    if _is_unpacking(n):
+        return True
     if isinstance(n, cst.For):
         return one_step(n.iter) is not None
     if isinstance(n, (cst.ListComp, cst.SetComp, cst.DictComp)):
@@ -245,7 +275,9 @@ def _targets(module: cst.Module) -> list[cst.CSTNode]:
 
 
 def single_alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
-    if isinstance(node, cst.For):
+    if _is_unpacking(node):
+        yield safe(lambda: _unpack_alternative(module, node))
+    elif isinstance(node, cst.For):
         yield safe(lambda: _loop_alternative(module, node))
     elif isinstance(node, (cst.ListComp, cst.SetComp, cst.DictComp)):
         yield safe(lambda: _comprehension_alternative(module, node))
