@@ -42,6 +42,8 @@ def _offers(source: str) -> list[str]:
     ("futures: list[int] = [handle(a)]\n", "handle(a)\n"),
     ("name, version = 'n', ''\nf(name)\n", "name = 'n'\nversion = ''\nf(name)\n"),
     ("filename, text = ('', 'x')\n", "filename = ''\ntext = 'x'\n"),
+    ("ORDERS = [Order(1)]\nrows = [f(o) for o in ORDERS]\n", "rows = [f(Order(1))]\n"),
+    ("rows: list = [r]\nfor row in rows:\n    w(row)\n", "row = r\nw(row)\n"),
 ])
 def test_one_element_forms_become_their_element(before: str, after: str) -> None:
     assert after in _offers(before)
@@ -82,6 +84,15 @@ for i, (name, raw) in enumerate([("bad", '{"a": 1 "b": 2}')]):
     out = reduce_with(src, SubprocessOracle.for_source(src), "single_element")
     assert "for " not in out and "[0]" not in out
     assert "json.loads(v)" in out
+
+
+@pytest.mark.parametrize("source", [
+    "xs = [a]\nfor x in xs:\n    f(x)\nprint(xs)\n",    # the name is read again
+    "xs = [a]\nxs = [b]\nfor x in xs:\n    f(x)\n",     # bound twice
+    "xs = [a, b]\nfor x in xs:\n    f(x)\n",           # two elements
+])
+def test_a_loop_over_a_name_stays_unless_the_name_is_a_one_element_display_read_only_there(source: str) -> None:
+    assert all("for x in xs:" in offer for offer in _offers(source))
 
 
 def test_a_one_element_display_still_read_keeps_its_name_through_the_gate() -> None:

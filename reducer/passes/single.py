@@ -1,7 +1,8 @@
 """One element, no iteration: a loop or a comprehension over a literal one-element iterable is
 written as its one step, and a one-element display read at index 0 is its element.
 
-    for x in [a]: body                      ->  x = a; body        (also (a,), {a})
+    for x in [a]: body                      ->  x = a; body        (also (a,), {a}, and a name bound
+                                                                    once to [a] and read only here)
     for i, x in enumerate([a]): body        ->  i, x = 0, a; body  (enumerate(..., start=k): k)
     for k, v in {a: b}.items(): body        ->  k, v = a, b; body
     [f(x) for x in [a]]                     ->  [f(a)]             (also set and dict comprehensions)
@@ -19,10 +20,13 @@ assignment to propagate. A loop with an ``else`` is left alone (whether it runs 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 import libcst as cst
 
-from reducer.passes.base import Gate, body_statements, collect, is_literal, replace, run_targets, safe, splice
+from reducer.passes.base import (Gate, body_statements, collect, is_literal, replace, replace_many, run_targets,
+                                 safe, splice)
 from reducer.passes.unwrap import one_iteration
 
 # Expressions that can stand anywhere a name can without parentheses (numbers aside: `1.real`).
@@ -82,15 +86,61 @@ def _bare_target(target: cst.BaseAssignTargetExpression) -> cst.BaseAssignTarget
     return target.with_changes(lpar=[], rpar=[]) if isinstance(target, cst.Tuple) else target
 
 
+# ---- a name bound once to a one-element display and read only as the iterable ----------------
+@dataclass
+class _Names:
+    module: cst.Module
+    uses: dict[str, int]
+    bindings: dict[str, list[cst.SimpleStatementLine]]
+
+
+_NAMES: list[_Names] = []
+
+
+def _names(module: cst.Module) -> _Names:
+    """How often each name occurs, and the lines binding it alone (``x = ...``, ``x: T = ...``);
+    one walk per module, as every target of the pass asks."""
+    if _NAMES and _NAMES[0].module is module:
+        return _NAMES[0]
+    uses: dict[str, int] = {}
+    bindings: dict[str, list[cst.SimpleStatementLine]] = {}
+    for n in collect(module, lambda n: isinstance(n, (cst.Name, cst.SimpleStatementLine))):
+        if isinstance(n, cst.Name):
+            uses[n.value] = uses.get(n.value, 0) + 1
+        elif len(n.body) == 1 and isinstance(n.body[0], (cst.Assign, cst.AnnAssign)):
+            stmt = n.body[0]
+            targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+            if len(targets) == 1 and isinstance(targets[0], cst.Name) and stmt.value is not None:
+                bindings.setdefault(targets[0].value, []).append(n)
+    _NAMES[:] = [_Names(module, uses, bindings)]
+    return _NAMES[0]
+
+
+def _resolved(module: cst.Module, iterable: cst.BaseExpression) -> tuple[cst.BaseExpression, list[tuple[cst.CSTNode, Any]]]:
+    """``iterable``, or, for a name bound once to a one-element display and read nowhere else,
+    that display and the binding line to delete: `ORDERS = [Order(...)]` read only by
+    `for o in ORDERS` is a one-step loop too."""
+    if not isinstance(iterable, cst.Name):
+        return iterable, []
+    names = _names(module)
+    lines = names.bindings.get(iterable.value, [])
+    # two occurrences: the binding and this read
+    if len(lines) != 1 or names.uses.get(iterable.value) != 2 or _only(lines[0].body[0].value) is None:  # type: ignore[union-attr]
+        return iterable, []
+    return lines[0].body[0].value, [(lines[0], cst.RemoveFromParent())]  # type: ignore[union-attr]
+
+
 # ---- loops -----------------------------------------------------------------------------------
 def _loop_alternative(module: cst.Module, loop: cst.For) -> str | None:
-    value = one_step(loop.iter)
+    iterable, elsewhere = _resolved(module, loop.iter)
+    value = one_step(iterable)
     if value is None or loop.orelse is not None or loop.asynchronous is not None:
         return None
     if isinstance(value, cst.Tuple) and not value.lpar and not isinstance(loop.target, cst.Tuple):
         value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     bind = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(_bare_target(loop.target))], value)])
-    return replace(module, loop, splice([bind] + one_iteration(body_statements(loop.body)), loop))
+    step = splice([bind] + one_iteration(body_statements(loop.body)), loop)
+    return replace_many(module, [(loop, step)] + elsewhere)
 
 
 # ---- comprehensions --------------------------------------------------------------------------
@@ -168,7 +218,8 @@ def _comprehension_alternative(module: cst.Module, comp: cst.BaseComp) -> str | 
     for_in = comp.for_in
     if for_in.inner_for_in is not None or for_in.ifs or for_in.asynchronous is not None:
         return None
-    value = one_step(for_in.iter)
+    iterable, elsewhere = _resolved(module, for_in.iter)
+    value = one_step(iterable)
     values = _bindings(for_in.target, value) if value is not None else None
     if values is None:
         return None
@@ -181,7 +232,8 @@ def _comprehension_alternative(module: cst.Module, comp: cst.BaseComp) -> str | 
         new = cst.Set([cst.Element(_substitute(comp.elt, values))])
     else:
         new = cst.List([cst.Element(_substitute(comp.elt, values))])
-    return replace(module, comp, new.with_changes(lpar=comp.lpar, rpar=comp.rpar) if isinstance(comp, cst.ListComp) else new)
+    return replace_many(module, [(comp, new.with_changes(lpar=comp.lpar, rpar=comp.rpar)
+                                  if isinstance(comp, cst.ListComp) else new)] + elsewhere)
 
 
 # ---- indexing, builtin map, a display as a statement -------------------------------------------
@@ -256,13 +308,13 @@ def _is_unpacking(n: cst.CSTNode) -> bool:
         and _unpacked(n.body[0]) is not None
 
 
-def _wanted(n: cst.CSTNode) -> bool:
+def _wanted(module: cst.Module, n: cst.CSTNode) -> bool:
     if _is_unpacking(n):
         return True
     if isinstance(n, cst.For):
-        return one_step(n.iter) is not None
+        return one_step(_resolved(module, n.iter)[0]) is not None
     if isinstance(n, (cst.ListComp, cst.SetComp, cst.DictComp)):
-        return one_step(n.for_in.iter) is not None
+        return one_step(_resolved(module, n.for_in.iter)[0]) is not None
     if isinstance(n, cst.Subscript):
         return _only(n.value) is not None
     if isinstance(n, (cst.Expr, cst.Assign, cst.AnnAssign)):
@@ -271,7 +323,7 @@ def _wanted(n: cst.CSTNode) -> bool:
 
 
 def _targets(module: cst.Module) -> list[cst.CSTNode]:
-    return collect(module, _wanted)
+    return collect(module, lambda n: _wanted(module, n))
 
 
 def single_alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
