@@ -100,8 +100,9 @@ _NAMES: list[_Names] = []
 def _names(module: cst.Module) -> _Names:
     """How often each name occurs, and the lines binding it alone (``x = ...``, ``x: T = ...``);
     one walk per module, as every target of the pass asks."""
-    if _NAMES and _NAMES[0].module is module:
-        return _NAMES[0]
+    hit = _NAMES[0] if _NAMES else None     # one read: another thread may swap the entry
+    if hit is not None and hit.module is module:
+        return hit
     uses: dict[str, int] = {}
     bindings: dict[str, list[cst.SimpleStatementLine]] = {}
     for n in collect(module, lambda n: isinstance(n, (cst.Name, cst.SimpleStatementLine))):
@@ -112,8 +113,9 @@ def _names(module: cst.Module) -> _Names:
             targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
             if len(targets) == 1 and isinstance(targets[0], cst.Name) and stmt.value is not None:
                 bindings.setdefault(targets[0].value, []).append(n)
-    _NAMES[:] = [_Names(module, uses, bindings)]
-    return _NAMES[0]
+    found = _Names(module, uses, bindings)
+    _NAMES[:] = [found]
+    return found
 
 
 def _resolved(module: cst.Module, iterable: cst.BaseExpression) -> tuple[cst.BaseExpression, list[tuple[cst.CSTNode, Any]]]:
