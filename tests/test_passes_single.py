@@ -67,6 +67,7 @@ def test_one_element_forms_become_their_element(before: str, after: str) -> None
     "a, b = b, a\n",                                # a swap
     "a, b = f()\n",                                 # not a tuple display
     "a, *b = 1, 2, 3\n",                            # starred
+    "lo, hi = limits.lo, limits.hi\n",               # no literal: the split leads nowhere
     "y = enumerate([a], 1, 2)\nfor i, x in enumerate([a], x=1):\n    pass\n",
 ])
 def test_other_forms_are_left_alone(source: str) -> None:

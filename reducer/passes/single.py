@@ -281,8 +281,11 @@ def _statement_alternative(module: cst.Module, stmt: cst.Expr | cst.Assign | cst
 
 def _unpacked(stmt: cst.Assign) -> list[cst.SimpleStatementLine] | None:
     """``i, x = 0, a`` (what a one-step loop leaves) as ``i = 0`` and ``x = a``, so that each name
-    can be deleted or propagated on its own. Not when a value reads one of the names (a swap)."""
-    if len(stmt.targets) != 1 or not isinstance(stmt.value, cst.Tuple):
+    can be deleted or propagated on its own. Only when a value is a literal, which the constant
+    passes can put where it is read: otherwise the split is a statement more and leads nowhere
+    (`lo, hi = limits.lo, limits.hi`). Not when a value reads one of the names (a swap)."""
+    if len(stmt.targets) != 1 or not isinstance(stmt.value, cst.Tuple) \
+            or not any(isinstance(v, cst.Element) and is_literal(v.value) for v in stmt.value.elements):
         return None
     names, values = stmt.targets[0].target, stmt.value.elements
     if not isinstance(names, (cst.Tuple, cst.List)) or len(names.elements) != len(values) \
