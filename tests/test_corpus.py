@@ -94,13 +94,20 @@ def test_corpus_script_fails_as_documented(entry, tmp_path):
 
 def test_ideal_repros_fail_the_same_way(tmp_path):
     """The 'ideal' results the bounds are derived from really are repros (for the scripts where
-    the ideal is a two-line call): same Signature as the original."""
+    the ideal is a two-line call): same Signature as the original, and the ideal raises it
+    itself, uncaught (not logged by a worker, not as another exception's context)."""
     ideals = {
         "constants_dead_code.py": "import shlex\nshlex.split('\"')\n",
         "classes_metrics.py": "import statistics\nstatistics.mean([])\n",
         "nested_config_registry.py": "import textwrap\ntextwrap.wrap('', width=0)\n",
         "argparse_main.py": "import datetime\ndatetime.datetime.strptime('2024-13-01', '%Y-%m-%d')\n",
         "worker_swallow.py": "import json\njson.loads('{\"id\": 2, \"text\": \"bad\" \"lang\": \"en\"}')\n",
+        "threadpool_service.py": "import urllib.parse\nurllib.parse.parse_qs('page=2&verbose', strict_parsing=True)\n",
+        "executor_map.py": "import configparser\n"
+                           "configparser.ConfigParser().read_string('[fetch]\\nretries = 3\\nretries = 5\\n')\n",
+        "mp_process_target.py": "import urllib.parse\nurllib.parse.urljoin('http://[fe80::1/simple/', 'numpy/')\n",
+        "handler_hides_failure.py": "import csv, sys\ncsv.DictWriter(sys.stdout, ['id']).writerow({'region': 'eu'})\n",
+        "merged_config.py": "import logging\nlogging.basicConfig(level='verbose')\n",
     }
     for entry in MANIFEST:
         if entry["file"] not in ideals:
@@ -109,9 +116,18 @@ def test_ideal_repros_fail_the_same_way(tmp_path):
                     if r.exc_type == entry["exc_type"]]
         ideal = tmp_path / "ideal.py"
         ideal.write_text(ideals[entry["file"]], encoding="utf-8")
-        got = [signature_of(r) for r in _records(_run_script(ideal, [], tmp_path))]
+        proc = _run_script(ideal, [], tmp_path)
+        got = [signature_of(r) for r in _records(proc)]
         assert compare.count_statements(ideals[entry["file"]]) == entry["ideal_statements"]
         assert original and original[0] in got, (entry["file"], original, got)
+        assert _ends_uncaught_with(proc, original[0]), (entry["file"], proc.stderr[-2000:])
+
+
+def _ends_uncaught_with(proc: subprocess.CompletedProcess, target: Signature) -> bool:
+    """The run dies of ``target`` itself: the last traceback on stderr is it, not a wrapper
+    raised while handling it, and nothing caught it (a non-zero exit)."""
+    last = parse_tracebacks(proc.stderr, "stderr")[-1:]
+    return proc.returncode != 0 and bool(last) and signature_of(last[0]) == target
 
 
 # ------------------------------------------------------------------ bench measures and checker

@@ -68,3 +68,56 @@ t.join()
 '''
     out = reduce_with(src, shows("KeyError: 'in a worker'"), "call_directly")
     assert "threading.Thread(target=work)" in out
+
+
+# ---- a pool's or executor's map, where its results are consumed ------------------------------
+def _map_rewrites(source: str) -> list[str]:
+    from reducer.passes.base import replace
+    from reducer.passes.direct import _map_sites, map_rewrites
+    module = cst.parse_module(source)
+    return [replace(module, old, new) for site in _map_sites(module) for old, new in map_rewrites(module, site)]
+
+
+@pytest.mark.parametrize("before,after", [
+    ("for r in executor.map(fn, xs):\n    use(r)\n", "for r in map(fn, xs):\n    use(r)\n"),
+    ("out = list(pool.map(fn, xs))\n", "out = [fn(x) for x in xs]\n"),
+    ("out = list(pool.map(fn, xs))\n", "out = list(map(fn, xs))\n"),
+    ("list(pool.map(fn, [a]))\n", "fn(a)\n"),
+    ("out = list(pool.map(fn, [a]))\n", "out = [fn(a)]\n"),
+    ("out = list(pool.starmap(fn, pairs))\n", "out = [fn(*x) for x in pairs]\n"),
+    ("out = list(pool.starmap(fn, [(a, b)]))\n", "out = [fn(a, b)]\n"),
+    ("list(pool.starmap(fn, {'k': v}.items()))\n", "fn('k', v)\n"),
+    ("list(pool.map(fn, enumerate([a])))\n", "fn((0, a))\n"),
+    ("out = sorted(pool.imap_unordered(fn, xs, 4))\n", "out = sorted(map(fn, xs))\n"),
+    ("out = list(ex.map(fn, a, b, timeout=3))\n", "out = [fn(*x) for x in zip(a, b)]\n"),
+    ("x = 0\nout = [r for r in pool.imap(fn, xs)]\n", "x = 0\nout = [r for r in map(fn, xs)]\n"),
+    ("res = executor.map(fn, xs)\nfor r in res:\n    pass\n", "res = map(fn, xs)\nfor r in res:\n    pass\n"),
+])
+def test_consumed_maps_become_direct_calls(before: str, after: str) -> None:
+    assert after in _map_rewrites(before)
+
+
+@pytest.mark.parametrize("source", [
+    "pool.map(fn, xs)\n",                      # results dropped: an executor never raises there
+    "res = executor.map(fn, xs)\n",            # bound to a name nobody reads
+    "out = list(map(fn, xs))\n",               # already the builtin
+    "out = list(df.map(fn))\n",                # one argument: not a pool's map
+])
+def test_maps_whose_results_are_not_consumed_are_left_alone(source: str) -> None:
+    assert _map_rewrites(source) == []
+
+
+def test_a_failure_surfacing_from_executor_map_is_raised_by_direct_calls() -> None:
+    src = '''
+import configparser
+from concurrent.futures import ThreadPoolExecutor
+
+def parse(text):
+    configparser.ConfigParser().read_string(text)
+
+with ThreadPoolExecutor(2) as executor:
+    for found in executor.map(parse, ["[a]\\nx = 1\\n", "[b]\\ny = 1\\ny = 2\\n"]):
+        pass
+'''
+    out = reduce_with(src, shows("DuplicateOptionError: While reading from '<string>' [line  3]"), "call_directly")
+    assert "executor.map" not in out and "map(parse, [" in out

@@ -3,7 +3,7 @@ candidates through the gate (see ``reducer.search``); one module per family of p
 from __future__ import annotations
 
 from reducer.passes import (arguments, classes, cleanup, constants, direct, inline, literals, parameters, recorded,
-                            slicing, statements, unwrap)
+                            single, slicing, statements, unwrap)
 from reducer.passes.base import Pass
 from reducer.passes.first_cut import first_cut
 
@@ -29,6 +29,11 @@ STRUCTURE: list[Pass] = [
     Pass("inline_functions", inline.inline_functions),
     Pass("collapse_classes", classes.collapse_classes),
     Pass("propagate_constants", constants.propagate_constants),
+    # After the value passes: they put the values the trace saw at the lines it saw them, and a
+    # loop written as its one step no longer has the loop variable those values were recorded
+    # for. Before remove_arguments and cleanup, which the parameters and helpers it frees feed.
+    # Shrinking a container to its failing entry (FINE) sends the search back here.
+    Pass("single_element", single.single_element),
     Pass("drop_unused_parameters", parameters.drop_unused_parameters),
     Pass("remove_arguments", arguments.remove_arguments),
     Pass("cleanup", cleanup.cleanup),

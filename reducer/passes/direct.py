@@ -7,16 +7,30 @@ one process — instead of logged by a worker.
     loop.run_in_executor(None, fn, a)          ->  fn(a)
     Thread(target=fn, args=(a,), kwargs=k)     ->  fn(a, **k)        (also Process)
 
+A map's results are the calls' results, so where they are consumed (iterated by a loop or a
+comprehension, handed to list(), sorted(), ...), the calls can be made where they are consumed:
+
+    for r in executor.map(fn, xs)              ->  for r in map(fn, xs)   (also pool.imap, imap_unordered)
+    list(pool.map(fn, xs))                     ->  [fn(x) for x in xs]
+    list(pool.starmap(fn, pairs))              ->  [fn(*x) for x in pairs]
+    list(pool.map(fn, [a]))                    ->  [fn(a)], or fn(a) as a statement of its own
+    pool.starmap(fn, [(a, b)])                 ->  [fn(a, b)]
+
+A map whose results nobody reads is left alone: an executor's map would never raise there, and
+a direct call that does is a different program.
+
 The oracle decides: when the failure needs the child process (CUDA in a spawned child, frames
 of multiprocessing in the signature), the direct call does not reproduce it and is dropped.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import libcst as cst
 
 from reducer.passes.base import Gate, collect, replace, run_targets, safe
+from reducer.passes.single import one_step
 
 _SUBMIT = {"submit"}
 _APPLY = {"apply_async", "apply"}
@@ -93,3 +107,128 @@ def _alternatives(module: cst.Module, call: cst.CSTNode) -> Iterable[str | None]
 
 def call_directly(gate: Gate) -> None:
     run_targets(gate, _handoffs, _alternatives)
+    run_targets(gate, _map_sites, _map_alternatives)
+
+
+# ---- a pool's or executor's map, where its results are consumed ------------------------------
+_MAPS = {"map", "imap", "imap_unordered"}
+_STARMAPS = {"starmap"}
+# Builtins that iterate what they are given (so a map handed to one has its failures raised),
+# and methods that do the same with their argument.
+_CONSUMERS = {"list", "tuple", "set", "frozenset", "sorted", "sum", "min", "max", "any", "all",
+              "dict", "next", "enumerate", "zip"}
+_CONSUMING_METHODS = {"join", "extend", "update"}
+
+
+@dataclass(frozen=True)
+class MapSite:
+    """A map whose results are consumed: ``outer`` is what a rewrite replaces (``list(...)``
+    around the map when there is one, else the map call); ``statement`` when ``outer`` is a
+    statement of its own, so nothing reads its value; ``bound``: the names the map is assigned
+    to, which must be read somewhere for its results to be consumed."""
+
+    call: cst.Call
+    outer: cst.BaseExpression
+    statement: bool = False
+    bound: tuple[str, ...] = ()
+
+
+def _mapped(call: cst.Call) -> tuple[cst.BaseExpression, list[cst.BaseExpression]] | None:
+    """The function and the iterables of ``X.map(fn, ...)`` and its kin, or None."""
+    name = _name(call.func)
+    if not isinstance(call.func, cst.Attribute) or name not in _MAPS | _STARMAPS:
+        return None
+    pos = [a.value for a in _positional(call.args)]
+    if len(pos) < 2:
+        return None
+    if name == "map":
+        # Executor.map takes more iterables; Pool.map's third positional is a chunk size.
+        return pos[0], [pos[1]] + [p for p in pos[2:] if not isinstance(p, cst.Integer)]
+    return pos[0], [pos[1]]
+
+
+class _MapSites(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.stack: list[cst.CSTNode] = []
+        self.found: list[MapSite] = []
+        self.loaded: dict[str, int] = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Name):
+            self.loaded[node.value] = self.loaded.get(node.value, 0) + 1
+        if isinstance(node, cst.Call) and _mapped(node) is not None:
+            site = self._consumed(node)
+            if site is not None:
+                self.found.append(site)
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original: cst.CSTNode) -> None:
+        self.stack.pop()
+
+    def _consumed(self, call: cst.Call) -> MapSite | None:
+        parent = self.stack[-1] if self.stack else None
+        grand = self.stack[-2] if len(self.stack) > 1 else None
+        if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is call:
+            return MapSite(call, call)
+        if isinstance(parent, (cst.StarredElement, cst.From)):
+            return MapSite(call, call)
+        if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call) and parent.keyword is None:
+            if parent.star == "*":
+                return MapSite(call, call)
+            if isinstance(grand.func, cst.Name) and grand.func.value in _CONSUMERS or \
+                    isinstance(grand.func, cst.Attribute) and grand.func.attr.value in _CONSUMING_METHODS:
+                wraps = isinstance(grand.func, cst.Name) and grand.func.value == "list" and len(grand.args) == 1
+                outer = grand if wraps else call
+                great = self.stack[-3] if len(self.stack) > 2 else None
+                return MapSite(call, outer, wraps and isinstance(great, cst.Expr))
+        if isinstance(parent, cst.Assign) and all(isinstance(t.target, cst.Name) for t in parent.targets):
+            return MapSite(call, call, bound=tuple(t.target.value for t in parent.targets))  # type: ignore[union-attr]
+        return None
+
+
+def _map_sites(module: cst.Module) -> list[MapSite]:
+    v = _MapSites()
+    module.visit(v)
+    # `results = executor.map(...)` with `results` never read again: the results are dropped.
+    # The names are counted once the whole module is walked, so a read after the map counts.
+    return [s for s in v.found if all(v.loaded.get(n, 0) > 1 for n in s.bound)]
+
+
+def _fresh(module: cst.Module, want: str = "x") -> str:
+    taken = {n.value for n in collect(module, lambda n: isinstance(n, cst.Name))}
+    name, k = want, 0
+    while name in taken:
+        k += 1
+        name = f"{want}{k}"
+    return name
+
+
+def map_rewrites(module: cst.Module, site: MapSite) -> list[tuple[cst.CSTNode, cst.BaseExpression]]:
+    """(node to replace, its replacement) pairs for a consumed map, most direct first."""
+    fn, iterables = _mapped(site.call)  # type: ignore[misc]
+    star = _name(site.call.func) in _STARMAPS
+    out: list[tuple[cst.CSTNode, cst.BaseExpression]] = []
+    one = one_step(iterables[0]) if len(iterables) == 1 else None
+    if isinstance(one, cst.Tuple) and not one.lpar:
+        one = one.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    if one is not None:
+        direct = _spread(fn, one, None) if star else cst.Call(func=fn, args=[cst.Arg(one)])
+        if site.statement:
+            out.append((site.outer, direct))
+        out.append((site.outer, cst.List([cst.Element(direct)])))
+    if site.outer is not site.call:
+        x = cst.Name(_fresh(module))
+        source = iterables[0] if len(iterables) == 1 else cst.Call(cst.Name("zip"), [cst.Arg(i) for i in iterables])
+        spread = star or len(iterables) > 1
+        out.append((site.outer, cst.ListComp(
+            elt=cst.Call(func=fn, args=[cst.Arg(x, star="*" if spread else "")]),
+            for_in=cst.CompFor(target=x, iter=source))))
+    if not star:
+        out.append((site.call, cst.Call(cst.Name("map"), [cst.Arg(fn)] + [cst.Arg(i) for i in iterables])))
+    return out
+
+
+def _map_alternatives(module: cst.Module, site: MapSite) -> Iterable[str | None]:
+    for old, new in map_rewrites(module, site):
+        yield safe(lambda old=old, new=new: replace(module, old, new))

@@ -239,7 +239,7 @@ def _path(module: cst.Module, pos, lines: set[int]) -> dict[int, str]:
 
 def _render(module: cst.Module, removed: set[int], path: dict[int, str]) -> str:
     from reducer.passes.base import body_statements, splice
-    from reducer.passes.unwrap import _one_iteration
+    from reducer.passes.unwrap import one_iteration
 
     class Cut(cst.CSTTransformer):
         def on_visit(self, node: cst.CSTNode) -> bool:
@@ -250,7 +250,7 @@ def _render(module: cst.Module, removed: set[int], path: dict[int, str]) -> str:
                 return cst.RemoveFromParent()
             how = path.get(id(original))
             if how == "loop":
-                return splice(_one_iteration(body_statements(updated.body)), original)
+                return splice(one_iteration(body_statements(updated.body)), original)
             if how == "try":
                 final = body_statements(updated.finalbody.body) if updated.finalbody else []
                 return splice(body_statements(updated.body) + final, original)

@@ -68,7 +68,7 @@ def bodies(node: cst.CSTNode) -> list[list[cst.BaseStatement]]:
         if binds:
             out.append(binds + body)
     elif isinstance(node, (cst.For, cst.While)):
-        body = _one_iteration(body_statements(node.body))
+        body = one_iteration(body_statements(node.body))
         out.append(body)
         if isinstance(node, cst.For) and node.asynchronous is None:
             # the first item, as briefly as the iterable allows: `job = jobs[0]`, else next(iter())
@@ -105,7 +105,8 @@ class _LoopControl(cst.CSTTransformer):
         return cst.Pass()
 
 
-def _one_iteration(stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+def one_iteration(stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    """A loop body as straight-line code: its own break/continue can no longer apply."""
     return [s.visit(_LoopControl()) if not isinstance(s, (cst.For, cst.While)) else s for s in stmts]
 
 
