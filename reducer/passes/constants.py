@@ -17,48 +17,10 @@ import libcst as cst
 
 from reducer.passes.base import (Gate, collect, is_literal, parse, render, replace, replace_many, root_name,
                                  run_targets, safe)
+from reducer.passes._names import Role, Roles, binding_counts
 from reducer.passes._shared import spread_kwargs
 from reducer.passes.cleanup import drop_dead_code
 from reducer.size import size_of
-
-
-def binding_counts(module: cst.Module) -> dict[str, int]:
-    """How many places bind each name, in any form (assignment, loop, parameter, import, def...)."""
-    counts: dict[str, int] = {}
-
-    def add(node: cst.CSTNode | None) -> None:
-        if isinstance(node, cst.Name):
-            counts[node.value] = counts.get(node.value, 0) + 1
-        elif isinstance(node, (cst.Tuple, cst.List)):
-            for e in node.elements:
-                add(e.value)
-        elif isinstance(node, cst.StarredElement):
-            add(node.value)
-
-    class _CountBindings(cst.CSTVisitor):
-        def visit_AssignTarget(self, n): add(n.target)
-        def visit_AnnAssign(self, n): add(n.target)
-        def visit_AugAssign(self, n): add(n.target)
-        def visit_For(self, n): add(n.target)
-        def visit_CompFor(self, n): add(n.target)
-        def visit_AsName(self, n): add(n.name)
-        def visit_Param(self, n): add(n.name)
-        def visit_FunctionDef(self, n): add(n.name)
-        def visit_ClassDef(self, n): add(n.name)
-        def visit_NamedExpr(self, n): add(n.target)
-        def visit_Del(self, n): add(n.target)
-        def visit_Global(self, n): [add(x.name) for x in n.names]
-        def visit_Nonlocal(self, n): [add(x.name) for x in n.names]
-
-        def visit_ImportAlias(self, n):
-            if n.asname is None:
-                name = n.name
-                while isinstance(name, cst.Attribute):
-                    name = name.value
-                add(name)
-
-    module.visit(_CountBindings())
-    return counts
 
 
 def single_bindings(module: cst.Module, want=is_literal, ignore_params: bool = False
@@ -87,26 +49,19 @@ class _Inline(cst.CSTTransformer):
 
     def __init__(self, name: str, value: cst.BaseExpression, definition: cst.CSTNode) -> None:
         self.name, self.value, self.definition = name, value, definition
-        self.skip: set[int] = set()
+        self.roles = Roles()
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if node is self.definition:
             return False
-        # names that are not variable loads: attributes, keyword names, parameters, defs, imports
-        if isinstance(node, cst.Attribute):
-            self.skip.add(id(node.attr))
-        elif isinstance(node, cst.Arg) and node.keyword is not None:
-            self.skip.add(id(node.keyword))
-        elif isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
-            self.skip.add(id(node.name))
-        elif isinstance(node, (cst.ImportAlias, cst.ImportFrom, cst.Import)):
-            return False
-        return True
+        self.roles.decide(node)
+        return not isinstance(node, (cst.Import, cst.ImportFrom))     # an import has no loads
 
     def on_leave(self, original: cst.CSTNode, updated):
         if original is self.definition:
             return cst.RemoveFromParent()
-        if isinstance(original, cst.Name) and original.value == self.name and id(original) not in self.skip:
+        if (isinstance(original, cst.Name) and original.value == self.name
+                and self.roles.of(original) not in (Role.ATTRIBUTE, Role.KEYWORD, Role.PARAM, Role.DEF, Role.CLASS)):
             return self.value
         return updated
 
@@ -363,7 +318,7 @@ def _folds(module: cst.Module) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
         return items[want[1]].value
 
     out: list[tuple[cst.CSTNode, cst.CSTNode]] = []
-    skip: set[int] = set()
+    roles = Roles()
 
     class _FindFolds(cst.CSTVisitor):
         def on_visit(self, node: cst.CSTNode) -> bool:
@@ -373,12 +328,10 @@ def _folds(module: cst.Module) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
                                  | {x.name.value for x in (p.star_arg, p.star_kwarg) if isinstance(x, cst.Param)})
             if isinstance(node, (cst.AssignTarget, cst.Param, cst.ImportFrom, cst.Import)):
                 return False
-            if isinstance(node, cst.Attribute):
-                skip.add(id(node.attr))
-            if isinstance(node, cst.Arg) and node.keyword is not None:
-                skip.add(id(node.keyword))
+            roles.decide(node)
             new = None
-            if (isinstance(node, cst.Name) and id(node) not in skip and node.value in scalars
+            if (isinstance(node, cst.Name) and roles.of(node) not in (Role.ATTRIBUTE, Role.KEYWORD)
+                    and node.value in scalars
                     and not any(node.value in names for names in shadowing)):
                 new = scalars[node.value]
             elif isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):

@@ -1,0 +1,220 @@
+"""What each ``cst.Name`` of a script is: a read, a binding (and by which form), or no variable at
+all (an attribute name, a keyword argument's name, a part of an imported module's path).
+
+Every pass that asks "is this name used, bound, loaded here" asks this one classification; they
+differ only in which roles they count, and each says so with a set of roles. ``Roles`` decides
+the roles as a walk goes, so a pass that walks the tree anyway (a transformer, a visitor with
+checks of its own) classifies in that same walk instead of a second one.
+"""
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Collection, Iterator
+
+import libcst as cst
+
+
+class Role(enum.Enum):
+    READ = "read"
+    # no variable at all
+    ATTRIBUTE = "attribute"         # `name` in `obj.name`
+    KEYWORD = "keyword"             # `name` in `f(name=...)`
+    IMPORTED = "imported"           # `a`, `b` and `c` in `from a.b import c as d`, `b` in `import a.b`
+    # bindings, by form
+    ASSIGN = "assign"               # the whole target: `x = ...`
+    UNPACK = "unpack"               # an item of a destructuring target: `a, *b = ...`
+    ANN_ASSIGN = "ann_assign"       # `x: int = ...`
+    AUG_ASSIGN = "aug_assign"       # `x += 1` (reads x too)
+    FOR = "for"
+    COMPREHENSION = "comprehension"
+    AS = "as"                       # `with ... as x`, `except E as x`
+    IMPORT = "import"               # `d` above, `a` in `import a.b`
+    PARAM = "param"
+    DEF = "def"
+    CLASS = "class"
+    WALRUS = "walrus"
+    DEL = "del"
+    GLOBAL = "global"
+    NONLOCAL = "nonlocal"
+    MATCH = "match"                 # a capture pattern: `case x:`, `case [*rest]`, `case {**rest}`
+
+
+NOT_VARIABLES = frozenset({Role.ATTRIBUTE, Role.KEYWORD, Role.IMPORTED})
+BINDINGS = frozenset(Role) - NOT_VARIABLES - {Role.READ, Role.MATCH}
+
+
+def target_leaves(target: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The parts a target assigns to: ``a``, ``b.c`` and ``d[0]`` in ``a, (b.c, *d[0]) = ...``."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for e in target.elements:
+            yield from target_leaves(e.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from target_leaves(target.value)
+    else:
+        yield target
+
+
+def bound_names(target: cst.BaseExpression) -> list[cst.Name]:
+    """The names a target binds (an item or attribute target binds none: it reads its root)."""
+    return [n for n in target_leaves(target) if isinstance(n, cst.Name)]
+
+
+def _dotted(expr: cst.BaseExpression | None) -> Iterator[cst.Name]:
+    while isinstance(expr, cst.Attribute):
+        yield expr.attr
+        expr = expr.value
+    if isinstance(expr, cst.Name):
+        yield expr
+
+
+def _import_binding(alias: cst.ImportAlias) -> cst.Name:
+    """The name an import alias binds: the ``as`` name, else the first part of the dotted name."""
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name
+    return list(_dotted(alias.name))[-1]
+
+
+def bound_name(alias: cst.ImportAlias) -> str:
+    return _import_binding(alias).value
+
+
+def import_bindings(node: cst.Import | cst.ImportFrom) -> list[str]:
+    """The names an import statement binds (none for ``*``, which this analysis cannot see)."""
+    if isinstance(node.names, cst.ImportStar):
+        return []
+    return [bound_name(a) for a in node.names]
+
+
+Mark = Callable[[cst.CSTNode, Role], None]
+
+
+def _mark_targets(role: Role) -> Callable[[cst.BaseExpression, Mark], None]:
+    """A rule for a binding target: a whole ``Name`` gets ``role``, the names of a destructuring
+    target too, except for assignments, whose items are told apart (``UNPACK``)."""
+    def rule(target: cst.BaseExpression, mark: Mark) -> None:
+        if isinstance(target, cst.Name):
+            mark(target, role)
+            return
+        for name in bound_names(target):
+            mark(name, Role.UNPACK if role is Role.ASSIGN else role)
+    return rule
+
+
+def _mark_import(node: cst.Import | cst.ImportFrom, mark: Mark) -> None:
+    if isinstance(node, cst.ImportFrom):
+        for name in _dotted(node.module):
+            mark(name, Role.IMPORTED)
+    if isinstance(node.names, cst.ImportStar):
+        return
+    for alias in node.names:
+        mark(_import_binding(alias), Role.IMPORT)
+        for name in _dotted(alias.name):
+            mark(name, Role.IMPORTED)      # no-op for the one already marked as the binding
+
+
+def _mark_names(items: Collection[cst.NameItem], role: Role, mark: Mark) -> None:
+    for item in items:
+        mark(item.name, role)
+
+
+def _mark_if_name(node: cst.CSTNode | None, role: Role, mark: Mark) -> None:
+    if isinstance(node, cst.Name):
+        mark(node, role)
+
+
+_ASSIGN, _FOR, _COMP, _AS = (_mark_targets(r) for r in (Role.ASSIGN, Role.FOR, Role.COMPREHENSION, Role.AS))
+_ANN, _AUG, _WALRUS, _DEL = (_mark_targets(r) for r in (Role.ANN_ASSIGN, Role.AUG_ASSIGN, Role.WALRUS, Role.DEL))
+
+# Each node type that decides the roles of some names below it, and how.
+_RULES: dict[type, Callable[[cst.CSTNode, Mark], None]] = {
+    cst.Attribute: lambda n, mark: mark(n.attr, Role.ATTRIBUTE),
+    cst.Arg: lambda n, mark: _mark_if_name(n.keyword, Role.KEYWORD, mark),
+    cst.Param: lambda n, mark: mark(n.name, Role.PARAM),
+    cst.FunctionDef: lambda n, mark: mark(n.name, Role.DEF),
+    cst.ClassDef: lambda n, mark: mark(n.name, Role.CLASS),
+    cst.AssignTarget: lambda n, mark: _ASSIGN(n.target, mark),
+    cst.AnnAssign: lambda n, mark: _ANN(n.target, mark),
+    cst.AugAssign: lambda n, mark: _AUG(n.target, mark),
+    cst.For: lambda n, mark: _FOR(n.target, mark),
+    cst.CompFor: lambda n, mark: _COMP(n.target, mark),
+    cst.AsName: lambda n, mark: _AS(n.name, mark),
+    cst.NamedExpr: lambda n, mark: _WALRUS(n.target, mark),
+    cst.Del: lambda n, mark: _DEL(n.target, mark),
+    cst.Global: lambda n, mark: _mark_names(n.names, Role.GLOBAL, mark),
+    cst.Nonlocal: lambda n, mark: _mark_names(n.names, Role.NONLOCAL, mark),
+    cst.Import: _mark_import,
+    cst.ImportFrom: _mark_import,
+    cst.MatchAs: lambda n, mark: _mark_if_name(n.name, Role.MATCH, mark),
+    cst.MatchStar: lambda n, mark: _mark_if_name(n.name, Role.MATCH, mark),
+    cst.MatchMapping: lambda n, mark: _mark_if_name(n.rest, Role.MATCH, mark),
+}
+
+
+class Roles:
+    """The roles of the names below the nodes a walk has reached. Call ``decide`` on each node
+    before its children (from ``on_visit``); then ``of`` answers for any ``Name`` reached.
+
+    A name's role is decided by the first node that speaks for it, the outermost: inside an
+    import, the import's own rule wins over the ``Attribute`` and ``AsName`` rules below it."""
+
+    __slots__ = ("_roles", "_mark")
+
+    def __init__(self) -> None:
+        self._roles: dict[int, Role] = {}
+        self._mark: Mark = lambda name, role: self._roles.setdefault(id(name), role)
+
+    def decide(self, node: cst.CSTNode) -> None:
+        rule = _RULES.get(type(node))
+        if rule is not None:
+            rule(node, self._mark)
+
+    def of(self, name: cst.Name) -> Role:
+        return self._roles.get(id(name), Role.READ)
+
+
+class Census(cst.CSTVisitor):
+    """One walk that counts each identifier's occurrences by role; a subclass's own ``visit_*``
+    checks run in the same walk."""
+
+    def __init__(self) -> None:
+        self.roles = Roles()
+        self.counts: dict[tuple[str, Role], int] = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.roles.decide(node)
+        if isinstance(node, cst.Name):
+            key = (node.value, self.roles.of(node))
+            self.counts[key] = self.counts.get(key, 0) + 1
+        return super().on_visit(node)
+
+    def total(self, roles: Collection[Role]) -> dict[str, int]:
+        """Occurrences per identifier, counting the given roles only (identifiers with none left out)."""
+        out: dict[str, int] = {}
+        for (name, role), n in self.counts.items():
+            if role in roles:
+                out[name] = out.get(name, 0) + n
+        return out
+
+
+def census(node: cst.CSTNode) -> Census:
+    c = Census()
+    node.visit(c)
+    return c
+
+
+# What keeps a name alive for dead-code and unused-import removal: every occurrence but a plain
+# `x = ...` / `x: T = ...`, a def, class, parameter or import binding, a keyword or an import path.
+# Coarse on purpose: attribute names count, so nothing reachable as `obj.name` is ever called
+# dead, and so do loop, `with ... as`, destructuring and other bindings.
+USES = frozenset(Role) - {Role.KEYWORD, Role.IMPORTED, Role.IMPORT, Role.PARAM, Role.DEF, Role.CLASS,
+                          Role.ASSIGN, Role.ANN_ASSIGN}
+
+
+def uses(node: cst.CSTNode) -> dict[str, int]:
+    """How often each identifier is used (see ``USES``)."""
+    return census(node).total(USES)
+
+
+def binding_counts(node: cst.CSTNode) -> dict[str, int]:
+    """How many places bind each name, in any form (assignment, loop, parameter, import, def...)."""
+    return census(node).total(BINDINGS)
