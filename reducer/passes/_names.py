@@ -40,7 +40,7 @@ class Role(enum.Enum):
 
 
 NOT_VARIABLES = frozenset({Role.ATTRIBUTE, Role.KEYWORD, Role.IMPORTED})
-BINDINGS = frozenset(Role) - NOT_VARIABLES - {Role.READ, Role.MATCH}
+BINDINGS = frozenset(Role) - NOT_VARIABLES - {Role.READ}
 
 
 def target_leaves(target: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
