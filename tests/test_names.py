@@ -287,7 +287,9 @@ def _check_folds(module: cst.Module, monkeypatch: pytest.MonkeyPatch) -> None:
     with monkeypatch.context() as m:
         m.setattr(constants, "Roles", lambda: _OldSkips(definitions=False))
         old = constants._folds(module)
-    assert spelled(new) == spelled(old)
+    # the old folder put the value in place of the target of `N: int = 5` (see below)
+    annotated = {id(n.target) for n in collect(module, lambda n: isinstance(n, cst.AnnAssign))}
+    assert spelled(new) == spelled([p for p in old if id(p[0]) not in annotated])
 
 
 def _check_all(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -315,6 +317,11 @@ def test_names_give_what_the_five_analyses_gave_on_real_files(path: Path, monkey
 
 
 # ---- where a reference was wrong -----------------------------------------------------------
+def test_an_annotated_constant_is_folded_into_its_reads_not_its_target() -> None:
+    # the folder wrote `5: int = 5`, which does not parse, and so folded nothing in the script
+    assert constants.folded("N: int = 5\nM = 2\nprint(N, M)\n") == "print(5, 2)\n"
+
+
 def test_a_match_capture_is_a_binding() -> None:
     # counted as no binding, `N` looked bound once, and inlining turned the capture into `case 5:`
     source = "N = 5\nmatch x:\n    case N:\n        pass\nprint(N)\n"

@@ -45,7 +45,9 @@ def single_bindings(module: cst.Module, want=is_literal, ignore_params: bool = F
 
 
 class _Inline(cst.CSTTransformer):
-    """Every load of ``name`` becomes ``value``; its defining statement goes."""
+    """Every load of ``name`` becomes ``value``; its defining statement goes. ``definition`` is
+    the name's one binding, so any other occurrence that is no load is no variable either (an
+    attribute, keyword or import name) and stays."""
 
     def __init__(self, name: str, value: cst.BaseExpression, definition: cst.CSTNode) -> None:
         self.name, self.value, self.definition = name, value, definition
@@ -60,8 +62,7 @@ class _Inline(cst.CSTTransformer):
     def on_leave(self, original: cst.CSTNode, updated):
         if original is self.definition:
             return cst.RemoveFromParent()
-        if (isinstance(original, cst.Name) and original.value == self.name
-                and self.roles.of(original) not in (Role.ATTRIBUTE, Role.KEYWORD, Role.PARAM, Role.DEF, Role.CLASS)):
+        if isinstance(original, cst.Name) and original.value == self.name and self.roles.of(original) is Role.READ:
             return self.value
         return updated
 
@@ -330,8 +331,8 @@ def _folds(module: cst.Module) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
                 return False
             roles.decide(node)
             new = None
-            if (isinstance(node, cst.Name) and roles.of(node) not in (Role.ATTRIBUTE, Role.KEYWORD)
-                    and node.value in scalars
+            # loads only: the target of `N: int = 5`, N's one binding, is no place for 5
+            if (isinstance(node, cst.Name) and roles.of(node) is Role.READ and node.value in scalars
                     and not any(node.value in names for names in shadowing)):
                 new = scalars[node.value]
             elif isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
