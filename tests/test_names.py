@@ -226,7 +226,7 @@ REAL = sorted({*(ROOT / "bench" / "corpus").glob("*.py"), *(ROOT / "examples").r
 
 
 def _match_captures(node: cst.CSTNode) -> dict[str, int]:
-    """Names a match statement's patterns capture: bindings the old `binding_counts` missed."""
+    """Names a match statement's patterns capture: bindings the reference `binding_counts` does not count."""
     out: dict[str, int] = {}
     for n in collect(node, lambda n: isinstance(n, (cst.MatchAs, cst.MatchStar, cst.MatchMapping))):
         name = n.rest if isinstance(n, cst.MatchMapping) else n.name
@@ -287,7 +287,7 @@ def _check_folds(module: cst.Module, monkeypatch: pytest.MonkeyPatch) -> None:
     with monkeypatch.context() as m:
         m.setattr(constants, "Roles", lambda: _OldSkips(definitions=False))
         old = constants._folds(module)
-    # the old folder put the value in place of the target of `N: int = 5` (see below)
+    # the reference folder puts the value in place of the target of `N: int = 5` (see below)
     annotated = {id(n.target) for n in collect(module, lambda n: isinstance(n, cst.AnnAssign))}
     assert spelled(new) == spelled([p for p in old if id(p[0]) not in annotated])
 
@@ -318,15 +318,26 @@ def test_names_give_what_the_five_analyses_gave_on_real_files(path: Path, monkey
 
 # ---- where a reference was wrong -----------------------------------------------------------
 def test_an_annotated_constant_is_folded_into_its_reads_not_its_target() -> None:
-    # the folder wrote `5: int = 5`, which does not parse, and so folded nothing in the script
+    # a folder that replaces the target too writes `5: int = 5`, which does not parse, and so
+    # folds nothing in the whole script
     assert constants.folded("N: int = 5\nM = 2\nprint(N, M)\n") == "print(5, 2)\n"
 
 
 def test_a_match_capture_is_a_binding() -> None:
-    # counted as no binding, `N` looked bound once, and inlining turned the capture into `case 5:`
+    # a count without captures makes `N` look bound once, and inlining turns the capture into
+    # the value pattern `case 5:`
     source = "N = 5\nmatch x:\n    case N:\n        pass\nprint(N)\n"
     assert binding_counts(cst.parse_module(source)) == {"N": 2}
     assert "N" not in constants.single_bindings(cst.parse_module(source))
+
+
+def test_a_comment_inside_a_parenthesised_import_is_a_clean_up() -> None:
+    # a clean-up walk that stops at `from ... import (` never sees the comment that
+    # strip_comments_and_docstrings removes, and then skips bulk clean-up
+    from reducer.passes.cleanup import BULK, _apply, could_clean
+    source = "from os import (path,  # why\n    sep)\nf(path, sep)\n"
+    assert _apply(source, BULK) == "from os import (path,\n    sep)\nf(path, sep)\n"
+    assert could_clean(source)
 
 
 def test_roles_by_form() -> None:

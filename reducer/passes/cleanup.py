@@ -349,9 +349,8 @@ class _CleanupFacts(Census):
     def visit_Import(self, node: cst.Import) -> None:
         self.imports.append(node)
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        self.imports.append(node)
-        return False
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.imports.append(node)       # and on inside: `from m import (a,  # ...` holds comments
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if self._class_depth[-1] == 0:
