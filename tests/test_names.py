@@ -119,7 +119,7 @@ def old_bound_names(target: cst.CSTNode) -> list[cst.Name]:
 
 
 class _OldEffects(slicing._Effects):
-    """slicing's `_Effects` with its old read/skip/write rules (`_writes_of` did not change)."""
+    """slicing's `_Effects` with the reference's read, skip and target-write rules."""
 
     def __init__(self, removed: set[int]) -> None:
         super().__init__(removed)
@@ -159,6 +159,14 @@ class _OldEffects(slicing._Effects):
         if isinstance(node, slicing._SCOPES):
             self._depth += 1
         return True
+
+    def _writes_of(self, node: cst.CSTNode) -> None:
+        if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr, cst.Del)):
+            self._target(node.target)
+        elif isinstance(node, cst.AsName):
+            self._target(node.name)
+        elif isinstance(node, (cst.Call, cst.Break, cst.Continue)):
+            super()._writes_of(node)      # rules that stayed in slicing
 
     def _target(self, target: cst.CSTNode) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Collection, Iterator
+from typing import Any
 
 import libcst as cst
 
@@ -88,16 +89,34 @@ def import_bindings(node: cst.Import | cst.ImportFrom) -> list[str]:
 Mark = Callable[[cst.CSTNode, Role], None]
 
 
-def _mark_targets(role: Role) -> Callable[[cst.BaseExpression, Mark], None]:
-    """A rule for a binding target: a whole ``Name`` gets ``role``, the names of a destructuring
-    target too, except for assignments, whose items are told apart (``UNPACK``)."""
-    def rule(target: cst.BaseExpression, mark: Mark) -> None:
-        if isinstance(target, cst.Name):
-            mark(target, role)
-            return
-        for name in bound_names(target):
-            mark(name, Role.UNPACK if role is Role.ASSIGN else role)
-    return rule
+# Each node that binds what its target names: how to reach the target, and the form.
+_TARGETS: dict[type, tuple[Callable[[Any], cst.BaseExpression], Role]] = {
+    cst.AssignTarget: (lambda n: n.target, Role.ASSIGN),
+    cst.AnnAssign: (lambda n: n.target, Role.ANN_ASSIGN),
+    cst.AugAssign: (lambda n: n.target, Role.AUG_ASSIGN),
+    cst.For: (lambda n: n.target, Role.FOR),
+    cst.CompFor: (lambda n: n.target, Role.COMPREHENSION),
+    cst.AsName: (lambda n: n.name, Role.AS),
+    cst.NamedExpr: (lambda n: n.target, Role.WALRUS),
+    cst.Del: (lambda n: n.target, Role.DEL),
+}
+
+
+def binding_target(node: cst.CSTNode) -> tuple[cst.BaseExpression, Role] | None:
+    """What ``node`` assigns to (``x`` of ``x = ...``, ``k, v`` of ``for k, v in ...``) and the
+    form of binding; None for a node that binds no target."""
+    entry = _TARGETS.get(type(node))
+    return None if entry is None else (entry[0](node), entry[1])
+
+
+def _mark_target(node: cst.CSTNode, mark: Mark) -> None:
+    target, role = binding_target(node)
+    if isinstance(target, cst.Name):
+        mark(target, role)
+        return
+    # the items of a destructuring assignment are told apart from a whole target (see USES)
+    for name in bound_names(target):
+        mark(name, Role.UNPACK if role is Role.ASSIGN else role)
 
 
 def _mark_import(node: cst.Import | cst.ImportFrom, mark: Mark) -> None:
@@ -122,9 +141,6 @@ def _mark_if_name(node: cst.CSTNode | None, role: Role, mark: Mark) -> None:
         mark(node, role)
 
 
-_ASSIGN, _FOR, _COMP, _AS = (_mark_targets(r) for r in (Role.ASSIGN, Role.FOR, Role.COMPREHENSION, Role.AS))
-_ANN, _AUG, _WALRUS, _DEL = (_mark_targets(r) for r in (Role.ANN_ASSIGN, Role.AUG_ASSIGN, Role.WALRUS, Role.DEL))
-
 # Each node type that decides the roles of some names below it, and how.
 _RULES: dict[type, Callable[[cst.CSTNode, Mark], None]] = {
     cst.Attribute: lambda n, mark: mark(n.attr, Role.ATTRIBUTE),
@@ -132,14 +148,7 @@ _RULES: dict[type, Callable[[cst.CSTNode, Mark], None]] = {
     cst.Param: lambda n, mark: mark(n.name, Role.PARAM),
     cst.FunctionDef: lambda n, mark: mark(n.name, Role.DEF),
     cst.ClassDef: lambda n, mark: mark(n.name, Role.CLASS),
-    cst.AssignTarget: lambda n, mark: _ASSIGN(n.target, mark),
-    cst.AnnAssign: lambda n, mark: _ANN(n.target, mark),
-    cst.AugAssign: lambda n, mark: _AUG(n.target, mark),
-    cst.For: lambda n, mark: _FOR(n.target, mark),
-    cst.CompFor: lambda n, mark: _COMP(n.target, mark),
-    cst.AsName: lambda n, mark: _AS(n.name, mark),
-    cst.NamedExpr: lambda n, mark: _WALRUS(n.target, mark),
-    cst.Del: lambda n, mark: _DEL(n.target, mark),
+    **{kind: _mark_target for kind in _TARGETS},
     cst.Global: lambda n, mark: _mark_names(n.names, Role.GLOBAL, mark),
     cst.Nonlocal: lambda n, mark: _mark_names(n.names, Role.NONLOCAL, mark),
     cst.Import: _mark_import,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from reducer.passes._names import Role, Roles, import_bindings, target_leaves
+from reducer.passes._names import Role, Roles, binding_target, import_bindings, target_leaves
 from reducer.passes.base import Gate, parse_with_positions, render, root_name as _root
 
 _LOOPS = (cst.For, cst.While)
@@ -76,18 +76,10 @@ class _Effects(cst.CSTVisitor):
         self.writes.update(name for name in map(_root, target_leaves(target)) if name)
 
     def _writes_of(self, node: cst.CSTNode) -> None:
-        if isinstance(node, cst.AssignTarget):
-            self._target(node.target)
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-            self._target(node.target)
-        elif isinstance(node, cst.For):
-            self._target(node.target)
-        elif isinstance(node, cst.AsName):
-            self._target(node.name)
-        elif isinstance(node, cst.NamedExpr):
-            self._target(node.target)
-        elif isinstance(node, cst.Del):
-            self._target(node.target)
+        bound = binding_target(node)
+        if bound is not None:
+            if bound[1] is not Role.COMPREHENSION:      # a comprehension's variable stays inside it
+                self._target(bound[0])
         elif isinstance(node, cst.Call):
             # a method call may change its receiver (`requests.put(r)`, `scored.sort()`); a call
             # made for its effect alone (`get_peft_model(model, cfg)` as a statement) may also
