@@ -86,7 +86,8 @@ def import_bindings(node: cst.Import | cst.ImportFrom) -> list[str]:
     return [bound_name(a) for a in node.names]
 
 
-Mark = Callable[[cst.CSTNode, Role], None]
+# Records a role for a name unless one is recorded already: ``dict.setdefault`` on ``id(name)``.
+Mark = Callable[[int, Role], Role]
 
 
 # Each node that binds what its target names: how to reach the target, and the form.
@@ -111,51 +112,51 @@ def binding_target(node: cst.CSTNode) -> tuple[cst.BaseExpression, Role] | None:
 
 def _mark_target(node: cst.CSTNode, mark: Mark) -> None:
     target, role = binding_target(node)
-    if isinstance(target, cst.Name):
-        mark(target, role)
+    if type(target) is cst.Name:
+        mark(id(target), role)
         return
     # the items of a destructuring assignment are told apart from a whole target (see USES)
     for name in bound_names(target):
-        mark(name, Role.UNPACK if role is Role.ASSIGN else role)
+        mark(id(name), Role.UNPACK if role is Role.ASSIGN else role)
 
 
 def _mark_import(node: cst.Import | cst.ImportFrom, mark: Mark) -> None:
     if isinstance(node, cst.ImportFrom):
         for name in _dotted(node.module):
-            mark(name, Role.IMPORTED)
+            mark(id(name), Role.IMPORTED)
     if isinstance(node.names, cst.ImportStar):
         return
     for alias in node.names:
-        mark(_import_binding(alias), Role.IMPORT)
+        mark(id(_import_binding(alias)), Role.IMPORT)
         for name in _dotted(alias.name):
-            mark(name, Role.IMPORTED)      # no-op for the one already marked as the binding
+            mark(id(name), Role.IMPORTED)      # no-op for the one already marked as the binding
 
 
 def _mark_names(items: Collection[cst.NameItem], role: Role, mark: Mark) -> None:
     for item in items:
-        mark(item.name, role)
+        mark(id(item.name), role)
 
 
-def _mark_if_name(node: cst.CSTNode | None, role: Role, mark: Mark) -> None:
-    if isinstance(node, cst.Name):
-        mark(node, role)
+def _mark_optional(node: cst.CSTNode | None, role: Role, mark: Mark) -> None:
+    if node is not None:
+        mark(id(node), role)
 
 
 # Each node type that decides the roles of some names below it, and how.
 _RULES: dict[type, Callable[[cst.CSTNode, Mark], None]] = {
-    cst.Attribute: lambda n, mark: mark(n.attr, Role.ATTRIBUTE),
-    cst.Arg: lambda n, mark: _mark_if_name(n.keyword, Role.KEYWORD, mark),
-    cst.Param: lambda n, mark: mark(n.name, Role.PARAM),
-    cst.FunctionDef: lambda n, mark: mark(n.name, Role.DEF),
-    cst.ClassDef: lambda n, mark: mark(n.name, Role.CLASS),
+    cst.Attribute: lambda n, mark: mark(id(n.attr), Role.ATTRIBUTE),
+    cst.Arg: lambda n, mark: _mark_optional(n.keyword, Role.KEYWORD, mark),
+    cst.Param: lambda n, mark: mark(id(n.name), Role.PARAM),
+    cst.FunctionDef: lambda n, mark: mark(id(n.name), Role.DEF),
+    cst.ClassDef: lambda n, mark: mark(id(n.name), Role.CLASS),
     **{kind: _mark_target for kind in _TARGETS},
     cst.Global: lambda n, mark: _mark_names(n.names, Role.GLOBAL, mark),
     cst.Nonlocal: lambda n, mark: _mark_names(n.names, Role.NONLOCAL, mark),
     cst.Import: _mark_import,
     cst.ImportFrom: _mark_import,
-    cst.MatchAs: lambda n, mark: _mark_if_name(n.name, Role.MATCH, mark),
-    cst.MatchStar: lambda n, mark: _mark_if_name(n.name, Role.MATCH, mark),
-    cst.MatchMapping: lambda n, mark: _mark_if_name(n.rest, Role.MATCH, mark),
+    cst.MatchAs: lambda n, mark: _mark_optional(n.name, Role.MATCH, mark),
+    cst.MatchStar: lambda n, mark: _mark_optional(n.name, Role.MATCH, mark),
+    cst.MatchMapping: lambda n, mark: _mark_optional(n.rest, Role.MATCH, mark),
 }
 
 
@@ -170,7 +171,7 @@ class Roles:
 
     def __init__(self) -> None:
         self._roles: dict[int, Role] = {}
-        self._mark: Mark = lambda name, role: self._roles.setdefault(id(name), role)
+        self._mark: Mark = self._roles.setdefault
 
     def decide(self, node: cst.CSTNode) -> None:
         rule = _RULES.get(type(node))
@@ -182,19 +183,26 @@ class Roles:
 
 
 class Census(cst.CSTVisitor):
-    """One walk that counts each identifier's occurrences by role; a subclass's own ``visit_*``
-    checks run in the same walk."""
+    """One walk that counts each identifier's occurrences by role: ``node.visit(census)``, or
+    ``census.on_visit(node)`` from another visitor's ``on_visit``, to share that visitor's walk.
+
+    It looks up no ``visit_*``/``leave_*`` methods: on a script of thousands of lines those
+    look-ups, mostly misses, cost more than the counting."""
 
     def __init__(self) -> None:
         self.roles = Roles()
         self.counts: dict[tuple[str, Role], int] = {}
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        self.roles.decide(node)
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:      # not isinstance: libcst's node classes are ABCs, slow to test
             key = (node.value, self.roles.of(node))
             self.counts[key] = self.counts.get(key, 0) + 1
-        return super().on_visit(node)
+        else:
+            self.roles.decide(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        pass
 
     def total(self, roles: Collection[Role]) -> dict[str, int]:
         """Occurrences per identifier, counting the given roles only (identifiers with none left out)."""

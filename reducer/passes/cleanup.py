@@ -299,18 +299,22 @@ BULK: list[Callable[[str], str]] = [strip_comments_and_docstrings, drop_output_c
                                     drop_empty_ifs, drop_unused_imports, drop_dead_code, drop_redundant_pass]
 
 
-class _CleanupFacts(Census):
+class _CleanupFacts(cst.CSTVisitor):
     """One walk over the script that tells whether any bulk clean-up would change it: on a
     long script that is already clean, one visit instead of seven parse-transform-render steps.
     Each check mirrors the step it stands for, on the script as it is."""
 
     def __init__(self) -> None:
-        super().__init__()
+        self.names = Census()
         self.changes = False            # a step changes the script whatever the names' uses are
         self.string_statements = False
         self.imports: list[cst.Import | cst.ImportFrom] = []
         self.maybe_dead: list[cst.CSTNode] = []     # top-level-of-a-body statements (not in a class)
         self._class_depth = [0]
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.names.on_visit(node)
+        return super().on_visit(node)
 
     def visit_EmptyLine(self, node: cst.EmptyLine) -> None:
         self.changes = self.changes or node.comment is not None
@@ -375,7 +379,7 @@ def could_clean(source: str) -> bool:
     module = parse(source)
     facts = _CleanupFacts()
     module.visit(facts)
-    used = facts.total(USES)
+    used = facts.names.total(USES)
     if facts.changes or (facts.string_statements and "__doc__" not in used):
         return True
     for imp in facts.imports:
