@@ -261,7 +261,14 @@ def _check_counts(module: cst.Module) -> None:
     scopes = [module] + [f.body for f in collect(module, lambda n: isinstance(n, cst.FunctionDef))]
     for node in scopes:
         assert uses(node) == old_uses(node)
-        assert binding_counts(node) == _added(old_binding_counts(node), _match_captures(node))
+        expected = _added(old_binding_counts(node), _match_captures(node))
+        assert binding_counts(node) == expected
+        # single_bindings(ignore_params=True) took one off per parameter of the name
+        params: dict[str, int] = {}
+        for p in collect(node, lambda n: isinstance(n, cst.Param)):
+            params[p.name.value] = params.get(p.name.value, 0) - 1
+        assert _names.census(node).total(_names.BINDINGS - {Role.PARAM}) == {
+            k: n for k, n in _added(expected, params).items() if n}
 
 
 def _check_targets(module: cst.Module) -> None:

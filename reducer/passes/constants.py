@@ -17,20 +17,19 @@ import libcst as cst
 
 from reducer.passes.base import (Gate, collect, is_literal, parse, render, replace, replace_many, root_name,
                                  run_targets, safe)
-from reducer.passes._names import Role, Roles, binding_counts
+from reducer.passes._names import BINDINGS, Census, Role, Roles, census
 from reducer.passes._shared import spread_kwargs
 from reducer.passes.cleanup import drop_dead_code
 from reducer.size import size_of
 
 
-def single_bindings(module: cst.Module, want=is_literal, ignore_params: bool = False
+def single_bindings(module: cst.Module, want=is_literal, ignore_params: bool = False, names: Census | None = None
                     ) -> dict[str, tuple[cst.SimpleStatementLine, cst.BaseExpression]]:
     """Names bound exactly once, by a plain ``name = value`` statement whose value satisfies ``want``
-    (with ``ignore_params``, function parameters of the same name do not count as bindings)."""
-    counts = binding_counts(module)
-    if ignore_params:
-        for param in collect(module, lambda n: isinstance(n, cst.Param)):
-            counts[param.name.value] = counts.get(param.name.value, 0) - 1
+    (with ``ignore_params``, function parameters of the same name do not count as bindings).
+    ``names``: the module's census, where the caller has taken it already."""
+    names = names or census(module)
+    counts = names.total(BINDINGS - {Role.PARAM} if ignore_params else BINDINGS)
     out: dict[str, tuple[cst.SimpleStatementLine, cst.BaseExpression]] = {}
     for line in collect(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
         s = line.body[0]
@@ -287,14 +286,15 @@ def _immutable(e: cst.BaseExpression) -> bool:
 
 def _folds(module: cst.Module) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
     mutated = _mutated(module)
+    names = census(module)      # one walk answers all four questions about bindings below
     displays = {k: v for k, (_, v) in single_bindings(
-        module, lambda e: isinstance(e, (cst.Dict, cst.List, cst.Tuple))).items() if k not in mutated}
+        module, lambda e: isinstance(e, (cst.Dict, cst.List, cst.Tuple)), names=names).items() if k not in mutated}
     # a parameter of the same name is another variable: its loads are skipped below
-    scalars = {k: v for k, (_, v) in single_bindings(module, _immutable, ignore_params=True).items()}
+    scalars = {k: v for k, (_, v) in single_bindings(module, _immutable, ignore_params=True, names=names).items()}
     # `checkpoint = base_dir`, both bound once: one name for one object
-    once = {k for k, n in binding_counts(module).items() if n == 1}
+    once = {k for k, n in names.total(BINDINGS).items() if n == 1}
     scalars.update({k: v for k, (_, v) in single_bindings(
-        module, lambda e: isinstance(e, cst.Name) and e.value in once).items()})
+        module, lambda e: isinstance(e, cst.Name) and e.value in once, names=names).items()})
     shadowing: list[set[str]] = []
 
     def resolve(e: cst.CSTNode) -> cst.CSTNode | None:
