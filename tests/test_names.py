@@ -1,6 +1,6 @@
-"""The one name analysis (reducer/passes/_names.py) against the five it replaced.
+"""The one name analysis (reducer/passes/_names.py) against the five analyses it stands for.
 
-The old analyses are kept here only, as references: `_Uses` (cleanup), `binding_counts`
+Those are kept here only, as references: `_Uses` (cleanup), `binding_counts`
 (constants), `_bound_names` and the read/skip rules of `_Effects` (slicing), and the skip rules
 of `_Inline` and of the constant folder (constants). Each new helper must give exactly what its
 reference gave, on generated scripts full of binding forms and on real files, except where a
@@ -181,10 +181,10 @@ class _OldEffects(slicing._Effects):
 
 
 class _OldSkips:
-    """The old skip rules of `_Inline` (attribute, keyword, parameter, def and class names were
-    no loads; every other name it reached was) and, with ``definitions=False``, of the constant
-    folder (attribute and keyword names only), in the shape of ``Roles``, so that the passes'
-    own walks can run with them."""
+    """The reference skip rules of `_Inline` (attribute, keyword, parameter, def and class names
+    are no loads; every other name it reaches is) and, with ``definitions=False``, of the
+    constant folder (attribute and keyword names only), in the shape of ``Roles``, so that the
+    passes' own walks can run with them."""
 
     def __init__(self, definitions: bool) -> None:
         self.definitions = definitions
@@ -263,7 +263,7 @@ def _check_counts(module: cst.Module) -> None:
         assert uses(node) == old_uses(node)
         expected = _added(old_binding_counts(node), _match_captures(node))
         assert binding_counts(node) == expected
-        # single_bindings(ignore_params=True) took one off per parameter of the name
+        # the reference single_bindings(ignore_params=True) takes one off per parameter of the name
         params: dict[str, int] = {}
         for p in collect(node, lambda n: isinstance(n, cst.Param)):
             params[p.name.value] = params.get(p.name.value, 0) - 1
@@ -322,12 +322,12 @@ def _check_all(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
 @settings(max_examples=300, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
 @given(source=SOURCES)
-def test_names_give_what_the_five_analyses_gave_on_generated_scripts(source: str, monkeypatch) -> None:
+def test_names_agree_with_the_references_on_generated_scripts(source: str, monkeypatch) -> None:
     _check_all(source, monkeypatch)
 
 
 @pytest.mark.parametrize("path", REAL, ids=lambda p: str(p.relative_to(ROOT)))
-def test_names_give_what_the_five_analyses_gave_on_real_files(path: Path, monkeypatch) -> None:
+def test_names_agree_with_the_references_on_real_files(path: Path, monkeypatch) -> None:
     _check_all(path.read_text(encoding="utf-8"), monkeypatch)
 
 

@@ -9,7 +9,7 @@ checks of its own) classifies in that same walk instead of a second one.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 import libcst as cst
@@ -132,7 +132,7 @@ def _mark_import(node: cst.Import | cst.ImportFrom, mark: Mark) -> None:
             mark(id(name), Role.IMPORTED)      # no-op for the one already marked as the binding
 
 
-def _mark_names(items: Collection[cst.NameItem], role: Role, mark: Mark) -> None:
+def _mark_names(items: Sequence[cst.NameItem], role: Role, mark: Mark) -> None:
     for item in items:
         mark(id(item.name), role)
 
