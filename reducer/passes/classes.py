@@ -7,7 +7,8 @@ from collections.abc import Iterable
 import libcst as cst
 
 from reducer.passes.base import Gate, collect, replace_many, run_targets, safe
-from reducer.passes.cleanup import _is_string_statement, uses
+from reducer.passes._names import uses
+from reducer.passes.cleanup import _is_string_statement
 from reducer.passes.constants import single_bindings
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
+from reducer.passes._names import USES, Census, bound_name, uses
 from reducer.passes._shared import spread_kwargs
 from reducer.passes.base import (Gate, StatementTransformer, body_statements, collect, delete_runs, is_literal,
                                  parse, parses, render)
@@ -149,64 +150,6 @@ def spread_literal_kwargs_of(call: cst.Call) -> cst.Arg | None:
             if len(set(keys)) == len(keys) and not explicit & set(keys):
                 return arg
     return None
-
-
-# ---- names: what is bound where, what is used ----------------------------------------------
-class _Uses(cst.CSTVisitor):
-    """Counts each identifier's occurrences that are not plain bindings (coarse on purpose:
-    attribute names count as uses, so nothing reachable as ``obj.name`` is ever called dead)."""
-
-    def __init__(self) -> None:
-        self.uses: dict[str, int] = {}
-        self._binding: set[int] = set()
-
-    def _bind(self, node: cst.CSTNode | None) -> None:
-        if isinstance(node, cst.Name):
-            self._binding.add(id(node))
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._bind(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._bind(node.target)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._bind(node.name)
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._bind(node.name)
-
-    def visit_Param(self, node: cst.Param) -> None:
-        self._bind(node.name)
-
-    def visit_Arg(self, node: cst.Arg) -> None:
-        if node.keyword is not None:
-            self._binding.add(id(node.keyword))     # `f(device_map=...)` names a parameter
-
-    def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
-        return False        # the dotted name being imported is not a use of anything
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        return False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if id(node) not in self._binding:
-            self.uses[node.value] = self.uses.get(node.value, 0) + 1
-
-
-def uses(module: cst.CSTNode) -> dict[str, int]:
-    v = _Uses()
-    module.visit(v)
-    return v.uses
-
-
-def bound_name(alias: cst.ImportAlias) -> str:
-    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-        return alias.asname.name.value
-    name = alias.name
-    while isinstance(name, cst.Attribute):
-        name = name.value
-    return name.value
 
 
 def drop_unused_imports(source: str) -> str:
@@ -356,18 +299,22 @@ BULK: list[Callable[[str], str]] = [strip_comments_and_docstrings, drop_output_c
                                     drop_empty_ifs, drop_unused_imports, drop_dead_code, drop_redundant_pass]
 
 
-class _CleanupFacts(_Uses):
+class _CleanupFacts(cst.CSTVisitor):
     """One walk over the script that tells whether any bulk clean-up would change it: on a
     long script that is already clean, one visit instead of seven parse-transform-render steps.
     Each check mirrors the step it stands for, on the script as it is."""
 
     def __init__(self) -> None:
-        super().__init__()
+        self.names = Census()
         self.changes = False            # a step changes the script whatever the names' uses are
         self.string_statements = False
         self.imports: list[cst.Import | cst.ImportFrom] = []
         self.maybe_dead: list[cst.CSTNode] = []     # top-level-of-a-body statements (not in a class)
         self._class_depth = [0]
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.names.on_visit(node)
+        return super().on_visit(node)
 
     def visit_EmptyLine(self, node: cst.EmptyLine) -> None:
         self.changes = self.changes or node.comment is not None
@@ -406,14 +353,12 @@ class _CleanupFacts(_Uses):
     def visit_Import(self, node: cst.Import) -> None:
         self.imports.append(node)
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        self.imports.append(node)
-        return super().visit_ImportFrom(node)
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.imports.append(node)       # and on inside: `from m import (a,  # ...` holds comments
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if self._class_depth[-1] == 0:
             self.maybe_dead.append(node)
-        super().visit_ClassDef(node)
         self._class_depth[-1] += 1
 
     def leave_ClassDef(self, original: cst.ClassDef) -> None:
@@ -422,7 +367,6 @@ class _CleanupFacts(_Uses):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if self._class_depth[-1] == 0:
             self.maybe_dead.append(node)
-        super().visit_FunctionDef(node)
         self._class_depth.append(0)     # a function body is a fresh statement list, even in a class
 
     def leave_FunctionDef(self, original: cst.FunctionDef) -> None:
@@ -435,7 +379,7 @@ def could_clean(source: str) -> bool:
     module = parse(source)
     facts = _CleanupFacts()
     module.visit(facts)
-    used = facts.uses
+    used = facts.names.total(USES)
     if facts.changes or (facts.string_statements and "__doc__" not in used):
         return True
     for imp in facts.imports:

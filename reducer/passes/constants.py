@@ -17,59 +17,20 @@ import libcst as cst
 
 from reducer.passes.base import (Gate, collect, is_literal, parse, render, replace, replace_many, root_name,
                                  run_targets, safe)
+from reducer.passes._names import BINDINGS, Census, Role, Roles, census
 from reducer.passes._shared import spread_kwargs
 from reducer.passes.cleanup import drop_dead_code
 from reducer.passes.slicing import sliced
 from reducer.size import size_of
 
 
-def binding_counts(module: cst.Module) -> dict[str, int]:
-    """How many places bind each name, in any form (assignment, loop, parameter, import, def...)."""
-    counts: dict[str, int] = {}
-
-    def add(node: cst.CSTNode | None) -> None:
-        if isinstance(node, cst.Name):
-            counts[node.value] = counts.get(node.value, 0) + 1
-        elif isinstance(node, (cst.Tuple, cst.List)):
-            for e in node.elements:
-                add(e.value)
-        elif isinstance(node, cst.StarredElement):
-            add(node.value)
-
-    class _CountBindings(cst.CSTVisitor):
-        def visit_AssignTarget(self, n): add(n.target)
-        def visit_AnnAssign(self, n): add(n.target)
-        def visit_AugAssign(self, n): add(n.target)
-        def visit_For(self, n): add(n.target)
-        def visit_CompFor(self, n): add(n.target)
-        def visit_AsName(self, n): add(n.name)
-        def visit_Param(self, n): add(n.name)
-        def visit_FunctionDef(self, n): add(n.name)
-        def visit_ClassDef(self, n): add(n.name)
-        def visit_NamedExpr(self, n): add(n.target)
-        def visit_Del(self, n): add(n.target)
-        def visit_Global(self, n): [add(x.name) for x in n.names]
-        def visit_Nonlocal(self, n): [add(x.name) for x in n.names]
-
-        def visit_ImportAlias(self, n):
-            if n.asname is None:
-                name = n.name
-                while isinstance(name, cst.Attribute):
-                    name = name.value
-                add(name)
-
-    module.visit(_CountBindings())
-    return counts
-
-
-def single_bindings(module: cst.Module, want=is_literal, ignore_params: bool = False
+def single_bindings(module: cst.Module, want=is_literal, ignore_params: bool = False, names: Census | None = None
                     ) -> dict[str, tuple[cst.SimpleStatementLine, cst.BaseExpression]]:
     """Names bound exactly once, by a plain ``name = value`` statement whose value satisfies ``want``
-    (with ``ignore_params``, function parameters of the same name do not count as bindings)."""
-    counts = binding_counts(module)
-    if ignore_params:
-        for param in collect(module, lambda n: isinstance(n, cst.Param)):
-            counts[param.name.value] = counts.get(param.name.value, 0) - 1
+    (with ``ignore_params``, function parameters of the same name do not count as bindings).
+    ``names``: the module's census, where the caller has taken it already."""
+    names = names or census(module)
+    counts = names.total(BINDINGS - {Role.PARAM} if ignore_params else BINDINGS)
     out: dict[str, tuple[cst.SimpleStatementLine, cst.BaseExpression]] = {}
     for line in collect(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
         s = line.body[0]
@@ -84,30 +45,24 @@ def single_bindings(module: cst.Module, want=is_literal, ignore_params: bool = F
 
 
 class _Inline(cst.CSTTransformer):
-    """Every load of ``name`` becomes ``value``; its defining statement goes."""
+    """Every load of ``name`` becomes ``value``; its defining statement goes. ``definition`` is
+    the name's one binding, so any other occurrence that is no load is no variable either (an
+    attribute, keyword or import name) and stays."""
 
     def __init__(self, name: str, value: cst.BaseExpression, definition: cst.CSTNode) -> None:
         self.name, self.value, self.definition = name, value, definition
-        self.skip: set[int] = set()
+        self.roles = Roles()
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if node is self.definition:
             return False
-        # names that are not variable loads: attributes, keyword names, parameters, defs, imports
-        if isinstance(node, cst.Attribute):
-            self.skip.add(id(node.attr))
-        elif isinstance(node, cst.Arg) and node.keyword is not None:
-            self.skip.add(id(node.keyword))
-        elif isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
-            self.skip.add(id(node.name))
-        elif isinstance(node, (cst.ImportAlias, cst.ImportFrom, cst.Import)):
-            return False
-        return True
+        self.roles.decide(node)
+        return not isinstance(node, (cst.Import, cst.ImportFrom))     # an import has no loads
 
     def on_leave(self, original: cst.CSTNode, updated):
         if original is self.definition:
             return cst.RemoveFromParent()
-        if isinstance(original, cst.Name) and original.value == self.name and id(original) not in self.skip:
+        if isinstance(original, cst.Name) and original.value == self.name and self.roles.of(original) is Role.READ:
             return self.value
         return updated
 
@@ -344,14 +299,15 @@ def _immutable(e: cst.BaseExpression) -> bool:
 
 def _folds(module: cst.Module) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
     mutated = _mutated(module)
+    names = census(module)      # one walk answers all four questions about bindings below
     displays = {k: v for k, (_, v) in single_bindings(
-        module, lambda e: isinstance(e, (cst.Dict, cst.List, cst.Tuple))).items() if k not in mutated}
+        module, lambda e: isinstance(e, (cst.Dict, cst.List, cst.Tuple)), names=names).items() if k not in mutated}
     # a parameter of the same name is another variable: its loads are skipped below
-    scalars = {k: v for k, (_, v) in single_bindings(module, _immutable, ignore_params=True).items()}
+    scalars = {k: v for k, (_, v) in single_bindings(module, _immutable, ignore_params=True, names=names).items()}
     # `checkpoint = base_dir`, both bound once: one name for one object
-    once = {k for k, n in binding_counts(module).items() if n == 1}
+    once = {k for k, n in names.total(BINDINGS).items() if n == 1}
     scalars.update({k: v for k, (_, v) in single_bindings(
-        module, lambda e: isinstance(e, cst.Name) and e.value in once).items()})
+        module, lambda e: isinstance(e, cst.Name) and e.value in once, names=names).items()})
     shadowing: list[set[str]] = []
 
     def resolve(e: cst.CSTNode) -> cst.CSTNode | None:
@@ -376,7 +332,7 @@ def _folds(module: cst.Module) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
         return items[want[1]].value
 
     out: list[tuple[cst.CSTNode, cst.CSTNode]] = []
-    skip: set[int] = set()
+    roles = Roles()
 
     class _FindFolds(cst.CSTVisitor):
         def on_visit(self, node: cst.CSTNode) -> bool:
@@ -386,12 +342,10 @@ def _folds(module: cst.Module) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
                                  | {x.name.value for x in (p.star_arg, p.star_kwarg) if isinstance(x, cst.Param)})
             if isinstance(node, (cst.AssignTarget, cst.Param, cst.ImportFrom, cst.Import)):
                 return False
-            if isinstance(node, cst.Attribute):
-                skip.add(id(node.attr))
-            if isinstance(node, cst.Arg) and node.keyword is not None:
-                skip.add(id(node.keyword))
+            roles.decide(node)
             new = None
-            if (isinstance(node, cst.Name) and id(node) not in skip and node.value in scalars
+            # loads only: the target of `N: int = 5`, N's one binding, is no place for 5
+            if (isinstance(node, cst.Name) and roles.of(node) is Role.READ and node.value in scalars
                     and not any(node.value in names for names in shadowing)):
                 new = scalars[node.value]
             elif isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):

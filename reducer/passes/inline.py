@@ -8,9 +8,10 @@ from typing import Any
 
 import libcst as cst
 
+from reducer.passes._names import BINDINGS, USES, census, uses
 from reducer.passes.arguments import parameter_slots
 from reducer.passes.base import Gate, assign, collect, parse, replace_many, run_targets, safe, splice
-from reducer.passes.cleanup import is_pure, uses
+from reducer.passes.cleanup import is_pure
 
 
 def _own_nodes(fn: cst.FunctionDef, *kinds: type) -> dict[type, list[cst.CSTNode]]:
@@ -71,11 +72,6 @@ def _nested_call(expr: cst.BaseExpression, name: str) -> cst.Call | None:
     return None
 
 
-def _binds_locally(fn: cst.FunctionDef, name: str) -> bool:
-    from reducer.passes.constants import binding_counts
-    return binding_counts(fn.body).get(name, 0) > 0
-
-
 def _first_calls(expr: cst.BaseExpression) -> Iterable[tuple[str, cst.Call]]:
     """(callee name, call) for every call ``_nested_call`` could return from ``expr``, in its order."""
     if isinstance(expr, (cst.Subscript, cst.Attribute)):
@@ -126,7 +122,8 @@ def targets(module: cst.Module) -> list[cst.FunctionDef]:
         if name not in sites or used.get(name, 0) < 1:
             continue  # never called where it could be inlined: no walk of its body needed
         # a local of the same name (`main = 0 if cuda else "cpu"` inside main) is not a call
-        inside = uses(fn.body).get(name, 0) if _binds_locally(fn, name) else 0
+        body = census(fn.body)
+        inside = body.total(USES).get(name, 0) if body.total(BINDINGS).get(name, 0) > 0 else 0
         if used.get(name, 0) - inside == 1 and _inlinable(fn):
             site = _call_site(module, fn)
             # never inline a function into itself

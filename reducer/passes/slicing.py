@@ -18,21 +18,16 @@ from __future__ import annotations
 
 import libcst as cst
 
+from reducer.passes._names import Role, Roles, binding_target, import_bindings, target_leaves
 from reducer.passes.base import Gate, parse_with_positions, render, root_name as _root
 
 _LOOPS = (cst.For, cst.While)
 _CONSTANTS = {"True", "False", "None"}
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-
-
-def _bound_names(target: cst.CSTNode) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _bound_names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _bound_names(target.value)
-    return []
+# The occurrences that read a name. `x = ...` binds x without reading it, and so do loops,
+# `with`/`except ... as`, comprehensions, parameters and definitions; `x += 1`, `del x`,
+# `global x` and a walrus count as reads too (conservative: a read keeps a writer).
+_READS = frozenset({Role.READ, Role.AUG_ASSIGN, Role.WALRUS, Role.DEL, Role.GLOBAL, Role.NONLOCAL, Role.MATCH})
 
 
 class _Effects(cst.CSTVisitor):
@@ -44,39 +39,26 @@ class _Effects(cst.CSTVisitor):
         self.writes: set[str] = set()
         self.loop_exit = False      # holds a break/continue: it decides when a loop ends
         self.for_effect = False
-        self._skip: set[int] = set()
+        self._roles = Roles()
         self._depth = 0             # inside a def/class/lambda body: reads only
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if id(node) in self.removed:
             return False
+        self._roles.decide(node)
         if isinstance(node, cst.SimpleStatementLine):
             self.for_effect = any(isinstance(x, cst.Expr) for x in node.body)
-        if isinstance(node, cst.Attribute):
-            self._skip.add(id(node.attr))
-        elif isinstance(node, cst.Arg) and node.keyword is not None:
-            self._skip.add(id(node.keyword))
+        elif isinstance(node, cst.Name):
+            if self._roles.of(node) in _READS:
+                self.reads.add(node.value)
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            self._skip.add(id(node.name))
             if self._depth == 0:
                 self.writes.add(node.name.value)
-        elif isinstance(node, cst.Param):
-            self._skip.add(id(node.name))
-        elif isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.For, cst.CompFor, cst.AsName)):
-            # `x = ...` binds x, it does not read it (`x[k] = ...` and `x += 1` do)
-            target = node.name if isinstance(node, cst.AsName) else node.target
-            for name in _bound_names(target):
-                self._skip.add(id(name))
         elif isinstance(node, (cst.Global, cst.Nonlocal)):
             self.writes.update(n.name.value for n in node.names)
         elif isinstance(node, (cst.Import, cst.ImportFrom)):
-            if not isinstance(node.names, cst.ImportStar):
-                for alias in node.names:
-                    name = alias.asname.name if alias.asname is not None else alias.name
-                    self.writes.add(_root(name) or "")
+            self.writes.update(import_bindings(node))
             return False
-        elif isinstance(node, cst.Name) and id(node) not in self._skip:
-            self.reads.add(node.value)
         if self._depth == 0:
             self._writes_of(node)
         if isinstance(node, _SCOPES):
@@ -90,29 +72,14 @@ class _Effects(cst.CSTVisitor):
             self.for_effect = False     # a compound statement's own test is not a statement
 
     def _target(self, target: cst.CSTNode) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
-            for e in target.elements:
-                self._target(e.value)
-        elif isinstance(target, cst.StarredElement):
-            self._target(target.value)
-        else:
-            name = _root(target)
-            if name:
-                self.writes.add(name)
+        # `x = ...` writes x; `x[k] = ...` and `x.a = ...` change x's object, which counts the same
+        self.writes.update(name for name in map(_root, target_leaves(target)) if name)
 
     def _writes_of(self, node: cst.CSTNode) -> None:
-        if isinstance(node, cst.AssignTarget):
-            self._target(node.target)
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-            self._target(node.target)
-        elif isinstance(node, cst.For):
-            self._target(node.target)
-        elif isinstance(node, cst.AsName):
-            self._target(node.name)
-        elif isinstance(node, cst.NamedExpr):
-            self._target(node.target)
-        elif isinstance(node, cst.Del):
-            self._target(node.target)
+        bound = binding_target(node)
+        if bound is not None:
+            if bound[1] is not Role.COMPREHENSION:      # a comprehension's variable stays inside it
+                self._target(bound[0])
         elif isinstance(node, cst.Call):
             # a method call may change its receiver (`requests.put(r)`, `scored.sort()`); a call
             # made for its effect alone (`get_peft_model(model, cfg)` as a statement) may also
