@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from reducer.passes._shared import spread_kwargs
-from reducer.passes.base import (Gate, StatementTransformer, body_statements, collect, delete_runs, is_literal,
-                                 parse, parses, render)
+from reducer.passes.base import (Gate, StatementTransformer, body_statements, collect, collect_statements, delete_runs,
+                                 is_literal, parse, parses, render)
 
 # Calls that only emit output. The ones that print a traceback are left to statement deletion:
 # in a worker loop that logs and swallows, they ARE the failure.
@@ -81,7 +81,7 @@ def _strip_comments_and_docstrings(module: cst.Module, text: str) -> cst.Module:
         module = module.visit(_StripComments())
     # `description=__doc__` is common in argparse mains: then docstrings are data, and only
     # statement deletion (one run each) may take them
-    if collect(module, _is_string_statement) and "__doc__" not in uses(module):
+    if collect_statements(module, _is_string_statement) and "__doc__" not in uses(module):
         module = module.visit(_DropStatements(_is_string_statement))
     return module.with_changes(header=[h for h in module.header if h.comment is None],
                                footer=[f for f in module.footer if f.comment is None])
@@ -317,7 +317,7 @@ def _store_only(module: cst.Module, used: dict[str, int]) -> dict[int, str]:
     """``d[k] = v`` lines (pure k and v) of names read nowhere else: once the call that took
     ``device_map`` is given its recorded literal, the lines that built it are dead too."""
     by_name: dict[str, list[cst.CSTNode]] = {}
-    for line in collect(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
+    for line in collect_statements(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
         s = line.body[0]
         if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and is_pure(s.value)):
             continue
