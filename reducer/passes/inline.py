@@ -9,7 +9,8 @@ from typing import Any
 import libcst as cst
 
 from reducer.passes.arguments import parameter_slots
-from reducer.passes.base import Gate, assign, collect, parse, replace_many, run_targets, safe, splice
+from reducer.passes.base import (Gate, assign, collect, collect_statements, parse, replace_many, run_targets, safe,
+                                 splice)
 from reducer.passes.cleanup import is_pure, uses
 
 
@@ -130,7 +131,7 @@ def targets(module: cst.Module) -> list[cst.FunctionDef]:
         if used.get(name, 0) - inside == 1 and _inlinable(fn):
             site = _call_site(module, fn)
             # never inline a function into itself
-            if site is not None and not collect(fn, lambda n, line=site[0]: n is line):
+            if site is not None and not collect_statements(fn, lambda n, line=site[0]: n is line):
                 out.append(fn)
     return out
 
@@ -238,7 +239,7 @@ def _inline_batch(module: cst.Module, fns: list[cst.FunctionDef]) -> str | None:
         if not pairs:
             continue
         site_line = id(pairs[0][0])
-        inner = {id(n) for n in collect(fn, lambda n: isinstance(n, cst.SimpleStatementLine))}
+        inner = {id(n) for n in collect_statements(fn, lambda n: isinstance(n, cst.SimpleStatementLine))}
         if site_line in removed or site_line in sites or inner & sites:
             continue
         chosen.append((fn, pairs))
