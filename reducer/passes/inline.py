@@ -9,8 +9,7 @@ from typing import Any
 import libcst as cst
 
 from reducer.passes.arguments import parameter_slots
-from reducer.passes.base import (Gate, assign, collect, collect_statements, parse, replace_many, run_targets, safe,
-                                 splice)
+from reducer.passes.base import Gate, assign, collect_statements, parse, replace_many, run_targets, safe, splice
 from reducer.passes.cleanup import is_pure, uses
 
 
@@ -98,7 +97,7 @@ def _call_sites(module: cst.Module) -> dict[str, tuple[cst.SimpleStatementLine, 
     """For each callee name, the first one-statement line calling it (and the statement and the
     call): one walk of the module, so finding every function's call site stays linear."""
     sites: dict[str, tuple[cst.SimpleStatementLine, cst.BaseSmallStatement, cst.Call]] = {}
-    for line in collect(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
+    for line in collect_statements(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
         s = line.body[0]
         if isinstance(s, (cst.Expr, cst.Assign, cst.Return)):
             expr = s.value
@@ -122,7 +121,7 @@ def targets(module: cst.Module) -> list[cst.FunctionDef]:
     used = uses(module)
     out = []
     sites = _call_sites(module)
-    for fn in collect(module, lambda n: isinstance(n, cst.FunctionDef)):
+    for fn in collect_statements(module, lambda n: isinstance(n, cst.FunctionDef)):
         name = fn.name.value
         if name not in sites or used.get(name, 0) < 1:
             continue  # never called where it could be inlined: no walk of its body needed
