@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import libcst as cst
 
 from reducer.passes._names import USES, Census, bound_name, uses
 from reducer.passes._shared import spread_kwargs
-from reducer.passes.base import (Gate, StatementTransformer, body_statements, collect, delete_runs, is_literal,
-                                 parse, parses, render)
+from reducer.passes.base import (Gate, StatementTransformer, body_statements, collect, collect_statements, delete_runs,
+                                 is_literal, parse, parses, render)
 
 # Calls that only emit output. The ones that print a traceback are left to statement deletion:
 # in a worker loop that logs and swallows, they ARE the failure.
@@ -71,35 +72,53 @@ class _DropStatements(StatementTransformer):
         return cst.RemoveFromParent() if self.drop(original) else updated
 
 
-def strip_comments_and_docstrings(source: str) -> str:
-    module = parse(source)
-    if "#" in source:       # no '#', no comment: a long script is spared a whole-tree rewrite
+# Each clean-up works on the tree (``_<name>(module, text)``), so that the bulk chain parses once
+# and renders once; ``text`` is the source the chain started from. No step adds a comment or a
+# ``**``, so what that text lacks, the module lacks too: a cheap reason to skip a whole-tree
+# rewrite. The public ``<name>(source)`` is the same step from text to text.
+
+def _strip_comments_and_docstrings(module: cst.Module, text: str) -> cst.Module:
+    if "#" in text:         # no '#', no comment: a long script is spared a whole-tree rewrite
         module = module.visit(_StripComments())
     # `description=__doc__` is common in argparse mains: then docstrings are data, and only
     # statement deletion (one run each) may take them
-    if collect(module, _is_string_statement) and "__doc__" not in uses(module):
+    if collect_statements(module, _is_string_statement) and "__doc__" not in uses(module):
         module = module.visit(_DropStatements(_is_string_statement))
-    return render(module.with_changes(header=[h for h in module.header if h.comment is None],
-                                      footer=[f for f in module.footer if f.comment is None]))
+    return module.with_changes(header=[h for h in module.header if h.comment is None],
+                               footer=[f for f in module.footer if f.comment is None])
+
+
+def strip_comments_and_docstrings(source: str) -> str:
+    return render(_strip_comments_and_docstrings(parse(source), source))
+
+
+def _drop_output_calls(module: cst.Module, text: str) -> cst.Module:
+    return module.visit(_DropStatements(_is_output_call))
 
 
 def drop_output_calls(source: str) -> str:
-    return render(parse(source).visit(_DropStatements(_is_output_call)))
+    return render(_drop_output_calls(parse(source), source))
+
+
+class _DropRedundantPass(StatementTransformer):
+    def _clean(self, updated):
+        body = [s for s in updated.body if not (isinstance(s, cst.SimpleStatementLine)
+                and all(isinstance(x, cst.Pass) for x in s.body))]
+        return updated.with_changes(body=body) if body else updated
+
+    def leave_IndentedBlock(self, original, updated):
+        return self._clean(updated)
+
+    def leave_Module(self, original, updated):
+        return self._clean(updated)
+
+
+def _drop_redundant_pass(module: cst.Module, text: str) -> cst.Module:
+    return module.visit(_DropRedundantPass())
 
 
 def drop_redundant_pass(source: str) -> str:
-    class _DropRedundantPass(StatementTransformer):
-        def _clean(self, updated):
-            body = [s for s in updated.body if not (isinstance(s, cst.SimpleStatementLine)
-                    and all(isinstance(x, cst.Pass) for x in s.body))]
-            return updated.with_changes(body=body) if body else updated
-
-        def leave_IndentedBlock(self, original, updated):
-            return self._clean(updated)
-
-        def leave_Module(self, original, updated):
-            return self._clean(updated)
-    return render(parse(source).visit(_DropRedundantPass()))
+    return render(_drop_redundant_pass(parse(source), source))
 
 
 def _harmless_test(expr: cst.BaseExpression) -> bool:
@@ -116,28 +135,40 @@ def _harmless_test(expr: cst.BaseExpression) -> bool:
     return False
 
 
+class _DropEmptyIfs(StatementTransformer):
+    def leave_If(self, original, updated):
+        empty = all(isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, cst.Pass) for x in s.body)
+                    for s in body_statements(updated.body))
+        if empty and updated.orelse is None and _harmless_test(updated.test):
+            return cst.RemoveFromParent()
+        return updated
+
+
+def _drop_empty_ifs(module: cst.Module, text: str) -> cst.Module:
+    return module.visit(_DropEmptyIfs())
+
+
 def drop_empty_ifs(source: str) -> str:
     """``if cond: pass`` with no else and a harmless condition: what the first cut leaves of a
     branch that was not taken."""
-    class _DropEmptyIfs(StatementTransformer):
-        def leave_If(self, original, updated):
-            empty = all(isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, cst.Pass) for x in s.body)
-                        for s in body_statements(updated.body))
-            if empty and updated.orelse is None and _harmless_test(updated.test):
-                return cst.RemoveFromParent()
-            return updated
-    return render(parse(source).visit(_DropEmptyIfs()))
+    return render(_drop_empty_ifs(parse(source), source))
+
+
+class _SpreadKwargs(cst.CSTTransformer):
+    def leave_Call(self, original, updated):
+        arg = spread_literal_kwargs_of(updated)
+        return updated if arg is None else spread_kwargs(updated, arg, arg.value)
+
+
+def _spread_literal_kwargs(module: cst.Module, text: str) -> cst.Module:
+    # the only rewrite that walks into expressions: with no '**' there is nothing to spread
+    return module.visit(_SpreadKwargs()) if "**" in text else module
 
 
 def spread_literal_kwargs(source: str) -> str:
     """``f(**{"hidden_size": 64})`` → ``f(hidden_size=64)``: the same call, as a person writes it
     (what is left once a registry entry is folded into the call)."""
-
-    class _SpreadKwargs(cst.CSTTransformer):
-        def leave_Call(self, original, updated):
-            arg = spread_literal_kwargs_of(updated)
-            return updated if arg is None else spread_kwargs(updated, arg, arg.value)
-    return render(parse(source).visit(_SpreadKwargs()))
+    return render(_spread_literal_kwargs(parse(source), source))
 
 
 def spread_literal_kwargs_of(call: cst.Call) -> cst.Arg | None:
@@ -152,36 +183,41 @@ def spread_literal_kwargs_of(call: cst.Call) -> cst.Arg | None:
     return None
 
 
+class _PruneImports(StatementTransformer):
+    def __init__(self, used: dict[str, int]) -> None:
+        self.used = used
+
+    def leave_Import(self, original, updated):
+        return self._prune(updated)
+
+    def leave_ImportFrom(self, original, updated):
+        if isinstance(updated.names, cst.ImportStar):
+            return updated
+        if isinstance(updated.module, cst.Name) and updated.module.value == "__future__":
+            return updated
+        return self._prune(updated)
+
+    def _prune(self, updated):
+        keep = [a for a in updated.names if self.used.get(bound_name(a), 0) > 0]
+        if not keep:
+            return cst.RemoveFromParent()
+        if len(keep) == len(updated.names):
+            return updated
+        keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        if isinstance(updated, cst.ImportFrom) and updated.rpar is not None and len(keep) == 1:
+            return updated.with_changes(names=keep, lpar=None, rpar=None)
+        return updated.with_changes(names=keep)
+
+    def leave_SimpleStatementLine(self, original, updated):
+        return updated if updated.body else cst.RemoveFromParent()
+
+
+def _drop_unused_imports(module: cst.Module, text: str) -> cst.Module:
+    return module.visit(_PruneImports(uses(module)))
+
+
 def drop_unused_imports(source: str) -> str:
-    module = parse(source)
-    used = uses(module)
-
-    class _PruneImports(StatementTransformer):
-        def leave_Import(self, original, updated):
-            return self._prune(updated)
-
-        def leave_ImportFrom(self, original, updated):
-            if isinstance(updated.names, cst.ImportStar):
-                return updated
-            if isinstance(updated.module, cst.Name) and updated.module.value == "__future__":
-                return updated
-            return self._prune(updated)
-
-        def _prune(self, updated):
-            keep = [a for a in updated.names if used.get(bound_name(a), 0) > 0]
-            if not keep:
-                return cst.RemoveFromParent()
-            if len(keep) == len(updated.names):
-                return updated
-            keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-            if isinstance(updated, cst.ImportFrom) and updated.rpar is not None and len(keep) == 1:
-                return updated.with_changes(names=keep, lpar=None, rpar=None)
-            return updated.with_changes(names=keep)
-
-        def leave_SimpleStatementLine(self, original, updated):
-            return updated if updated.body else cst.RemoveFromParent()
-
-    return render(module.visit(_PruneImports()))
+    return render(_drop_unused_imports(parse(source), source))
 
 
 def is_pure(expr: cst.BaseExpression) -> bool:
@@ -224,7 +260,7 @@ def _store_only(module: cst.Module, used: dict[str, int]) -> dict[int, str]:
     """``d[k] = v`` lines (pure k and v) of names read nowhere else: once the call that took
     ``device_map`` is given its recorded literal, the lines that built it are dead too."""
     by_name: dict[str, list[cst.CSTNode]] = {}
-    for line in collect(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
+    for line in collect_statements(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
         s = line.body[0]
         if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and is_pure(s.value)):
             continue
@@ -280,23 +316,42 @@ def dead_code_round(module: cst.Module) -> tuple[cst.Module, int]:
     return module.visit(t), t.removed
 
 
+def _drop_dead_code(module: cst.Module, text: str = "") -> cst.Module:
+    for _ in range(20):
+        module, removed = dead_code_round(module)
+        if not removed:
+            break
+    return module
+
+
 def drop_dead_code(source: str) -> str:
     """Remove unused definitions and pure assignments to unused names, to a fixpoint (one
     removal can make another definition unused). Class bodies are left alone: methods are
     reached implicitly (``model(x)`` calls ``forward``). The rounds work on the tree and render
     once: a round's decisions do not depend on the ``pass`` that rendering puts in an emptied
     block."""
-    module = parse(source)
-    for _ in range(20):
-        module, removed = dead_code_round(module)
-        if not removed:
-            break
-    return render(module)
+    return render(_drop_dead_code(parse(source)))
 
 
 # ---- the passes -----------------------------------------------------------------------------
-BULK: list[Callable[[str], str]] = [strip_comments_and_docstrings, drop_output_calls, spread_literal_kwargs,
-                                    drop_empty_ifs, drop_unused_imports, drop_dead_code, drop_redundant_pass]
+@dataclass(frozen=True)
+class Step:
+    """One bulk clean-up: ``on_text`` from source to source, ``on_module`` the same on the tree.
+    ``reparse``: in a chain, parse its rendered output again when the text has comments.
+    Deleting a comment can leave blank lines at the end of a block that parsing gives to the
+    statement after the block instead, and a later step may delete either one."""
+    on_text: Callable[[str], str]
+    on_module: Callable[[cst.Module, str], cst.Module]
+    reparse: bool = False
+
+
+BULK: list[Step] = [Step(strip_comments_and_docstrings, _strip_comments_and_docstrings, reparse=True),
+                    Step(drop_output_calls, _drop_output_calls),
+                    Step(spread_literal_kwargs, _spread_literal_kwargs),
+                    Step(drop_empty_ifs, _drop_empty_ifs),
+                    Step(drop_unused_imports, _drop_unused_imports),
+                    Step(drop_dead_code, _drop_dead_code),
+                    Step(drop_redundant_pass, _drop_redundant_pass)]
 
 
 class _CleanupFacts(cst.CSTVisitor):
@@ -394,10 +449,39 @@ def could_clean(source: str) -> bool:
     return any(_dead(stmt, used) for stmt in facts.maybe_dead)
 
 
-def _apply(source: str, steps: list[Callable[[str], str]]) -> str | None:
+def _as_parsed(module: cst.Module) -> cst.Module:
+    """The module as parsing its rendered text would give it, where a later step can tell the
+    difference: the parser hands the lines above the first statement to the module header (so
+    they outlive that statement), and with no statement left, the footer's lines too."""
+    if module.body:
+        first = module.body[0]
+        if not first.leading_lines:
+            return module
+        return module.with_changes(header=[*module.header, *first.leading_lines],
+                                   body=[first.with_changes(leading_lines=()), *module.body[1:]])
+    if module.footer:
+        return module.with_changes(header=[*module.header, *module.footer], footer=())
+    return module
+
+
+def _apply(source: str, steps: Sequence[Step]) -> str | None:
+    """The steps one after the other, as one candidate (None if it does not parse)."""
     try:
-        for step in steps:
-            source = step(source)
+        if "\r" in source or not source.endswith("\n"):
+            # What parsing infers from the text can change as steps delete lines: the newline a
+            # filled-in `pass` gets (the first line's, if some are '\r\n'), and whether the text
+            # ends with one. Rare texts: they keep the parse and render between steps.
+            for step in steps:
+                source = step.on_text(source)
+        else:
+            module = parse(source)
+            for i, step in enumerate(steps):
+                module = step.on_module(module, source)
+                if step.reparse and "#" in source and i + 1 < len(steps):
+                    module = parse(render(module))
+                else:
+                    module = _as_parsed(module)
+            source = render(module)
     except (cst.ParserSyntaxError, cst.CSTValidationError, ValueError, RecursionError):
         return None
     return source if parses(source) else None

@@ -79,13 +79,18 @@ class _Cut(StatementTransformer):
         return super().on_leave(original, updated)
 
 
-def cut(source: str, lines: set[int], aggressive: bool) -> str | None:
+def _cut_text(source: str, lines: set[int], aggressive: bool) -> str | None:
+    """The cut rendered, not yet checked to parse."""
     try:
         module, positions = parse_with_positions(source)
-        out = render(module.visit(_Cut(lines, aggressive, positions)))
+        return render(module.visit(_Cut(lines, aggressive, positions)))
     except (cst.ParserSyntaxError, cst.CSTValidationError, ValueError):
         return None
-    return out if parses(out) else None
+
+
+def cut(source: str, lines: set[int], aggressive: bool) -> str | None:
+    out = _cut_text(source, lines, aggressive)
+    return out if out is not None and parses(out) else None
 
 
 def first_cut(gate: Gate) -> None:
@@ -95,6 +100,11 @@ def first_cut(gate: Gate) -> None:
     if trace is None or not trace.lines or gate.best != trace.source:
         return      # nothing recorded (or the best is no longer the traced text): nothing to cut
     for aggressive in (True, False):
-        candidate = cut(trace.source, trace.lines, aggressive)
-        if candidate is not None and candidate != gate.best and gate.consider(candidate):
+        candidate = _cut_text(trace.source, trace.lines, aggressive)
+        if candidate == gate.best:
+            # Everything ran (the usual case): no candidate, and the plain cut, which removes a
+            # part of what the aggressive one removes, cuts nothing either. Checking that the
+            # text parses would cost several parses' worth on a long script.
+            return
+        if candidate is not None and parses(candidate) and gate.consider(candidate):
             return

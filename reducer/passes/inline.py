@@ -10,7 +10,7 @@ import libcst as cst
 
 from reducer.passes._names import BINDINGS, USES, census, uses
 from reducer.passes.arguments import parameter_slots
-from reducer.passes.base import Gate, assign, collect, parse, replace_many, run_targets, safe, splice
+from reducer.passes.base import Gate, assign, collect_statements, parse, replace_many, run_targets, safe, splice
 from reducer.passes.cleanup import is_pure
 
 
@@ -93,7 +93,7 @@ def _call_sites(module: cst.Module) -> dict[str, tuple[cst.SimpleStatementLine, 
     """For each callee name, the first one-statement line calling it (and the statement and the
     call): one walk of the module, so finding every function's call site stays linear."""
     sites: dict[str, tuple[cst.SimpleStatementLine, cst.BaseSmallStatement, cst.Call]] = {}
-    for line in collect(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
+    for line in collect_statements(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
         s = line.body[0]
         if isinstance(s, (cst.Expr, cst.Assign, cst.Return)):
             expr = s.value
@@ -117,7 +117,7 @@ def targets(module: cst.Module) -> list[cst.FunctionDef]:
     used = uses(module)
     out = []
     sites = _call_sites(module)
-    for fn in collect(module, lambda n: isinstance(n, cst.FunctionDef)):
+    for fn in collect_statements(module, lambda n: isinstance(n, cst.FunctionDef)):
         name = fn.name.value
         if name not in sites or used.get(name, 0) < 1:
             continue  # never called where it could be inlined: no walk of its body needed
@@ -127,7 +127,7 @@ def targets(module: cst.Module) -> list[cst.FunctionDef]:
         if used.get(name, 0) - inside == 1 and _inlinable(fn):
             site = _call_site(module, fn)
             # never inline a function into itself
-            if site is not None and not collect(fn, lambda n, line=site[0]: n is line):
+            if site is not None and not collect_statements(fn, lambda n, line=site[0]: n is line):
                 out.append(fn)
     return out
 
@@ -235,7 +235,7 @@ def _inline_batch(module: cst.Module, fns: list[cst.FunctionDef]) -> str | None:
         if not pairs:
             continue
         site_line = id(pairs[0][0])
-        inner = {id(n) for n in collect(fn, lambda n: isinstance(n, cst.SimpleStatementLine))}
+        inner = {id(n) for n in collect_statements(fn, lambda n: isinstance(n, cst.SimpleStatementLine))}
         if site_line in removed or site_line in sites or inner & sites:
             continue
         chosen.append((fn, pairs))
