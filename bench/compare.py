@@ -245,7 +245,8 @@ def run_shrinkray(job: Job) -> ToolOutput:
     shutil.copyfile(job.entry.path, target)
     if _shrinkray_is_modern(exe):
         # Reduces the file in place, writing every improvement; the candidate goes to the test on stdin.
-        cmd = [exe, "--ui", "basic", "--no-history", "--input-type", "stdin", "--formatter", "none",
+        # --no-llm: the LLM passes download a model (no network here) and are not what is compared
+        cmd = [exe, "--no-llm", "--ui", "basic", "--no-history", "--input-type", "stdin", "--formatter", "none",
                "--trivial-is-not-error", "--parallelism", str(job.jobs), "--timeout", str(job.cand_timeout),
                "--backup", str(job.workdir / "original.bak"), test, str(target)]
     else:

@@ -281,6 +281,16 @@ def run_targets(gate: Gate, find: Callable[[cst.Module], Sequence[cst.CSTNode]],
         i = hit     # the target changed in place (or vanished): look at index i again
 
 
+def together_then_each(gate: Gate, find: Callable[[cst.Module], Sequence[cst.CSTNode]],
+                       alternatives: Callable[[cst.Module, cst.CSTNode], Iterable[str | None]],
+                       everything: Callable[[cst.Module], str | None]) -> None:
+    """Every target at once first (one run, often enough), then target by target."""
+    together = everything(parse(gate.best))
+    if together is not None and gate.consider(together):
+        return
+    run_targets(gate, find, alternatives)
+
+
 def _guarded(make: Callable[[], list[T]]) -> list[T]:
     try:
         return make()

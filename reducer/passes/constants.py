@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import libcst as cst
 
 from reducer.passes.base import (Gate, collect, is_literal, parse, render, replace, replace_many, root_name,
-                                 run_targets, safe)
+                                 run_targets, safe, together_then_each)
 from reducer.passes._names import BINDINGS, Census, Role, Roles, census
 from reducer.passes._shared import spread_kwargs
 from reducer.passes.cleanup import drop_dead_code
@@ -203,13 +203,8 @@ def _recorded_targets(gate: Gate):
 
 def recorded_values(gate: Gate) -> None:
     """All recorded values at once first (one run, usually enough), then one by one."""
-    if gate.trace is None:
-        return
-    find, alternatives, everything = _recorded_targets(gate)
-    together = everything(parse(gate.best))
-    if together is not None and gate.consider(together):
-        return
-    run_targets(gate, find, alternatives)
+    if gate.trace is not None:
+        together_then_each(gate, *_recorded_targets(gate))
 
 
 # ---- calls through registries, resolved by the traced run -------------------------------------

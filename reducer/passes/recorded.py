@@ -19,8 +19,8 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.passes.base import (Gate, assign, body_statements, collect, is_literal, parse, replace_many,
-                                 run_targets, safe, splice)
+from reducer.passes.base import (Gate, assign, body_statements, collect, is_literal, replace_many, safe, splice,
+                                 together_then_each)
 from reducer.passes.cleanup import drop_dead_code
 from reducer.size import size_of
 
@@ -124,10 +124,5 @@ def _targets(gate: Gate):
 
 def recorded_bindings(gate: Gate) -> None:
     """Every recorded binding at once first (one run, often enough), then one by one."""
-    if gate.trace is None:
-        return
-    find, alternatives, everything = _targets(gate)
-    together = everything(parse(gate.best))
-    if together is not None and gate.consider(together):
-        return
-    run_targets(gate, find, alternatives)
+    if gate.trace is not None:
+        together_then_each(gate, *_targets(gate))
