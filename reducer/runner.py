@@ -175,17 +175,18 @@ def _tagged_processes() -> Iterator[tuple[int, str]]:
                 break
 
 
+def _killed(pid: int) -> bool:
+    """SIGKILL one process (it left its run's group, so a group kill does not reach it)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+        return True
+    except OSError:
+        return False
+
+
 def kill_tagged(tag: str) -> int:
     """SIGKILL every process whose environment holds this run's tag; how many."""
-    killed = 0
-    for pid, found in _tagged_processes():
-        if found == tag:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except OSError:
-                pass
-    return killed
+    return sum(_killed(pid) for pid, found in _tagged_processes() if found == tag)
 
 
 def reap_leftovers() -> int:
@@ -203,11 +204,7 @@ def reap_leftovers() -> int:
             pass
         except OSError:
             continue
-        try:
-            os.kill(pid, signal.SIGKILL)
-            killed += 1
-        except OSError:
-            pass
+        killed += _killed(pid)
     return killed
 
 
