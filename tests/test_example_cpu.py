@@ -123,6 +123,10 @@ def test_readme_demo_reduces_the_quick_example_and_previews_the_issue(tmp_path):
     assert "get_peft_model" in repro
     if reduce.returncode == 0:
         assert count_statements(repro) <= 6, repro
+        # the repro's cold run in a clean folder ends with the original's own message
+        original = json.loads((folder / "signature.json").read_text(encoding="utf-8"))["record"]["message"]
+        last = parse_tracebacks((folder / "traceback.txt").read_text(encoding="utf-8"), "stderr")[-1]
+        assert last.message == original
     preview = subprocess.run([sys.executable, "-m", "bot", "file", "--dry-run"], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=600)
     out = " ".join(preview.stdout.split())
