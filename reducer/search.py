@@ -258,6 +258,7 @@ class Reducer:
         self._cpu_before = self.stats.reducer_cpu
         self._cpu0 = time.process_time()
         self._run_time = [0.0, 0]               # seconds and count of oracle calls (mean run time)
+        self._searching = False                 # the time check keeps the layout step's reserve
         self._speculated: tuple[str, int] | None = None
 
     # ---- the gate -------------------------------------------------------------------------
@@ -442,6 +443,11 @@ class Reducer:
             self._settle(key)
             self._prefetched.discard(key)
             return self.seen[key]
+        return self._run_here(source, key)
+
+    def _run_here(self, source: str, key: str) -> bool:
+        """One run on the search's own thread."""
+        self._check_time()
         ps = self.stats.for_pass(self._pass)
         ps.tried += 1
         self.stats.runs += 1
@@ -511,11 +517,22 @@ class Reducer:
         self._progress()
 
     def _check_time(self) -> None:
-        if self._deadline is not None and time.monotonic() >= self._deadline:
+        ends = [d for d in (self._deadline, getattr(self.oracle, "deadline", None)) if d is not None]
+        if ends and time.monotonic() >= min(ends) - (self._format_reserve() if self._searching else 0.0):
             raise OutOfTime
-        oracle_deadline = getattr(self.oracle, "deadline", None)
-        if oracle_deadline is not None and time.monotonic() >= oracle_deadline:
-            raise OutOfTime
+
+    # The layout step after a time limit gets what is left of this reserve: a person reads the
+    # result of an interrupted reduction too.
+    FORMAT_RESERVE_SHARE = 0.1
+
+    def _format_reserve(self) -> float:
+        """Time kept back from the search for the layout step: two runs' worth, at most a tenth
+        of --max-time."""
+        if not self.format_result or self.max_time is None:
+            return 0.0
+        seconds, count = self._run_time
+        mean = seconds / count if count else 0.5
+        return min(self.FORMAT_RESERVE_SHARE * self.max_time, max(1.0, 2 * mean))
 
     def _progress(self) -> None:
         if self.on_progress is not None:
@@ -561,6 +578,7 @@ class Reducer:
         self._cpu0 = time.process_time()
         self._deadline = None if self.max_time is None else self._t0 + self.max_time
         self.stats.status = "running"
+        self._searching = True
         try:
             if not self.stats.first_cut_done:     # the prelude, once (kept across --resume)
                 for p in self.prelude:
@@ -578,32 +596,21 @@ class Reducer:
                 changed = self.best != before or start > 0
                 start = 0
                 level = 0 if changed else level + 1
+            self._searching = False
             if self.format_result:
                 self._format()
             self.stats.status = "done"
         except DeadlineReached:
             self.stats.status = "timeout"
+            self._format_after_time_limit()
         except KeyboardInterrupt:
             self.stats.status = "interrupted"
         except _External as e:
             self.stats.status = "error"
             raise e.original from None
         finally:
-            if self._pool is not None:
-                # Runs made ahead and still going when the search ends are not needed: stopped,
-                # like every run at a timeout or Ctrl-C, so that no candidate outlives the search.
-                early = self.stats.status in ("timeout", "interrupted") or any(
-                    not f.done() for f in self._inflight.values())
-                if early:
-                    from reducer.runner import stop_runs_in_flight
-                    stop_runs_in_flight()
-                # Waiting is short once the runs in flight are told to stop, and it means no
-                # candidate outlives the search.
-                self._pool.shutdown(wait=early, cancel_futures=True)
-                self._pool = None
-                if early:
-                    from reducer.runner import allow_runs
-                    allow_runs()
+            self._searching = False
+            self._close_pool()
             self._harvest()
             self.stats.speculative_unused += len(self._prefetched) + len(self._inflight)
             self._prefetched.clear()
@@ -640,6 +647,35 @@ class Reducer:
             self.trace = fresh
             self.stats.retraces += 1
 
+    def _close_pool(self) -> None:
+        if self._pool is None:
+            return
+        # Runs made ahead and still going when the search ends are not needed: stopped, like
+        # every run at a timeout or Ctrl-C, so that no candidate outlives the search.
+        early = self.stats.status in ("timeout", "interrupted") or any(
+            not f.done() for f in self._inflight.values())
+        if early:
+            from reducer.runner import stop_runs_in_flight
+            stop_runs_in_flight()
+        # Waiting is short once the runs in flight are told to stop.
+        self._pool.shutdown(wait=early, cancel_futures=True)
+        self._pool = None
+        if early:
+            from reducer.runner import allow_runs
+            allow_runs()
+
+    def _format_after_time_limit(self) -> None:
+        """The search stopped at its deadline, which keeps a reserve: lay the best out in it
+        (the runs still going are stopped first, so the reserve is the layout's)."""
+        self._searching = False
+        if not self.format_result:
+            return
+        self._close_pool()
+        try:
+            self._format()
+        except (DeadlineReached, _External):
+            pass        # no time left after all, or the run failed: the best stands as it is
+
     def _format(self) -> None:
         """Lay the result out as a person would; the layout is kept only if it still fails the
         same way (hoisting an import can matter), so it costs at most two runs."""
@@ -651,7 +687,7 @@ class Reducer:
                 if candidate is None or candidate == self.best or not parses(candidate, self.compile_check):
                     continue
                 key = _key(candidate)
-                ok = self.seen[key] if key in self.seen else self._run(candidate, key)
+                ok = self.seen[key] if key in self.seen else self._run_here(candidate, key)
                 if ok:
                     self.best, self.best_size = candidate, size_of(candidate)
                     self.stats.for_pass("format").accepted += 1

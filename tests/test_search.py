@@ -319,3 +319,25 @@ def test_idle_slots_run_the_next_pass_ahead_and_the_result_does_not_change() -> 
             assert r.stats.speculated >= 1
             assert any(overlapped), "the next pass's candidate did not run beside the slow one"
     assert results[0] == results[1] == ("b = 2\n", 2)
+
+
+def test_a_time_limit_keeps_a_reserve_and_the_best_is_still_laid_out() -> None:
+    """Stopped by --max-time, the best is still formatted (imports first), inside the limit."""
+    from reducer.passes.base import Pass
+
+    def never_done(gate) -> None:
+        while True:         # a pass still computing candidates (none smaller) when time is up
+            gate.consider(gate.best + "\n")
+
+    def oracle(source: str) -> bool:
+        time.sleep(0.3)
+        return "raise KeyError" in source
+
+    src = "x = 1\nimport json\nraise KeyError(json.__name__)\n"
+    start = time.monotonic()
+    result = Reducer(src, oracle, max_time=4.0, passes=[Pass("never_done", never_done)]).run()
+    took = time.monotonic() - start
+    assert result.stats.status == "timeout"
+    assert result.best_source == "import json\n\nx = 1\nraise KeyError(json.__name__)\n", result.best_source
+    assert result.stats.passes["format"].accepted == 1
+    assert took < 4.0 + 0.5, took
