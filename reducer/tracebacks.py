@@ -28,10 +28,12 @@ _FATAL = re.compile(r"^\s*Fatal Python error: (?P<msg>.+?)\s*$")
 _THREAD = re.compile(r"^\s*(Current thread|Thread) 0x[0-9a-fA-F]+ .*\(most recent call first\):\s*$")
 _TERMINATE = re.compile(r"^\s*terminate called after throwing an instance of '(?P<type>[^']+)'\s*$")
 _WHAT = re.compile(r"^\s*what\(\):\s*(?P<msg>.*)$")
-# A line that starts a new log record ends a multi-line exception message.
+# A line that starts a new log record ends a multi-line exception message: a timestamp, a level
+# first, a bracketed level, or one word (thread or logger name) and then the level, as
+# "%(threadName)s %(levelname)s %(message)s" writes it.
 _LOG_START = re.compile(
     r"^\s*(\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[\d{4}-\d\d-\d\d|(DEBUG|INFO|WARNING|ERROR|CRITICAL)[:\s]|"
-    r"\[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\])")
+    r"\[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\]|[\w.\-]+ (DEBUG|INFO|WARNING|ERROR|CRITICAL) )")
 _EXC_SUFFIXES = ("Error", "Exception", "Interrupt", "Exit", "Warning", "Iteration", "Failure")
 _MAX_MESSAGE_LINES = 60
 

@@ -171,3 +171,22 @@ def test_exception_without_message(noise, tmp_path):
     proc = run_py("raise StopIteration\n", tmp_path)
     (rec,) = parse_tracebacks(noise + proc.stderr)
     assert (rec.exc_type, rec.message) == ("StopIteration", "")
+
+
+def test_a_thread_named_log_line_ends_the_traceback():
+    # "%(threadName)s %(levelname)s %(message)s": the summary logged after a worker's traceback
+    # (with a timing in it) is not part of that traceback's text
+    text = ("req_1 ERROR request GET /items failed\n"
+            "Traceback (most recent call last):\n"
+            '  File "svc.py", line 9, in handle\n'
+            "    parse(q)\n"
+            "ValueError: bad query field: 'verbose'\n"
+            "MainThread INFO 5 requests, errors=1, worst=1.23ms\n")
+    (record,) = parse_tracebacks(text)
+    assert record.message == "bad query field: 'verbose'"
+    assert record.text.endswith("ValueError: bad query field: 'verbose'")
+    # a continuation that only mentions a level in lower case, or a message word, still belongs
+    kept = parse_tracebacks("Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n"
+                            "RuntimeError: CUDA error: device-side assert triggered\n"
+                            "CUDA kernel errors might be asynchronously reported\n")[0]
+    assert kept.text.endswith("CUDA kernel errors might be asynchronously reported")
