@@ -104,6 +104,16 @@ def _step(text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     repro = ReproDir.open(args.repro_dir if args.repro_dir is not None else latest_repro())
+    if not args.submit:
+        return _run(args, repro)
+    # Two --submit on one folder: the second stops before it writes anything (a draft half
+    # rewritten under the first one's feet reads as an invalid draft).
+    from bot.issue.filing import FilingLock
+    with FilingLock(repro):
+        return _run(args, repro)
+
+
+def _run(args: argparse.Namespace, repro: ReproDir) -> int:
     # --submit sends nothing, not even a search, before the draft has passed its safety checks.
     prep = prepare(repro, python=args.python, db=args.db, api_url=args.api_url,
                    search=args.dry_run and not args.no_search, notify=lambda line: _step(str(line)))

@@ -17,6 +17,7 @@ import itertools
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 from github import BadCredentialsException, Github, GithubException
@@ -149,15 +150,22 @@ def find_marked(client: Github, repo: str, sig_id: str) -> Any | None:
 
 
 class FilingLock:
-    """One `file --submit` at a time per repro folder: a second one waits for nothing, it says so."""
+    """One `file --submit` at a time per repro folder: a second one waits for nothing, it says so.
+    Re-entrant within a process: `file --submit` holds it from its first write to the folder
+    (route, env, the draft) to the end, and ``submit`` takes it again around the POST."""
+
+    _held: dict[Path, int] = {}
 
     def __init__(self, repro: ReproDir) -> None:
-        self.path = repro.path / ".filing.lock"
+        self.path = (repro.path / ".filing.lock").resolve()
         self._fd: int | None = None
 
     def __enter__(self) -> "FilingLock":
         import fcntl
         import os
+        if self.path in FilingLock._held:
+            FilingLock._held[self.path] += 1
+            return self
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -166,11 +174,16 @@ class FilingLock:
             self._fd = None
             raise ReprobotError(f"another `reprobot file --submit` is filing from {self.path.parent.name} now; "
                                 "run it again when that one has finished", ExitCode.USAGE) from None
+        FilingLock._held[self.path] = 1
         return self
 
     def __exit__(self, *exc: object) -> None:
         import fcntl
         import os
+        FilingLock._held[self.path] -= 1
+        if FilingLock._held[self.path]:
+            return
+        del FilingLock._held[self.path]
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
