@@ -97,7 +97,7 @@ def related_for(failure, target: str | None, *, db: str | Path | None = None, ap
     with ``anonymous_search``, also without a token (GitHub allows a few a minute; only the
     scrubbed error phrase is sent). With ``sync`` and a token, the target repository's issues are
     fetched into the index first, incrementally; without a token the result says what it missed."""
-    from bot.issue.github import github_client, token_from_env
+    from bot.issue.github import TOKEN_ENV, github_client, token_from_env
     from bot.upstream.dedup import dedup
     from bot.upstream.index import IssueIndex
     token = token_from_env()
@@ -112,7 +112,7 @@ def related_for(failure, target: str | None, *, db: str | Path | None = None, ap
                 notes += _sync_target(index, target, api_url, progress)
             elif not index.last_sync(target):
                 notes.append(f"{target}'s own issues were not fetched into the index: that needs a GitHub "
-                             f"token (set {_TOKEN}; read access to public repositories is enough)")
+                             f"token (set {TOKEN_ENV}; read access to public repositories is enough)")
         if index.count():
             result = dedup(index, failure, target_repo=target, client=client, top=max(1, top))
             result.notes = notes
@@ -123,9 +123,6 @@ def related_for(failure, target: str | None, *, db: str | Path | None = None, ap
     result.index_source = "bundled"
     result.notes = notes
     return result
-
-
-_TOKEN = "GITHUB_TOKEN"
 
 
 def _sync_target(index, target: str, api_url: str | None, progress) -> list[str]:
