@@ -15,6 +15,7 @@ only where every run of the statement bound the same value.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import libcst as cst
@@ -38,6 +39,15 @@ def _statement(line: cst.CSTNode) -> cst.CSTNode | None:
         if (isinstance(s, cst.Assign) and len(s.targets) == 1) or (isinstance(s, cst.AnnAssign) and s.value is not None):
             return s
     return None
+
+
+def _binds_one_of(line: cst.CSTNode, names: set[str]) -> bool:
+    s = _statement(line)
+    if s is None:
+        return False
+    target = s.target if isinstance(s, (cst.For, cst.AnnAssign)) else s.targets[0].target
+    return any(isinstance(n, cst.Name) and n.value in names
+               for n in ([target] if isinstance(target, cst.Name) else collect(target, lambda x: True)))
 
 
 def _key(module: cst.Module, line: cst.CSTNode) -> _Site | None:
@@ -97,7 +107,10 @@ def _targets(gate: Gate):
     def find(module: cst.Module) -> list[cst.CSTNode]:
         if not sites:
             return []
-        return [n for n in collect(module, lambda n: isinstance(n, (cst.SimpleStatementLine, cst.For)))
+        # a name no site binds rules a statement out before its value is rendered as text
+        names = {name for _kind, target, _value in sites for name in re.findall(r"[A-Za-z_]\w*", target)}
+        return [n for n in collect(module, lambda n: isinstance(n, (cst.SimpleStatementLine, cst.For))
+                                   and _binds_one_of(n, names))
                 if _key(module, n) in sites]
 
     def pair(module: cst.Module, node: cst.CSTNode) -> tuple[cst.CSTNode, cst.CSTNode] | None:
