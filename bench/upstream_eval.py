@@ -77,7 +77,7 @@ def traceback_of(issue: dict[str, Any], style: str = "linux", salt: str = "") ->
     call; with neither frames nor a call, the error line alone (a made-up user frame would
     claim the user's code raised)."""
     error = f"{issue['exc_type']}: {issue['message']}"
-    frames = [f for f in issue.get("frames") or [] if re.match(r"^[\w.]+/.*\.py:\w", f)]
+    frames = [f for f in issue.get("frames") or [] if re.match(r"^[\w.]+/.*\.py:[\w<]", f)]
     if not frames and not issue.get("entry_call"):
         return error + "\n"
     return render_traceback(frames, error, style, _call_line(issue.get("entry_call")), salt or ref(issue))

@@ -142,3 +142,88 @@ def test_route_command_reads_the_index_when_there_is_one(index_db: Path, tmp_pat
     missing = tmp_path / "none.sqlite3"
     assert main(["route", "--traceback", str(tb), "--db", str(missing), "--json"]) == 0
     assert not missing.exists()
+
+
+# --- the index's model of where failures with these words go (bot/upstream/prior.py) -----------
+
+def _words_index(tmp_path: Path, extra: list[dict] | None = None) -> Path:
+    """Thirty indexed failures in three repositories, each repository with its own words."""
+    words = {"huggingface/peft": "adapter lora_A rank target_modules",
+             "bitsandbytes-foundation/bitsandbytes": "quant_state absmax blocksize Params4bit",
+             "huggingface/accelerate": "offload_dir dispatch hooks device_map"}
+    issues = [_issue(repo, 100 + i, f"issue {i}", f"RuntimeError: failure number {i} about {w}")
+              for repo, w in words.items() for i in range(10)] + (extra or [])
+    dump = tmp_path / "words.json"
+    dump.write_text(json.dumps(issues), encoding="utf-8")
+    db = tmp_path / "words.sqlite3"
+    with IssueIndex.open(db) as index:
+        import_file(index, dump)
+    return db
+
+
+def test_the_prior_weighs_a_failures_words_against_each_repository(tmp_path: Path) -> None:
+    from bot.upstream.prior import features, prior_of
+
+    feats = features("torch.OutOfMemoryError", "the lora_A weight of rank 8",
+                     ["peft/tuners/lora/layer.py:forward"])
+    assert {"exc:OutOfMemoryError", "lora_a", "lora", "rank", "pkg:peft", "dir:peft/tuners",
+            "file:peft/tuners/lora/layer.py"} <= feats
+    with IssueIndex.open(_words_index(tmp_path), create=False) as index:
+        model = prior_of(index)
+        assert model.size == 30
+        shares = model.shares(features("ValueError", "no absmax in quant_state"))
+        assert next(iter(shares)) == "bitsandbytes-foundation/bitsandbytes"
+        assert abs(sum(shares.values()) - 1) < 1e-9
+        # Words nobody indexed: the repositories' sizes alone, an even split here.
+        flat = model.shares(features("ValueError", "zzz qqq"))
+        assert max(flat.values()) - min(flat.values()) < 1e-9
+
+
+def test_a_left_out_issue_does_not_vote_for_itself(tmp_path: Path) -> None:
+    from bot.upstream.prior import features, prior_of
+
+    lone = _issue("huggingface/peft", 999, "lone", "RuntimeError: frobnicate_widget exploded")
+    with IssueIndex.open(_words_index(tmp_path, [lone]), create=False) as index:
+        model = prior_of(index)
+        query = features("RuntimeError", "frobnicate_widget exploded")
+        with_it = model.shares(query)
+        without = model.shares(query, excluded=("huggingface/peft", 999))
+    assert with_it["huggingface/peft"] > without["huggingface/peft"]
+    assert without["huggingface/peft"] < 0.4
+
+
+def test_a_small_index_has_no_model(index_db: Path) -> None:
+    from bot.upstream.prior import features, prior_of
+
+    with IssueIndex.open(index_db, create=False) as index:
+        assert prior_of(index).shares(features("RuntimeError", "same device")) == {}
+
+
+def test_an_error_line_alone_gets_a_target_from_the_bundled_known_issues() -> None:
+    """A message with no frames and no API names routes by where failures with its words were
+    filed among the issues bundled with reprobot (a real labelled example: peft's wording)."""
+    from bot.prepare import route_with_index
+
+    failure = failure_from_text("ValueError: Target modules {'c_attn'} not found in the base model. "
+                                "Please check the target modules and try again.\n")
+    assert route(failure).target is None
+    r = route_with_index(failure, db="/nonexistent/index.sqlite3")
+    assert r.target == "huggingface/peft"
+    assert any("index's model" in reason for c in r.ranked for reason in c["reasons"])
+
+
+def test_torch_raising_under_our_frames_names_the_package_that_called_it() -> None:
+    """torch raised, and its frames outweigh ours, but the failure is inside the stack: the package
+    of ours with the most evidence gets it, torch is cross-linked. torch's own compiler raising
+    stays torch's (test_route.test_not_one_of_ours)."""
+    text = ("Traceback (most recent call last):\n"
+            '  File "run.py", line 3, in <module>\n    out = model(x)\n'
+            '  File "/env/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1, in _call_impl\n'
+            '  File "/env/lib/python3.11/site-packages/peft/tuners/lora/layer.py", line 2, in forward\n'
+            '  File "/env/lib/python3.11/site-packages/einops/einops.py", line 3, in rearrange\n'
+            '  File "/env/lib/python3.11/site-packages/torch/_tensor.py", line 5, in __torch_function__\n'
+            "RuntimeError: shape '[2, 8, 4]' is invalid for input of size 60\n")
+    r = route(failure_from_text(text))
+    assert r.ranked[0]["repo"] == "pytorch/pytorch"      # torch has the most evidence ...
+    assert r.target == "huggingface/peft"               # ... but peft's code is on the path
+    assert "pytorch/pytorch" in r.cross_links and "reached through peft" in r.verdict

@@ -66,6 +66,7 @@ W_IMPORTED = 0.5        # the repro uses this package's API
 W_MESSAGE_NAMES = 3.0   # the error message names this package's class or module (near the raise)
 W_CUT_ENTRY = 2.5       # a pasted traceback cut at the user's call into this package
 W_NEIGHBOURS = 3.0      # similar indexed failures were filed there (times their share)
+W_PRIOR = 2.0           # the index's model of where failures with these words go (times its share)
 
 # Words of transformers' API that an error message uses in their plain sense.
 _GENERIC_IN_MESSAGES = frozenset(["trainer", "tokenizer", "processor", "generate", "pipeline", "from_pretrained",
@@ -199,6 +200,7 @@ class _Evidence:
     boundary: str | None = None
     family: str | None = None
     involved: set[str] = field(default_factory=set)
+    torch_own: bool = False          # torch's compiler or runtime machinery itself raised
 
     @property
     def record(self) -> TracebackRecord:
@@ -289,6 +291,7 @@ def _raised_in_torch(ev: _Evidence, where: str) -> None:
     # Who handed torch the failing input: the innermost non-torch, non-plumbing frame.
     caller = next((pf for pf in reversed(ev.frames) if pf.package != "torch" and not pf.plumbing), None)
     if own:
+        ev.torch_own = True
         ev.cand("torch").add(W_RAISED + 1, f"raised inside torch's own machinery ({where})")
     elif caller is not None and caller.package in registry.stack_packages():
         ev.cand("torch").add(W_TORCH_PASSTHROUGH, f"raised inside torch ({where})")
@@ -430,6 +433,22 @@ def _neighbours(ev: _Evidence, index: Any) -> None:
                                                              f"({', '.join(vote.refs[:3])})")
 
 
+def _repo_prior(ev: _Evidence, index: Any) -> None:
+    """Where indexed failures with these words were filed (prior.py), for every failure."""
+    if index is None:
+        return
+    from bot.upstream.prior import features, prior_of
+
+    frames = [f"{pf.rel}:{pf.frame.func}" for pf in ev.lib if pf.rel]
+    shares = prior_of(index).shares(features(ev.record.exc_type, ev.record.message, frames),
+                                    excluded=getattr(index, "excluded", None))
+    by_repo = {registry.repo_of_package(p): p for p in registry.stack_packages()}
+    for repo, share in list(shares.items())[:2]:
+        if repo in by_repo and share >= 0.2:
+            ev.cand(by_repo[repo]).add(W_PRIOR * share, f"failures with these words were mostly filed at {repo} "
+                                                        f"({share:.0%} of the index's model)")
+
+
 EVIDENCE = (_raised, _out_of_memory, _entry_point, _crossed_boundary, _named_in_message, _model_family,
             _presence, _integration)
 
@@ -441,6 +460,7 @@ def route(failure: FailureReport, *, index: Any = None) -> RouteResult:
     for gather in EVIDENCE:
         gather(ev)
     _neighbours(ev, index)
+    _repo_prior(ev, index)
     ranked = sorted(ev.cands.values(), key=lambda c: (-c.score, c.owner))
     top_cand = ranked[0] if ranked else None
     ours = registry.stack_packages()
@@ -459,6 +479,13 @@ def route(failure: FailureReport, *, index: Any = None) -> RouteResult:
         verdict = f"file at {target}: {top_cand.strongest}{margin}"
         if ev.raised_in == "torch":
             cross.append(registry.repo_of_package("torch"))
+    elif (via := _through_the_stack(ev, top_cand, ranked)) is not None:
+        # torch raised, but our packages are on the path: the package of ours with the most
+        # evidence triages it (it made the call), and torch's tracker is cross-linked.
+        target = registry.repo_of_package(via.owner)
+        verdict = (f"file at {target}: {top_cand.strongest}, reached through {via.owner} ({via.strongest}); "
+                   f"cross-link {registry.repo_of_package(top_cand.owner)}")
+        cross.append(registry.repo_of_package(top_cand.owner))
     else:
         target = None
         where = registry.repo_of_package(top_cand.owner) or ""
@@ -482,6 +509,17 @@ def _foundation_alone(ev: _Evidence, owner: str) -> bool:
     frames there, the failure is theirs to triage (torch is cross-linked), as it always was."""
     target = registry.package_targets().get(owner)
     return bool(target and target.foundation and not ev.ours_on_path)
+
+
+def _through_the_stack(ev: _Evidence, top: Candidate, ranked: list[Candidate]) -> Candidate | None:
+    """The best of our candidates when a foundation (torch) outranks them although our frames
+    are on the path: a failure inside the stack always names one of ours. Not when torch's own
+    machinery (its compiler, its distributed runtime) raised: that is torch's to fix."""
+    target = registry.package_targets().get(top.owner)
+    if not (target and target.foundation and ev.ours_on_path) or ev.torch_own:
+        return None
+    ours = registry.stack_packages()
+    return next((c for c in ranked if c.owner in ours and c.score > 0), None)
 
 
 def _package_named_in_frames(name: str, lib: list[PathFrame]) -> str | None:
