@@ -94,6 +94,9 @@ class _DryGate:
         for source in sources:
             self._take(source)
 
+    def ahead(self, sources: list[str | None]) -> None:
+        pass        # the dry run wants the pass's own first candidates, not its guesses
+
     def failure_lines(self, source: str) -> tuple[int, ...] | None:
         return self._reducer.failure_lines(source)
 
@@ -147,7 +150,7 @@ class ReductionStats:
     reducer_cpu: float = 0.0
     proposed: int = 0               # candidates offered by the passes, run or not
     retraces: int = 0               # traced runs of a changed best (fresh recorded values)
-    speculated: int = 0             # runs of the next pass's candidates made on idle slots
+    speculated: int = 0             # runs made on idle slots ahead of need (the next pass, the next probes)
 
     def for_pass(self, name: str) -> PassStats:
         return self.passes.setdefault(name, PassStats())
@@ -415,6 +418,23 @@ class Reducer:
             self._submit(k, s)
         for k in todo:
             self._settle(k)
+
+    def ahead(self, sources: list[str | None]) -> None:
+        """Start candidates the pass may offer next on idle slots, without waiting (find_integer's
+        next probes). Only when runs are slow enough to be worth it; verdicts are read when the
+        pass offers them, in its order, so the result is the one a serial search reaches."""
+        if self.jobs <= 1 or not self._worth_speculating():
+            return
+        self._harvest()
+        for s in sources:
+            if self._running() >= self.jobs:
+                return
+            if s is None:
+                continue
+            c = self._check(s)
+            if c.why is None and c.key not in self._inflight:
+                self._submit(c.key, s)
+                self.stats.speculated += 1
 
     def failure_lines(self, source: str) -> tuple[int, ...] | None:
         """Where ``source`` failed in the run that accepted it (the script's own traceback

@@ -77,3 +77,18 @@ def test_find_integer_probes_then_doubles_then_bisects() -> None:
     assert seen[4:7] == [8, 16, 32]
     assert len(seen) <= 4 + 4 + 6
     assert find_integer(lambda n: n <= 2) == 2
+
+
+def test_find_integer_tells_ahead_the_probes_that_may_come_and_probes_the_same() -> None:
+    for limit in (0, 3, 5, 8, 13, 37, 64, 100):
+        plain: list[int] = []
+        told: list[list[int]] = []
+        with_ahead: list[int] = []
+        a = find_integer(lambda n: plain.append(n) or n <= limit)
+        b = find_integer(lambda n: with_ahead.append(n) or n <= limit, told.append)
+        assert a == b == limit and plain == with_ahead
+        # every probe past the linear four was announced (first) before it was made, and each
+        # announcement names only probes inside the bracket still open
+        for probe, announced in zip(with_ahead[4:], told, strict=False):
+            assert announced[0] == probe
+        assert all(n > 0 for batch in told for n in batch)

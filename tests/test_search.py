@@ -341,3 +341,38 @@ def test_a_time_limit_keeps_a_reserve_and_the_best_is_still_laid_out() -> None:
     assert result.best_source == "import json\n\nx = 1\nraise KeyError(json.__name__)\n", result.best_source
     assert result.stats.passes["format"].accepted == 1
     assert took < 4.0 + 0.5, took
+
+
+def test_the_next_probes_of_a_growing_deletion_run_side_by_side_and_the_result_does_not_change() -> None:
+    """Deleting a long run of statements grows by doubling, then bisects: with slow runs and
+    idle slots, the probes that may come next run beside the one being decided. The statements
+    deleted and the accepted sequence are those of a single slot."""
+    import threading
+
+    from reducer.passes import BY_NAME
+
+    src = "".join(f"x{i} = {i}\n" for i in range(40)) + "raise KeyError('k')\n"
+    lock, running, most = threading.Lock(), [0], [0]
+
+    def oracle(source: str) -> bool:
+        # only the growth probes past the linear four are counted: 8 or more statements deleted,
+        # the first three still there
+        late = source.count(" = ") <= 40 - 8 and all(f"x{i} = {i}" in source for i in range(3))
+        with lock:
+            running[0] += late
+            most[0] = max(most[0], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= late
+        return "raise KeyError('k')" in source and "x3 = 3" in source
+
+    results = []
+    for jobs in (1, 4):
+        most[0] = 0
+        r = Reducer(src, oracle, jobs=jobs, passes=[BY_NAME["delete_statements"]], prelude=[], format_result=False)
+        r._run_time = [100.0, 1]    # as if runs were known to be slow (all through the search)
+        result = r.run()
+        results.append((result.best_source, result.stats.accepted))
+        if jobs == 4:
+            assert most[0] >= 2, "no doubling or bisection probes ran side by side"
+    assert results[0] == results[1] and results[0][0] == "x3 = 3\nraise KeyError('k')\n"

@@ -43,6 +43,11 @@ class Gate(Protocol):
         """Run these now, side by side, so that later ``consider`` calls read their verdicts."""
         ...
 
+    def ahead(self, sources: list[str | None]) -> None:
+        """Start these on idle slots without waiting: candidates the pass may offer next. Their
+        verdicts are read only when (and if) they are offered, in order."""
+        ...
+
     def failure_lines(self, source: str) -> tuple[int, ...] | None:
         """The script's own traceback lines in the run that accepted ``source``, if known."""
         ...
@@ -232,17 +237,28 @@ def _preorder(module: cst.Module) -> list[cst.CSTNode]:
     return c.found
 
 
-def find_integer(f: Callable[[int], bool]) -> int:
+def find_integer(f: Callable[[int], bool], ahead: Callable[[list[int]], None] | None = None) -> int:
     """Largest n with f(n) true, assuming f(0) and rough monotonicity (hypothesis' find_integer):
-    try 1..4 linearly, then double, then bisect between the last success and the first failure."""
+    try 1..4 linearly, then double, then bisect between the last success and the first failure.
+
+    ``ahead`` hears, before each probe past the linear ones, that probe and the ones that may come
+    after it whichever way it goes (the next doubling and the bisection's midpoint; both halves'
+    midpoints), so idle slots can run them side by side. The probes ``f`` sees, and the answer,
+    are the same with or without it."""
     for i in range(1, 5):
         if not f(i):
             return i - 1
     lo, hi = 4, 8
-    while f(hi):
+    while True:
+        if ahead is not None:
+            ahead([hi, hi * 2, (lo + hi) // 2, hi * 4])
+        if not f(hi):
+            break
         lo, hi = hi, hi * 2
     while lo + 1 < hi:
         mid = (lo + hi) // 2
+        if ahead is not None:
+            ahead([mid] + [n for n in ((mid + hi) // 2, (lo + mid) // 2) if lo < n < hi and n != mid])
         if f(mid):
             lo = mid
         else:
@@ -355,7 +371,10 @@ def _delete_in_owner(gate: Gate, o: int, find_owners, get_items, set_items) -> N
             c = without(p - n, p)
             return c is not None and gate.consider(c)
 
-        n = find_integer(grow)
+        def probes(ns: list[int], p=p, without=without) -> None:
+            gate.ahead([without(p - n, p) for n in ns if 0 < n <= p])
+
+        n = find_integer(grow, probes)
         pos = p - n - 1
         if pos < 0:
             return
