@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -212,6 +213,27 @@ def stop_runs_in_flight() -> None:
     _STOP_ALL.set()
 
 
+# One run's own stop: the search sets it when a run made ahead can no longer be needed (the best
+# changed under it), so its slot takes a candidate that can.
+_CANCEL = threading.local()
+
+
+@contextmanager
+def cancellable(event: threading.Event | None) -> Iterator[None]:
+    """Runs made on this thread inside the block stop (killing their group) once ``event`` is set."""
+    before = getattr(_CANCEL, "event", None)
+    _CANCEL.event = event
+    try:
+        yield
+    finally:
+        _CANCEL.event = before
+
+
+def cancel_event() -> threading.Event | None:
+    """The event that stops runs made on this thread now (see ``cancellable``)."""
+    return getattr(_CANCEL, "event", None)
+
+
 def allow_runs() -> None:
     _STOP_ALL.clear()
 
@@ -391,6 +413,7 @@ class Runner:
         for t in pumps:
             t.start()
         timed_out = stopped = over_memory = False
+        cancel = cancel_event()
         seen_version = -1
         peak_rss, next_poll = 0, 0.0
         stop_deadline: float | None = None
@@ -398,7 +421,7 @@ class Runner:
             while True:
                 if proc.wait(0.05):
                     break
-                if _STOP_ALL.is_set():
+                if _STOP_ALL.is_set() or (cancel is not None and cancel.is_set()):
                     stopped = True
                     break
                 now = time.monotonic()

@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -48,6 +49,7 @@ from reducer.errors import DeadlineReached, ExitCode, ReprobotError
 from reducer.passes import DEFAULT_PHASES, PRELUDE, Pass
 from reducer.passes.base import Offer, compiles, libcst_parses, parses
 from reducer.passes.names import unbound_reads
+from reducer.runner import cancellable
 from reducer.size import Size, count_statements, normalize, size_of
 
 Interesting = Callable[[str], bool]   # a candidate source -> does it fail the same way (a real run)
@@ -151,6 +153,7 @@ class ReductionStats:
     proposed: int = 0               # candidates offered by the passes, run or not
     retraces: int = 0               # traced runs of a changed best (fresh recorded values)
     speculated: int = 0             # runs made on idle slots ahead of need (the next pass, the next probes)
+    cancelled: int = 0              # runs made ahead, stopped once a new best made them useless
 
     def for_pass(self, name: str) -> PassStats:
         return self.passes.setdefault(name, PassStats())
@@ -253,6 +256,11 @@ class Reducer:
         self._start_size = self.best_size
         self._prefetched: set[str] = set()
         self._inflight: dict[str, Future] = {}     # runs started ahead whose verdict is not read yet
+        # Each run in flight: its stop event, and whether a new best leaves it useless (a run of
+        # a candidate computed from the old best: the rest of a queue, the next pass's guesses).
+        self._stops: dict[str, threading.Event] = {}
+        self._stale_on_accept: set[str] = set()
+        self._cancelled: list[Future] = []
         self._pass = "setup"
         self._pool: ThreadPoolExecutor | None = None
         self._t0 = time.monotonic()
@@ -345,7 +353,7 @@ class Reducer:
                     more = False    # known to reproduce: nothing after it can be the first
                     break
                 if c.key not in self._inflight:
-                    self._submit(c.key, c.source)
+                    self._submit(c.key, c.source, stale_on_accept=True)
             if not queue and not more:
                 return None
             head = self._inflight.get(queue[0][1].key) if queue and queue[0][1].why is None else None
@@ -364,17 +372,41 @@ class Reducer:
             if self._decide(c):
                 return tag
 
-    def _submit(self, key: str, source: str) -> None:
+    def _submit(self, key: str, source: str, *, stale_on_accept: bool = False) -> None:
         pool = self._pool or ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="reprobot-run")
         self._pool = pool
         self._check_time()
-        self._inflight[key] = pool.submit(self._timed, source)
+        stop = threading.Event()
+        self._stops[key] = stop
+        if stale_on_accept:
+            self._stale_on_accept.add(key)
+        self._inflight[key] = pool.submit(self._timed, source, stop)
         self.stats.for_pass(self._pass).tried += 1
         self.stats.runs += 1
+
+    def _cancel_stale(self) -> None:
+        """A new best was accepted: stop the runs made ahead of candidates computed from the old
+        one (every candidate is a whole program, so none of them can be offered again), so their
+        slots go to candidates of the new best. Probes of a growing deletion are not among them:
+        they come from the base the growth started at, and stay wanted. A stopped run's verdict
+        is never recorded; offered again, it runs again."""
+        for key in [k for k in self._inflight if k in self._stale_on_accept]:
+            fut = self._inflight[key]
+            if fut.done():
+                continue
+            if not fut.cancel():            # not started yet: it never will
+                self._stops[key].set()
+            self._stops.pop(key)
+            self._stale_on_accept.discard(key)
+            self._cancelled.append(self._inflight.pop(key))
+            self.stats.cancelled += 1
+        self._cancelled = [f for f in self._cancelled if not f.done()]
 
     def _settle(self, key: str) -> None:
         """Wait for the run of ``key`` and put its verdict in the seen-set (as a run made ahead,
         so ``_decide`` counts it once)."""
+        self._stops.pop(key, None)
+        self._stale_on_accept.discard(key)
         fut = self._inflight.pop(key)
         try:
             self.seen[key] = bool(fut.result())
@@ -395,6 +427,8 @@ class Reducer:
         for key, fut in list(self._inflight.items()):
             if fut.done() and not fut.cancelled() and fut.exception() is None:
                 del self._inflight[key]
+                self._stops.pop(key, None)
+                self._stale_on_accept.discard(key)
                 self.seen[key] = bool(fut.result())
                 self._prefetched.add(key)
 
@@ -481,10 +515,11 @@ class Reducer:
         self._progress()
         return interesting
 
-    def _timed(self, source: str) -> bool:
+    def _timed(self, source: str, stop: threading.Event | None = None) -> bool:
         t0 = time.monotonic()
         try:
-            return self.oracle(source)
+            with cancellable(stop):
+                return self.oracle(source)
         finally:
             self._run_time[0] += time.monotonic() - t0
             self._run_time[1] += 1
@@ -521,11 +556,12 @@ class Reducer:
             if self._running() >= self.jobs:
                 break
             if key not in self._inflight and key not in self.seen:
-                self._submit(key, source)
+                self._submit(key, source, stale_on_accept=True)
                 self.stats.speculated += 1
 
     def _accept(self, source: str, size: Size) -> None:
         self.best, self.best_size = source, size
+        self._cancel_stale()
         self.stats.for_pass(self._pass).accepted += 1
         self.stats.accepted += 1
         self._refresh_stats()
@@ -673,7 +709,7 @@ class Reducer:
         # Runs made ahead and still going when the search ends are not needed: stopped, like
         # every run at a timeout or Ctrl-C, so that no candidate outlives the search.
         early = self.stats.status in ("timeout", "interrupted") or any(
-            not f.done() for f in self._inflight.values())
+            not f.done() for f in [*self._inflight.values(), *self._cancelled])
         if early:
             from reducer.runner import stop_runs_in_flight
             stop_runs_in_flight()

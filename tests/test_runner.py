@@ -327,3 +327,29 @@ def test_a_candidate_heavier_than_the_original_is_not_kept(tmp_path):
     verdict = oracle.test(heavier)
     assert not verdict.interesting and verdict.outcome.over_memory
     assert oracle.test(src).interesting
+
+
+def test_a_run_is_stopped_when_its_cancel_event_is_set(tmp_path):
+    """The search stops a run made ahead once a new best makes it useless: the run's group is
+    killed at once, and the outcome says it was stopped (its verdict is thrown away upstream)."""
+    import threading
+
+    from reducer.runner import cancellable
+
+    runner, source = make_runner(tmp_path, """
+        import subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        print("started", flush=True)
+        time.sleep(60)
+        """, timeout=90)
+    stop = threading.Event()
+    threading.Timer(1.0, stop.set).start()
+    start = time.monotonic()
+    with cancellable(stop):
+        out = runner.run(source)
+    assert time.monotonic() - start < 10
+    assert out.stopped_early and out.returncode is None
+    # outside the block, runs on this thread are not tied to that event any more
+    (tmp_path / "b").mkdir()
+    runner2, quick = make_runner(tmp_path / "b", "print('ok')\n")
+    assert runner2.run(quick).returncode == 0

@@ -376,3 +376,50 @@ def test_the_next_probes_of_a_growing_deletion_run_side_by_side_and_the_result_d
         if jobs == 4:
             assert most[0] >= 2, "no doubling or bisection probes ran side by side"
     assert results[0] == results[1] and results[0][0] == "x3 = 3\nraise KeyError('k')\n"
+
+
+def test_runs_made_ahead_are_stopped_when_a_new_best_makes_them_useless() -> None:
+    """Four slots take a pass's first four candidates; the first is accepted at once. The other
+    three were computed from the old best and can never be offered again: they are stopped (the
+    oracle sees its run's stop event), their verdicts are not recorded, and the search goes on
+    without waiting for them. The result is the single slot's."""
+    from reducer.passes.base import Pass
+    from reducer.runner import cancel_event
+
+    stopped: list[str] = []
+
+    def drop_lines(gate) -> None:
+        while True:
+            lines = gate.best.splitlines(keepends=True)
+            if gate.first((i, "".join(lines[:i] + lines[i + 1:])) for i in range(len(lines))) is None:
+                return
+
+    def oracle(source: str) -> bool:
+        keep = "raise KeyError" in source and "keep = 1" in source
+        if source != "a = 1\nraise KeyError('k')\n":
+            time.sleep(0.05)
+            return keep
+        # the one candidate a single slot never runs (computed from the old best): slow, unless
+        # its run is stopped
+        stop = cancel_event()
+        if stop is not None and stop.wait(5.0):
+            stopped.append(source)
+        return False
+
+    src = "a = 1\nkeep = 1\nraise KeyError('k')\n"
+    results = []
+    for jobs in (1, 4):
+        stopped.clear()
+        start = time.monotonic()
+        r = Reducer(src, oracle, jobs=jobs, passes=[Pass("drop", drop_lines)], prelude=[], format_result=False)
+        r._run_time = [100.0, 1]
+        result = r.run()
+        took = time.monotonic() - start
+        results.append(result.best_source)
+        if jobs == 4:
+            assert result.stats.cancelled >= 1 and stopped, "no run made ahead was stopped"
+            assert took < 5.0, took
+            # a stopped run's verdict is not in the seen-set
+            from reducer.search import _key
+            assert all(_key(s) not in result.seen for s in stopped)
+    assert results[0] == results[1] == "keep = 1\nraise KeyError('k')\n"
