@@ -198,15 +198,71 @@ def evaluate(neighbours: bool = True, train_only: bool = False) -> dict[str, Any
                 "queries": n, "flagged_with_itself": flagged_in, "flagged_left_out": flagged_out,
                 "precision": round(right / (right + wrong), 3) if right + wrong else None,
                 "right": right, "wrong": wrong}
+        out["pairs"] = {part: pair_figures(full, load_pairs(part), train + held)
+                        for part in (("train",) if train_only else ("train", "heldout"))}
         by_ref = {ref(i): i for i in train + held}
         pairs = [(i, d) for i in train + held for d in i.get("duplicate_of") or [] if d in by_ref and evaluable(i)]
         found = 0
         for issue, dup in pairs:
-            got = [r for r in _related(full, traceback_of(issue, "windows", "dup" + ref(issue))) if r != ref(issue)]
+            got = _related(full, traceback_of(issue, "windows", "dup" + ref(issue)), ref(issue))
             found += dup in got
         out["dedup_stated_duplicates"] = {"pairs": len(pairs), "found_in_top5": found}
         full.close()
     return out
+
+
+def load_pairs(part: str) -> list[dict[str, Any]]:
+    path = DATA / f"pairs_{part}.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _duplicates_of(issues: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Every issue's stated duplicates: the pairs labelled duplicate and the threads' links."""
+    same: dict[str, set[str]] = {}
+    links = [(ref(p["a"]), ref(p["b"])) for p in pairs if p["label"] == "duplicate"]
+    links += [(ref(i), d) for i in issues for d in i.get("duplicate_of") or []]
+    for a, b in links:
+        same.setdefault(a, set()).add(b)
+        same.setdefault(b, set()).add(a)
+    return same
+
+
+def pair_figures(index: IssueIndex, pairs: list[dict[str, Any]], issues: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each end of each labelled pair, queried with its own failure (itself left out of the
+    index of every issue): for a duplicate pair the other end should be in the top 5 and first;
+    for a non-duplicate pair it must never be called a likely duplicate. "Likely duplicate"
+    precision counts every flag raised on these queries, right when the flagged issue is a stated
+    duplicate of the query (any pair of either part, or a thread's link)."""
+    every = _duplicates_of(issues, load_pairs("train") + load_pairs("heldout"))
+    dup_q = top5 = first = 0
+    nondup_q = nondup_first = nondup_flagged = 0
+    right = wrong = 0
+    for pair in pairs:
+        for q, other in ((pair["a"], pair["b"]), (pair["b"], pair["a"])):
+            if not evaluable(q):
+                continue
+            text = traceback_of(q, "windows", "pair" + ref(q))
+            got = _related(index, text, ref(q))
+            flagged = _likely_duplicate(index, text, ref(q))
+            if pair["label"] == "duplicate":
+                dup_q += 1
+                top5 += ref(other) in got
+                first += bool(got) and got[0] in every.get(ref(q), set())
+            else:
+                nondup_q += 1
+                nondup_first += bool(got) and got[0] == ref(other)
+                nondup_flagged += flagged == ref(other)
+            if flagged is not None:
+                ok = flagged in every.get(ref(q), set())
+                right += ok
+                wrong += not ok
+    return {"pairs": len(pairs), "duplicate_pairs": sum(p["label"] == "duplicate" for p in pairs),
+            "duplicate_queries": dup_q, "recall@5": round(top5 / dup_q, 3) if dup_q else None,
+            "precision@1": round(first / dup_q, 3) if dup_q else None,
+            "nonduplicate_queries": nondup_q, "nonduplicate_ranked_first": nondup_first,
+            "nonduplicate_flagged": nondup_flagged,
+            "likely_duplicate_precision": round(right / (right + wrong), 3) if right + wrong else None,
+            "likely_right": right, "likely_wrong": wrong}
 
 
 def _likely_duplicate(index: IssueIndex, text: str, excluded: str | None) -> str | None:
@@ -217,18 +273,26 @@ def _likely_duplicate(index: IssueIndex, text: str, excluded: str | None) -> str
         failure = failure_from_text(text)
     except ReprobotError:
         return None
-    data = dedup(index, failure, target_repo=route(failure).target, top=6).to_dict()
-    data["results"] = [r for r in data["results"] if f"{r['repo']}#{r['number']}" != excluded][:5]
-    top = likely_duplicate(data)
+    index = _leaving_out(index, excluded)
+    top = likely_duplicate(dedup(index, failure, target_repo=route(failure).target).to_dict())
     return f"{top['repo']}#{top['number']}" if top else None
 
 
-def _related(index: IssueIndex, text: str) -> list[str]:
-    """dedup's top 5 for a pasted text (none when the product refuses the text)."""
+def _leaving_out(index: IssueIndex, excluded: str | None) -> Any:
+    if excluded is None:
+        return index
+    repo, number = excluded.split("#")
+    return _Without(index, {"repo": repo, "number": number})
+
+
+def _related(index: IssueIndex, text: str, excluded: str | None = None) -> list[str]:
+    """dedup's top 5 for a pasted text (none when the product refuses the text), ``excluded``
+    left out of the index."""
     try:
         failure = failure_from_text(text)
     except ReprobotError:
         return []
+    index = _leaving_out(index, excluded)
     return [f"{r.repo}#{r.number}" for r in dedup(index, failure, target_repo=route(failure).target).results]
 
 
@@ -270,6 +334,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{part:8s} likely duplicate: precision {d['precision']} ({d['right']} right, {d['wrong']} wrong); "
               f"flagged {d['flagged_with_itself']}/{d['queries']} with the issue indexed, "
               f"{d['flagged_left_out']}/{d['queries']} with it left out")
+    for part, d in res["pairs"].items():
+        print(f"{part:8s} pairs ({d['pairs']}, {d['duplicate_pairs']} duplicate): recall@5 {d['recall@5']}  "
+              f"precision@1 {d['precision@1']} ({d['duplicate_queries']} queries); likely duplicate precision "
+              f"{d['likely_duplicate_precision']} ({d['likely_right']} right, {d['likely_wrong']} wrong); "
+              f"non-duplicates: {d['nonduplicate_flagged']} flagged, {d['nonduplicate_ranked_first']} ranked first "
+              f"({d['nonduplicate_queries']} queries)")
     sd = res["dedup_stated_duplicates"]
     print(f"stated duplicates with both ends in the set: {sd['found_in_top5']}/{sd['pairs']} found in the top 5")
     if args.verbose:

@@ -177,6 +177,14 @@ def likely_duplicate(related: dict[str, Any] | None, signature_id: str | None = 
     innermost = "incl. the innermost" in reason
     if top.get("is_pr"):
         return None  # a PR is a fix to read, not a place to comment instead
+    probability = top.get("duplicate_probability")
+    if probability is not None:
+        from bot.upstream.calibration import model
+
+        fitted = model()
+        if fitted is not None:
+            return top if float(probability) >= fitted.threshold else None
+    # No fitted model (or a related.json written without one): the hand rule.
     if innermost and same_text:
         return top
     from bot.upstream.dedup import generic_message

@@ -97,12 +97,15 @@ class Related:
     likely_fixed_in: str | None
     is_pr: bool
     components: dict[str, float] = field(default_factory=dict)
+    innermost: bool = False               # the query's innermost library frame is in the issue
+    probability: float | None = None      # of being the same failure (calibration.py), when fitted
 
     def to_dict(self) -> dict[str, Any]:
         return {"repo": self.repo, "number": self.number, "title": self.title, "url": self.url,
                 "state": self.state, "score": round(self.score, 3), "reason": self.reason,
                 "likely_fixed_in": self.likely_fixed_in, "is_pr": self.is_pr,
-                "components": {k: round(v, 3) for k, v in self.components.items()}}
+                "components": {k: round(v, 3) for k, v in self.components.items()},
+                "duplicate_probability": self.probability}
 
 
 def _version_tuple(v: str) -> tuple[Any, ...] | None:
@@ -205,7 +208,8 @@ def rank(index: IssueIndex, query: Query, *, extra: Iterable[IndexedIssue] = (),
     ids = set(bm)
     ids.update(index.with_message(query.norm) if query.norm else [])
     ids.update(index.with_frames(query.frames[:3]))
-    candidates = {i.ref: i for i in index.by_ids(ids)}
+    excluded = getattr(index, "excluded", None)     # (repo, number) left out (evaluation)
+    candidates = {i.ref: i for i in index.by_ids(ids) if (i.repo, i.number) != excluded}
     for e in extra:
         candidates.setdefault(e.ref, e)
     best = max(bm.values(), default=0.0)
@@ -224,15 +228,31 @@ def rank(index: IssueIndex, query: Query, *, extra: Iterable[IndexedIssue] = (),
         elif note:
             reasons.append(note)
         out.append(Related(issue.repo, issue.number, issue.title, issue.url, issue.state, s,
-                           "; ".join(reasons) or "weak text match", fixed, issue.is_pr, parts))
+                           "; ".join(reasons) or "weak text match", fixed, issue.is_pr, parts,
+                           innermost=bool(query.frames) and query.frames[0] in issue.frames))
     out.extend(_linked_prs(index, out, query))
     best: dict[str, Related] = {}
     for r in out:
         k = f"{r.repo}#{r.number}"
         if k not in best or r.score > best[k].score:
             best[k] = r
-    ranked = sorted(best.values(), key=lambda r: (-r.score, r.state != "open", -r.number))
-    return ranked[:top]
+    ranked = sorted(best.values(), key=lambda r: (-r.score, r.state != "open", -r.number))[:top]
+    _calibrate(ranked, query)
+    return ranked
+
+
+def _calibrate(ranked: list[Related], query: Query) -> None:
+    """Each candidate's probability of being the same failure (calibration.py), when fitted."""
+    from bot.upstream.calibration import model, vector
+
+    fitted = model()
+    if fitted is None:
+        return
+    generic = generic_message(query.message)
+    for i, r in enumerate(ranked):
+        margin = r.score - (ranked[i + 1].score if i + 1 < len(ranked) else 0.0)
+        r.probability = round(fitted.probability(vector(r.components, innermost=r.innermost, margin=margin,
+                                                        generic=generic, query_frames=bool(query.frames))), 3)
 
 
 def _linked_prs(index: IssueIndex, found: list[Related], query: Query) -> list[Related]:
