@@ -194,11 +194,16 @@ def likely_duplicate(related: dict[str, Any] | None, signature_id: str | None = 
     return None
 
 
+def _chance(dup: dict[str, Any]) -> str:
+    p = dup.get("duplicate_probability")
+    return f"{float(p):.0%} likely the same by the calibrated model, " if p is not None else ""
+
+
 def duplicate_line(dup: dict[str, Any]) -> str:
     short = f"{str(dup['repo']).split('/')[-1]}#{dup['number']}"
     fixed = f", likely fixed in {dup['likely_fixed_in']}" if dup.get("likely_fixed_in") else ""
     return (f"{short} ({dup.get('state', 'unknown')}{fixed}) looks like the same failure "
-            f"(score {float(dup.get('score') or 0):.2f}: {dup.get('reason') or 'same error'}): "
+            f"({_chance(dup)}score {float(dup.get('score') or 0):.2f}: {dup.get('reason') or 'same error'}): "
             f"comment there instead? https://github.com/{dup['repo']}/issues/{dup['number']}")
 
 

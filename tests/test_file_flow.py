@@ -189,6 +189,7 @@ def test_with_a_token_related_issues_are_searched_and_a_duplicate_stops_filing(
     assert (f"found ({len(known_issues())} known issues bundled with reprobot + GitHub search); best: peft#3129"
             in out), out
     assert "likely duplicate: peft#3129 (open) looks like the same failure" in out
+    assert "likely the same by the calibrated model" in out
     assert out.index("likely duplicate") < out.index("issue preview")  # said first
     assert "comment there instead? https://github.com/huggingface/peft/issues/3129" in out
     assert "huggingface/peft#3129" in (folder / "draft-peft.md").read_text()
