@@ -12,7 +12,7 @@ from reducer.errors import DeadlineReached
 from reducer.gpu import GpuPool
 from reducer.normalize import library_path
 from reducer.outcome import Outcome
-from reducer.runner import Runner
+from reducer.slots import CandidateRunner
 from reducer.signature import MatchOptions, Signature, find_match
 
 # A candidate may legitimately run somewhat slower than the original (noise, a cold
@@ -44,7 +44,7 @@ class Verdict:
 
 
 class Oracle:
-    def __init__(self, runner: Runner, target: Signature, options: MatchOptions,
+    def __init__(self, runner: CandidateRunner, target: Signature, options: MatchOptions,
                  timeout: float | None = None, stop_early: bool = True,
                  gpus: GpuPool | None = None, max_rss: int | None = None,
                  allow_hang: bool = False, stop_grace: float = 2.0, as_itself: bool = False,
