@@ -69,3 +69,27 @@ def test_a_string_the_message_quotes_part_of_is_kept() -> None:
     assert strings == ["'db.internal:5432'", "'x'"]
     # a number the message shows is not enough to keep every string that happens to contain it
     assert "'db.internal:5432'" in [n.value for n in _shrinkable(parse(src), message_values("port 5432 (2)"))]
+
+
+def test_a_generator_taken_out_of_its_call_keeps_its_parentheses() -> None:
+    """`sum(2 + f(v) for v in xs)` shrunk to its argument: the generator needs the parentheses the
+    call gave it (`1 + 2 + f(v) for v in xs` does not parse). Every proposal must parse."""
+    import libcst as cst
+
+    from reducer.passes import BY_NAME
+    from reducer.search import Reducer
+
+    proposed: list[str] = []
+
+    class Recording(Reducer):
+        def consider(self, source: str) -> bool:
+            proposed.append(source)
+            return super().consider(source)
+
+    src = ("def weight(node):\n"
+           "    fields = [v for v in node.values if isinstance(v, int)]\n"
+           "    return 1 + sum(2 + count(str(v.value)) for v in fields)\n")
+    Recording(src, lambda s: False, passes=[BY_NAME["shrink_literals"]], prelude=[], format_result=False).run()
+    assert any("for v in fields" in p and "sum(" not in p for p in proposed), "the shrink was never offered"
+    for p in proposed:
+        cst.parse_module(p)

@@ -168,8 +168,9 @@ class _Replace(cst.CSTTransformer):
 
 
 # Expressions that are only valid bare in some positions: `[x for x in lambda: ()]` and
-# `[x for x in a if b else c]` do not parse, their parenthesised forms do.
-_LOOSE = (cst.Lambda, cst.IfExp, cst.NamedExpr, cst.Yield)
+# `[x for x in a if b else c]` do not parse, their parenthesised forms do; a generator taken out of
+# `sum(x for x in y)` needs the parentheses the call gave it.
+_LOOSE = (cst.Lambda, cst.IfExp, cst.NamedExpr, cst.Yield, cst.GeneratorExp)
 
 
 def _parenthesize(node: Any) -> Any:
