@@ -423,3 +423,35 @@ def test_runs_made_ahead_are_stopped_when_a_new_best_makes_them_useless() -> Non
             from reducer.search import _key
             assert all(_key(s) not in result.seen for s in stopped)
     assert results[0] == results[1] == "keep = 1\nraise KeyError('k')\n"
+
+
+def test_deletions_in_small_owners_run_side_by_side_across_owners() -> None:
+    """remove_arguments on many calls of one argument each: an owner-by-owner walk has one
+    candidate at a time; offered owner after owner, four slots are busy. Same result."""
+    import threading
+
+    from reducer.passes import BY_NAME
+
+    src = "".join(f"print({i})\n" for i in range(12)) + "raise KeyError(int('7'))\n"
+    lock, running, most = threading.Lock(), [0], [0]
+
+    def oracle(source: str) -> bool:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+        return "raise KeyError(int('7'))" in source and "print(3)" in source
+
+    results = []
+    for jobs in (1, 4):
+        most[0] = 0
+        r = Reducer(src, oracle, jobs=jobs, passes=[BY_NAME["remove_arguments"]], prelude=[], format_result=False)
+        r._run_time = [100.0, 1]
+        result = r.run()
+        results.append((result.best_source, result.stats.accepted))
+        if jobs == 4:
+            assert most[0] >= 3, most[0]
+    assert results[0] == results[1]
+    assert "print(3)" in results[0][0] and "print()" in results[0][0]

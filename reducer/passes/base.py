@@ -321,64 +321,56 @@ def delete_runs(gate: Gate, find_owners: Callable[[cst.Module], Sequence[cst.CST
                 set_items: Callable[[cst.CSTNode, list[cst.CSTNode]], cst.CSTNode]) -> None:
     """For each owner (in order) delete runs of its items, walking from the last item backwards.
 
-    At position i the gate is offered single deletions i, i-1, ... (lazily, so it can speculate);
-    once deleting item p is accepted, ``find_integer`` grows the run backwards from p: deleting
-    items p-n..p from the same starting list, each larger run strictly smaller than the last.
+    The gate is offered single deletions lazily, owner after owner: i, i-1, ... of this owner,
+    then every item of the next owners (so idle slots can run them while one owner has few items
+    left); the first one accepted is the one an owner-by-owner walk accepts. Once deleting item p
+    is accepted, ``find_integer`` grows the run backwards from p: deleting items p-n..p from the
+    same starting list, each larger run strictly smaller than the last.
     """
-    o = 0
+    o, pos = 0, None
     while True:
         module = parse(gate.best)
         owners = find_owners(module)
         if o >= len(owners):
             return
-        _delete_in_owner(gate, o, find_owners, get_items, set_items)
-        o += 1
 
-
-def _delete_in_owner(gate: Gate, o: int, find_owners, get_items, set_items) -> None:
-    pos = None
-    while True:
-        module = parse(gate.best)
-        owners = find_owners(module)
-        if o >= len(owners):
-            return
-        owner = owners[o]
-        items = list(get_items(owner))
-        start = len(items) - 1 if pos is None else min(pos, len(items) - 1)
-        if start < 0:
-            return
-
-        def without(lo: int, hi: int, module=module, owner=owner, items=items) -> str | None:
-            # items[lo..hi] removed (inclusive)
+        def without(oi: int, lo: int, hi: int, module=module, owners=owners) -> str | None:
+            # owners[oi]'s items[lo..hi] removed (inclusive)
+            owner = owners[oi]
+            items = list(get_items(owner))
             return safe(lambda: replace(module, owner, set_items(owner, items[:lo] + items[hi + 1:])))
 
-        def singles(start=start) -> Iterator[Offer]:
-            for p in range(start, -1, -1):
-                c = without(p, p)
-                if c is not None:
-                    yield p, c
+        def singles(owners=owners, first=o, start_at=pos, without=without) -> Iterator[Offer]:
+            for oi in range(first, len(owners)):
+                last = len(get_items(owners[oi])) - 1
+                start = last if oi != first or start_at is None else min(start_at, last)
+                for p in range(start, -1, -1):
+                    c = without(oi, p, p)
+                    if c is not None:
+                        yield (oi, p), c
 
-        p = gate.first(singles())
-        if p is None:
+        hit = gate.first(singles())
+        if hit is None:
             return
+        o, p = hit
         # find_integer's linear probes are independent: let --jobs run them side by side
-        gate.prefetch([without(p - k, p) for k in range(1, 5) if p - k >= 0])
+        gate.prefetch([without(o, p - k, p) for k in range(1, 5) if p - k >= 0])
 
-        def grow(n: int, p=p, without=without) -> bool:
+        def grow(n: int, o=o, p=p, without=without) -> bool:
             if n == 0:
                 return True
             if p - n < 0:
                 return False
-            c = without(p - n, p)
+            c = without(o, p - n, p)
             return c is not None and gate.consider(c)
 
-        def probes(ns: list[int], p=p, without=without) -> None:
-            gate.ahead([without(p - n, p) for n in ns if 0 < n <= p])
+        def probes(ns: list[int], o=o, p=p, without=without) -> None:
+            gate.ahead([without(o, p - n, p) for n in ns if 0 < n <= p])
 
         n = find_integer(grow, probes)
         pos = p - n - 1
         if pos < 0:
-            return
+            o, pos = o + 1, None
 
 
 def statement_list(owner: cst.CSTNode) -> Sequence[cst.CSTNode]:
