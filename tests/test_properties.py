@@ -6,6 +6,7 @@ import hashlib
 from pathlib import Path
 
 import libcst as cst
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -273,3 +274,29 @@ def test_bulk_chain_on_the_tree_renders_what_the_text_chain_rendered(source: str
     assert _apply(source, BULK) == _through_text(source, BULK)
     for step in BULK:       # each step on its own, as bulk offers them when the whole chain fails
         assert _apply(source, [step]) == _through_text(source, [step])
+
+
+@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(source=sampled_real(), pick=st.integers(0, 10_000), kind=st.sampled_from(["name", "empty", "same"]))
+def test_replacing_along_the_path_gives_what_the_full_walk_gives(source: str, pick: int, kind: str) -> None:
+    """``replace`` rebuilds only the replaced node's ancestors; the text must be the full
+    transform's, including a block emptied (``pass`` filled in) and a type change (parentheses)."""
+    from reducer.passes.base import _parents, _Replace, collect, render, replace
+
+    module = cst.parse_module(source)
+    assert _parents(module) is not None     # a parsed module has no shared nodes: the path is used
+    nodes = collect(module, lambda n: True)
+    node = nodes[pick % len(nodes)]
+    if kind == "name" and isinstance(node, cst.BaseExpression):
+        new = cst.Name("zz")
+    elif kind == "empty" and isinstance(node, (cst.IndentedBlock, cst.SimpleStatementLine)):
+        new = node.with_changes(body=[])
+    else:
+        new = node.deep_clone()
+    try:
+        want = render(module.visit(_Replace(node, new)))
+    except (cst.CSTValidationError, ValueError, TypeError) as e:
+        with pytest.raises(type(e)):
+            replace(module, node, new)
+        return
+    assert replace(module, node, new) == want

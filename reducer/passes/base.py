@@ -133,7 +133,79 @@ def render(module: cst.Module) -> str:
 
 def replace(module: cst.Module, old: cst.CSTNode, new: cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel) -> str:
     """The source of ``module`` with node ``old`` (by identity) replaced by ``new``."""
+    if isinstance(new, cst.CSTNode):
+        rebuilt = _replace_on_path(module, old, new)
+        if rebuilt is not None:
+            return render(rebuilt)
     return render(module.visit(_Replace(old, new)))
+
+
+# node id -> (parent, field name, index in the field's sequence or None), per module: a candidate
+# then rebuilds only the nodes from the replaced one up to the module (a few dozen) instead of
+# the whole tree, which on the worker script was most of reprobot's own CPU per candidate.
+_PARENTS: OrderedDict[int, tuple[cst.Module, dict[int, tuple[cst.CSTNode, str, int | None]] | None]] = OrderedDict()
+_PARENTS_LOCK = threading.Lock()
+
+
+def _parents(module: cst.Module) -> dict[int, tuple[cst.CSTNode, str, int | None]] | None:
+    """Each node's place in ``module``; None when some node object sits in two places (then
+    only a full walk replaces every occurrence, as ``_Replace`` does)."""
+    with _PARENTS_LOCK:
+        hit = _PARENTS.get(id(module))
+        if hit is not None and hit[0] is module:
+            _PARENTS.move_to_end(id(module))
+            return hit[1]
+    places: dict[int, tuple[cst.CSTNode, str, int | None]] | None = {}
+    stack: list[cst.CSTNode] = [module]
+    while stack and places is not None:
+        node = stack.pop()
+        for name in _node_fields(type(node)):
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                items: Iterable[tuple[int | None, Any]] = ((None, value),)
+            elif isinstance(value, (tuple, list)):
+                items = enumerate(value)
+            else:
+                continue
+            for index, child in items:
+                if not isinstance(child, cst.CSTNode):
+                    continue
+                if id(child) in places:
+                    places = None
+                    break
+                places[id(child)] = (node, name, index)
+                stack.append(child)
+            if places is None:
+                break
+    with _PARENTS_LOCK:
+        _PARENTS[id(module)] = (module, places)
+        while len(_PARENTS) > 8:
+            _PARENTS.popitem(last=False)
+    return places
+
+
+@functools.lru_cache(maxsize=None)
+def _node_fields(kind: type) -> tuple[str, ...]:
+    import dataclasses
+    return tuple(f.name for f in dataclasses.fields(kind))
+
+
+def _replace_on_path(module: cst.Module, old: cst.CSTNode, new: cst.CSTNode) -> cst.Module | None:
+    """``module`` with ``old`` replaced by ``new``, rebuilding only ``old``'s ancestors (each one
+    validated by libcst as it is rebuilt); None when the places are unknown."""
+    places = _parents(module)
+    if places is None or id(old) not in places:
+        return None
+    node, replacement = old, (_parenthesize(new) if type(new) is not type(old) else new)
+    while node is not module:
+        parent, name, index = places[id(node)]
+        if index is None:
+            value: Any = replacement
+        else:
+            seq = getattr(parent, name)
+            value = type(seq)([*seq[:index], replacement, *seq[index + 1:]])
+        node, replacement = parent, parent.with_changes(**{name: value})
+    return replacement
 
 
 def replace_many(module: cst.Module, pairs: list[tuple[cst.CSTNode, Any]]) -> str:
