@@ -225,6 +225,8 @@ def test_parallel_window_is_filled_with_candidates_that_need_a_run() -> None:
     finally:
         if r._pool is not None:
             r._pool.shutdown(wait=True)
-    # the two runnable candidates ran side by side; the unbinding one never ran
-    assert sorted(runs) == sorted([stream[1][1], stream[2][1]])
+    # the two runnable candidates were started side by side (the second may be stopped once the
+    # first is accepted: it was computed from the old best); the unbinding one never ran
+    assert r.stats.runs == 2 and stream[1][1] in runs
+    assert set(runs) <= {stream[1][1], stream[2][1]}
     assert r.stats.for_pass("setup").unbound == 1
