@@ -278,6 +278,8 @@ def test_bulk_chain_on_the_tree_renders_what_the_text_chain_rendered(source: str
 
 @settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(source=sampled_real(), pick=st.integers(0, 10_000), kind=st.sampled_from(["name", "empty", "same"]))
+@example(source="a = 1;\nif a:\n    b = 2\n", pick=18, kind="empty")     # a dangling ';' elsewhere
+@example(source="if a:\n    b = 2\nc = 3; d = 4\n", pick=5, kind="empty")
 def test_replacing_along_the_path_gives_what_the_full_walk_gives(source: str, pick: int, kind: str) -> None:
     """``replace`` rebuilds only the replaced node's ancestors; the text must be the full
     transform's, including a block emptied (``pass`` filled in) and a type change (parentheses)."""

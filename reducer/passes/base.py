@@ -133,11 +133,46 @@ def render(module: cst.Module) -> str:
 
 def replace(module: cst.Module, old: cst.CSTNode, new: cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel) -> str:
     """The source of ``module`` with node ``old`` (by identity) replaced by ``new``."""
-    if isinstance(new, cst.CSTNode):
-        rebuilt = _replace_on_path(module, old, new)
-        if rebuilt is not None:
-            return render(rebuilt)
+    if isinstance(new, cst.CSTNode) and _renders_as_is(module):
+        # The rest of the module needs no mending: mend only the new subtree and its ancestors.
+        mended = new.visit(_FillEmptyBlocks())
+        if isinstance(mended, cst.CSTNode):
+            rebuilt = _replace_on_path(module, old, mended, mend=_mend_one)
+            if rebuilt is not None:
+                return rebuilt.code
     return render(module.visit(_Replace(old, new)))
+
+
+_MENDER = None
+
+
+def _mend_one(node: cst.CSTNode) -> cst.CSTNode:
+    """``_FillEmptyBlocks``' rule for one rebuilt ancestor (never emptied: it holds the new node)."""
+    global _MENDER
+    _MENDER = _MENDER or _FillEmptyBlocks()
+    if isinstance(node, cst.IndentedBlock):
+        return _MENDER.leave_IndentedBlock(node, node)
+    if isinstance(node, cst.SimpleStatementLine) and node.body:
+        return _MENDER.leave_SimpleStatementLine(node, node)
+    return node
+
+
+_AS_IS: OrderedDict[int, tuple[cst.Module, bool]] = OrderedDict()
+
+
+def _renders_as_is(module: cst.Module) -> bool:
+    """True when rendering ``module`` changes nothing (no empty block, no dangling ';'): true of
+    every module after the first accepted candidate, checked once per module."""
+    with _PARENTS_LOCK:
+        hit = _AS_IS.get(id(module))
+        if hit is not None and hit[0] is module:
+            return hit[1]
+    same = render(module) == module.code
+    with _PARENTS_LOCK:
+        _AS_IS[id(module)] = (module, same)
+        while len(_AS_IS) > 8:
+            _AS_IS.popitem(last=False)
+    return same
 
 
 # node id -> (parent, field name, index in the field's sequence or None), per module: a candidate
@@ -190,9 +225,10 @@ def _node_fields(kind: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(kind))
 
 
-def _replace_on_path(module: cst.Module, old: cst.CSTNode, new: cst.CSTNode) -> cst.Module | None:
+def _replace_on_path(module: cst.Module, old: cst.CSTNode, new: cst.CSTNode,
+                     mend: Callable[[cst.CSTNode], cst.CSTNode] | None = None) -> cst.Module | None:
     """``module`` with ``old`` replaced by ``new``, rebuilding only ``old``'s ancestors (each one
-    validated by libcst as it is rebuilt); None when the places are unknown."""
+    validated by libcst as it is rebuilt, then ``mend``-ed); None when the places are unknown."""
     places = _parents(module)
     if places is None or id(old) not in places:
         return None
@@ -205,6 +241,8 @@ def _replace_on_path(module: cst.Module, old: cst.CSTNode, new: cst.CSTNode) -> 
             seq = getattr(parent, name)
             value = type(seq)([*seq[:index], replacement, *seq[index + 1:]])
         node, replacement = parent, parent.with_changes(**{name: value})
+        if mend is not None:
+            replacement = mend(replacement)
     return replacement
 
 
