@@ -455,3 +455,37 @@ def test_deletions_in_small_owners_run_side_by_side_across_owners() -> None:
             assert most[0] >= 3, most[0]
     assert results[0] == results[1]
     assert "print(3)" in results[0][0] and "print()" in results[0][0]
+
+
+def test_libcsts_parse_is_checked_when_a_candidate_is_accepted(monkeypatch) -> None:
+    """A candidate that compiles is run without libcst's parse (the gate's largest cost per
+    candidate); one that reproduces but that libcst cannot read is refused at acceptance, and the
+    next one is taken."""
+    from reducer import search
+    from reducer.passes.base import Pass
+
+    unreadable = "x = 2\nraise KeyError('k')\n"
+    real = search.libcst_parses
+    parsed: list[str] = []
+
+    def libcst_parses(source: str) -> bool:
+        parsed.append(source)
+        return source != unreadable and real(source)
+
+    monkeypatch.setattr(search, "libcst_parses", libcst_parses)
+    ran: list[str] = []
+
+    def oracle(source: str) -> bool:
+        ran.append(source)
+        return "raise KeyError" in source
+
+    def offer(gate) -> None:
+        gate.first(enumerate(["x = 1\n", unreadable, "raise KeyError('k')\n"]))
+
+    src = "x = 1\ny = 2\nraise KeyError('k')\n"
+    r = Reducer(src, oracle, passes=[Pass("offer", offer)], prelude=[], format_result=False)
+    result = r.run()
+    assert unreadable in ran                                   # it ran: it compiles
+    assert "x = 1\n" not in parsed                             # a refused candidate was never parsed
+    assert result.best_source == "raise KeyError('k')\n"
+    assert result.stats.passes["offer"].invalid == 1
