@@ -104,9 +104,14 @@ def index_db(tmp_path: Path) -> Path:
                SAME_DEVICE, thread=["fixed by huggingface/transformers#4242"]),
         _issue("huggingface/transformers", 9, "tokenizer fails", "ValueError: unrelated tokenizer error"),
     ]
-    dump = tmp_path / "issues.json"
+    return _indexed(tmp_path, "index", issues)
+
+
+def _indexed(tmp_path: Path, name: str, issues: list[dict]) -> Path:
+    """``issues`` (REST issue objects) imported into a new SQLite index, as `index import` does."""
+    dump = tmp_path / f"{name}.json"
     dump.write_text(json.dumps(issues), encoding="utf-8")
-    db = tmp_path / "index.sqlite3"
+    db = tmp_path / f"{name}.sqlite3"
     with IssueIndex.open(db) as index:
         import_file(index, dump)
     return db
@@ -153,12 +158,7 @@ def _words_index(tmp_path: Path, extra: list[dict] | None = None) -> Path:
              "huggingface/accelerate": "offload_dir dispatch hooks device_map"}
     issues = [_issue(repo, 100 + i, f"issue {i}", f"RuntimeError: failure number {i} about {w}")
               for repo, w in words.items() for i in range(10)] + (extra or [])
-    dump = tmp_path / "words.json"
-    dump.write_text(json.dumps(issues), encoding="utf-8")
-    db = tmp_path / "words.sqlite3"
-    with IssueIndex.open(db) as index:
-        import_file(index, dump)
-    return db
+    return _indexed(tmp_path, "words", issues)
 
 
 def test_the_prior_weighs_a_failures_words_against_each_repository(tmp_path: Path) -> None:
