@@ -30,8 +30,8 @@ for extra in (str(ROOT), str(ROOT / "bench")):
 from upstream_eval import (_duplicates_of, _leaving_out, _reworded, build_index, evaluable, load,  # noqa: E402
                            load_pairs, ref, traceback_of)
 
-from bot.upstream.calibration import fit, threshold_for, to_json, vector  # noqa: E402
-from bot.upstream.dedup import dedup, generic_message, query_of  # noqa: E402
+from bot.upstream.calibration import fit, threshold_for, to_json  # noqa: E402
+from bot.upstream.dedup import calibration_rows, dedup, query_of  # noqa: E402
 from bot.upstream.failure import failure_from_text  # noqa: E402
 from bot.upstream.route import route  # noqa: E402
 from reducer.errors import ReprobotError  # noqa: E402
@@ -45,15 +45,9 @@ def _rows(index: Any, text: str, right: set[str]) -> list[tuple[list[float], boo
         failure = failure_from_text(text)
     except ReprobotError:
         return []
-    query = query_of(failure)
     results = dedup(index, failure, target_repo=route(failure).target).results
-    out = []
-    for i, r in enumerate(results):
-        margin = r.score - (results[i + 1].score if i + 1 < len(results) else 0.0)
-        x = vector(r.components, innermost=r.innermost, margin=margin, generic=generic_message(query.message),
-                   query_frames=bool(query.frames))
-        out.append((x, f"{r.repo}#{r.number}" in right, i))
-    return out
+    rows = calibration_rows(results, query_of(failure))
+    return [(x, f"{r.repo}#{r.number}" in right, i) for i, (r, x) in enumerate(zip(results, rows, strict=True))]
 
 
 def collect() -> list[tuple[list[float], bool, int]]:

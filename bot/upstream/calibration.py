@@ -22,17 +22,16 @@ FEATURES = ("same_message", "message_weight", "message_in_text", "frames", "inne
             "generic", "github_search", "query_frames")
 
 
-def vector(components: dict[str, float], *, innermost: bool, margin: float, generic: bool,
-           query_frames: bool) -> list[float]:
-    """A candidate's features, from dedup's score parts (bot/upstream/dedup.py's weights)."""
-    from bot.upstream import dedup as d
-
+def vector(components: dict[str, float], *, full: dict[str, float], innermost: bool, margin: float,
+           generic: bool, query_frames: bool) -> list[float]:
+    """A candidate's features, from dedup's score parts; ``full``: what each part weighs at most
+    (dedup's weights), so each feature reads 0..1."""
     return [1.0 if components.get("message") else 0.0,
-            components.get("message", 0.0) / d.W_MESSAGE,
+            components.get("message", 0.0) / full["message"],
             1.0 if components.get("message_in_text") else 0.0,
-            components.get("frames", 0.0) / d.W_FRAMES,
+            components.get("frames", 0.0) / full["frames"],
             1.0 if innermost else 0.0,
-            components.get("bm25", 0.0) / d.W_BM25,
+            components.get("bm25", 0.0) / full["bm25"],
             max(0.0, margin),
             1.0 if generic else 0.0,
             1.0 if components.get("github_search") else 0.0,

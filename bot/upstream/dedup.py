@@ -241,18 +241,26 @@ def rank(index: IssueIndex, query: Query, *, extra: Iterable[IndexedIssue] = (),
     return ranked
 
 
+def calibration_rows(ranked: list[Related], query: Query) -> list[list[float]]:
+    """The calibration model's features of each ranked candidate (bot/upstream/calibration.py)."""
+    from bot.upstream.calibration import vector
+
+    full = {"message": W_MESSAGE, "frames": W_FRAMES, "bm25": W_BM25}
+    generic = generic_message(query.message)
+    return [vector(r.components, full=full, innermost=r.innermost,
+                   margin=r.score - (ranked[i + 1].score if i + 1 < len(ranked) else 0.0),
+                   generic=generic, query_frames=bool(query.frames)) for i, r in enumerate(ranked)]
+
+
 def _calibrate(ranked: list[Related], query: Query) -> None:
     """Each candidate's probability of being the same failure (calibration.py), when fitted."""
-    from bot.upstream.calibration import model, vector
+    from bot.upstream.calibration import model
 
     fitted = model()
     if fitted is None:
         return
-    generic = generic_message(query.message)
-    for i, r in enumerate(ranked):
-        margin = r.score - (ranked[i + 1].score if i + 1 < len(ranked) else 0.0)
-        r.probability = round(fitted.probability(vector(r.components, innermost=r.innermost, margin=margin,
-                                                        generic=generic, query_frames=bool(query.frames))), 3)
+    for r, x in zip(ranked, calibration_rows(ranked, query), strict=True):
+        r.probability = round(fitted.probability(x), 3)
 
 
 def _linked_prs(index: IssueIndex, found: list[Related], query: Query) -> list[Related]:
