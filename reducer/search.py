@@ -256,10 +256,9 @@ class Reducer:
         self._start_size = self.best_size
         self._prefetched: set[str] = set()
         self._inflight: dict[str, Future] = {}     # runs started ahead whose verdict is not read yet
-        # Each run in flight: its stop event, and whether a new best leaves it useless (a run of
-        # a candidate computed from the old best: the rest of a queue, the next pass's guesses).
-        self._stops: dict[str, threading.Event] = {}
-        self._stale_on_accept: set[str] = set()
+        # The runs in flight that a new best leaves useless (candidates computed from the old
+        # best: the rest of a queue, the next pass's guesses), each with the event that stops it.
+        self._stale: dict[str, threading.Event] = {}
         self._cancelled: list[Future] = []
         self._pass = "setup"
         self._pool: ThreadPoolExecutor | None = None
@@ -383,10 +382,9 @@ class Reducer:
         pool = self._pool or ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="reprobot-run")
         self._pool = pool
         self._check_time()
-        stop = threading.Event()
-        self._stops[key] = stop
+        stop = None
         if stale_on_accept:
-            self._stale_on_accept.add(key)
+            stop = self._stale[key] = threading.Event()
         self._inflight[key] = pool.submit(self._timed, source, stop)
         self.stats.for_pass(self._pass).tried += 1
         self.stats.runs += 1
@@ -397,14 +395,13 @@ class Reducer:
         slots go to candidates of the new best. Probes of a growing deletion are not among them:
         they come from the base the growth started at, and stay wanted. A stopped run's verdict
         is never recorded; offered again, it runs again."""
-        for key in [k for k in self._inflight if k in self._stale_on_accept]:
+        for key in [k for k in self._stale if k in self._inflight]:
             fut = self._inflight[key]
             if fut.done():
                 continue
-            if not fut.cancel():            # not started yet: it never will
-                self._stops[key].set()
-            self._stops.pop(key)
-            self._stale_on_accept.discard(key)
+            stop = self._stale.pop(key)
+            if not fut.cancel():            # cancel() stops one not started yet; a running one is told
+                stop.set()
             self._cancelled.append(self._inflight.pop(key))
             self.stats.cancelled += 1
         self._cancelled = [f for f in self._cancelled if not f.done()]
@@ -412,8 +409,7 @@ class Reducer:
     def _settle(self, key: str) -> None:
         """Wait for the run of ``key`` and put its verdict in the seen-set (as a run made ahead,
         so ``_decide`` counts it once)."""
-        self._stops.pop(key, None)
-        self._stale_on_accept.discard(key)
+        self._stale.pop(key, None)
         fut = self._inflight.pop(key)
         try:
             self.seen[key] = bool(fut.result())
@@ -434,8 +430,7 @@ class Reducer:
         for key, fut in list(self._inflight.items()):
             if fut.done() and not fut.cancelled() and fut.exception() is None:
                 del self._inflight[key]
-                self._stops.pop(key, None)
-                self._stale_on_accept.discard(key)
+                self._stale.pop(key, None)
                 self.seen[key] = bool(fut.result())
                 self._prefetched.add(key)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import textwrap
+import threading
 from pathlib import Path
 
 from reducer.oracle import Oracle
@@ -52,7 +53,6 @@ class RemoteRunner:
         self._proc = ctx.Process(target=_host, args=(theirs, str(script)), daemon=True)
         self._proc.start()
         self.calls = 0
-        import threading
         self._lock = threading.Lock()
 
     def run(self, source: str, *, timeout=None, extra_env=None, stop_when=None, max_rss=None,

@@ -11,6 +11,7 @@ from typing import Any
 
 from bot.upstream.dedup import query_of, rank
 from bot.upstream.failure import FailureReport
+from bot.upstream.prior import landed_repo
 from bot.upstream.targets import stack_packages, targets
 
 K = 5
@@ -35,9 +36,7 @@ def _package_of() -> dict[str, str]:
 def _landed(index: Any, repo: str, number: int, package_of: dict[str, str]) -> str:
     """The repository the neighbour's fix landed in, when its thread names one elsewhere."""
     issue = index.get(repo, number)
-    fixes = {ref.split("#", 1)[0] for ref in (issue.fixed_by if issue else []) if "#" in ref}
-    fixes &= set(package_of)
-    return next(iter(fixes)) if len(fixes) == 1 else repo
+    return landed_repo(repo, issue.fixed_by if issue else [], set(package_of))
 
 
 def votes(index: Any, failure: FailureReport, k: int = K) -> list[Vote]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -24,6 +24,31 @@ import libcst as cst
 
 T = TypeVar("T")
 Offer = tuple[Any, str]     # (tag handed back when accepted, candidate source)
+
+_PER_MODULE_LOCK = threading.Lock()
+
+
+def per_module(fn: Callable[[cst.Module], T]) -> Callable[[cst.Module], T]:
+    """``fn(module)`` worked out once per module object (the 8 most recent): the passes and the
+    gate ask the same module many questions, and on a long script each walk costs a large part
+    of a second. The module is held, so its id stays its own."""
+    cache: OrderedDict[int, tuple[cst.Module, T]] = OrderedDict()
+
+    @functools.wraps(fn)
+    def once(module: cst.Module) -> T:
+        with _PER_MODULE_LOCK:
+            hit = cache.get(id(module))
+            if hit is not None and hit[0] is module:
+                cache.move_to_end(id(module))
+                return hit[1]
+        value = fn(module)
+        with _PER_MODULE_LOCK:
+            cache[id(module)] = (module, value)
+            while len(cache) > 8:
+                cache.popitem(last=False)
+        return value
+
+    return once
 
 
 class Gate(Protocol):
@@ -143,13 +168,11 @@ def replace(module: cst.Module, old: cst.CSTNode, new: cst.CSTNode | cst.Removal
     return render(module.visit(_Replace(old, new)))
 
 
-_MENDER = None
+_MENDER = _FillEmptyBlocks()
 
 
 def _mend_one(node: cst.CSTNode) -> cst.CSTNode:
     """``_FillEmptyBlocks``' rule for one rebuilt ancestor (never emptied: it holds the new node)."""
-    global _MENDER
-    _MENDER = _MENDER or _FillEmptyBlocks()
     if isinstance(node, cst.IndentedBlock):
         return _MENDER.leave_IndentedBlock(node, node)
     if isinstance(node, cst.SimpleStatementLine) and node.body:
@@ -157,39 +180,20 @@ def _mend_one(node: cst.CSTNode) -> cst.CSTNode:
     return node
 
 
-_AS_IS: OrderedDict[int, tuple[cst.Module, bool]] = OrderedDict()
-
-
+@per_module
 def _renders_as_is(module: cst.Module) -> bool:
     """True when rendering ``module`` changes nothing (no empty block, no dangling ';'): true of
-    every module after the first accepted candidate, checked once per module."""
-    with _PARENTS_LOCK:
-        hit = _AS_IS.get(id(module))
-        if hit is not None and hit[0] is module:
-            return hit[1]
-    same = render(module) == module.code
-    with _PARENTS_LOCK:
-        _AS_IS[id(module)] = (module, same)
-        while len(_AS_IS) > 8:
-            _AS_IS.popitem(last=False)
-    return same
+    every module after the first accepted candidate."""
+    return render(module) == module.code
 
 
 # node id -> (parent, field name, index in the field's sequence or None), per module: a candidate
 # then rebuilds only the nodes from the replaced one up to the module (a few dozen) instead of
 # the whole tree, which on the worker script was most of reprobot's own CPU per candidate.
-_PARENTS: OrderedDict[int, tuple[cst.Module, dict[int, tuple[cst.CSTNode, str, int | None]] | None]] = OrderedDict()
-_PARENTS_LOCK = threading.Lock()
-
-
+@per_module
 def _parents(module: cst.Module) -> dict[int, tuple[cst.CSTNode, str, int | None]] | None:
     """Each node's place in ``module``; None when some node object sits in two places (then
     only a full walk replaces every occurrence, as ``_Replace`` does)."""
-    with _PARENTS_LOCK:
-        hit = _PARENTS.get(id(module))
-        if hit is not None and hit[0] is module:
-            _PARENTS.move_to_end(id(module))
-            return hit[1]
     places: dict[int, tuple[cst.CSTNode, str, int | None]] | None = {}
     stack: list[cst.CSTNode] = [module]
     while stack and places is not None:
@@ -212,17 +216,12 @@ def _parents(module: cst.Module) -> dict[int, tuple[cst.CSTNode, str, int | None
                 stack.append(child)
             if places is None:
                 break
-    with _PARENTS_LOCK:
-        _PARENTS[id(module)] = (module, places)
-        while len(_PARENTS) > 8:
-            _PARENTS.popitem(last=False)
     return places
 
 
 @functools.lru_cache(maxsize=None)
 def _node_fields(kind: type) -> tuple[str, ...]:
-    import dataclasses
-    return tuple(f.name for f in dataclasses.fields(kind))
+    return tuple(f.name for f in fields(kind))
 
 
 def _replace_on_path(module: cst.Module, old: cst.CSTNode, new: cst.CSTNode,
@@ -327,24 +326,11 @@ def collect(module: cst.CSTNode, want: Callable[[cst.CSTNode], bool]) -> list[An
     return c.found
 
 
-_PREORDER: OrderedDict[int, tuple[cst.Module, list[cst.CSTNode]]] = OrderedDict()
-_PREORDER_LOCK = threading.Lock()
-
-
+@per_module
 def _preorder(module: cst.Module) -> list[cst.CSTNode]:
-    """Every node of a module in pre-order, walked once per module: the passes ask the same
-    module many questions, and on a long script each walk costs a large part of a second."""
-    with _PREORDER_LOCK:
-        hit = _PREORDER.get(id(module))
-        if hit is not None and hit[0] is module:
-            _PREORDER.move_to_end(id(module))
-            return hit[1]
+    """Every node of a module in pre-order, walked once per module."""
     c = _Collect(lambda _node: True)
     module.visit(c)
-    with _PREORDER_LOCK:
-        _PREORDER[id(module)] = (module, c.found)   # the module is held, so its id stays its own
-        while len(_PREORDER) > 8:
-            _PREORDER.popitem(last=False)
     return c.found
 
 
