@@ -201,11 +201,11 @@ def test_a_small_index_has_no_model(index_db: Path) -> None:
 
 def test_an_error_line_alone_gets_a_target_from_the_bundled_known_issues() -> None:
     """A message with no frames and no API names routes by where failures with its words were
-    filed among the issues bundled with reprobot (a real labelled example: peft's wording)."""
+    filed among the issues bundled with reprobot (torch's wording, filed at peft as a LoRA dtype bug)."""
     from bot.prepare import route_with_index
 
-    failure = failure_from_text("ValueError: Target modules {'c_attn'} not found in the base model. "
-                                "Please check the target modules and try again.\n")
+    failure = failure_from_text("RuntimeError: expected mat1 and mat2 to have the same dtype, but got: "
+                                "float != c10::Half\n")
     assert route(failure).target is None
     r = route_with_index(failure, db="/nonexistent/index.sqlite3")
     assert r.target == "huggingface/peft"

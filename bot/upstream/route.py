@@ -26,6 +26,7 @@ from importlib import resources
 from typing import Any
 
 from bot.upstream.failure import FailureReport, PathFrame, path_frames
+from bot.upstream.raise_sites import RaiseSite, raisers
 from bot.upstream import targets as registry
 from bot.upstream.targets import TARGETS  # noqa: F401  (re-exported: tests read it from here)
 from reducer.errors import ExitCode, ReprobotError
@@ -67,6 +68,7 @@ W_MESSAGE_NAMES = 3.0   # the error message names this package's class or module
 W_CUT_ENTRY = 2.5       # a pasted traceback cut at the user's call into this package
 W_NEIGHBOURS = 3.0      # similar indexed failures were filed there (times their share)
 W_PRIOR = 2.0           # the index's model of where failures with these words go (times its share)
+W_RAISE_SITE = 3.5      # a paste without the raising frame: this package's code raises the message
 
 # Words of transformers' API that an error message uses in their plain sense.
 _GENERIC_IN_MESSAGES = frozenset(["trainer", "tokenizer", "processor", "generate", "pipeline", "from_pretrained",
@@ -201,6 +203,19 @@ class _Evidence:
     family: str | None = None
     involved: set[str] = field(default_factory=set)
     torch_own: bool = False          # torch's compiler or runtime machinery itself raised
+    _raise_sites: dict[str, RaiseSite] | None = None
+
+    @property
+    def raise_sites(self) -> dict[str, RaiseSite]:
+        """Packages of ours whose code raises this message, when a paste does not show the frame
+        that raised it (a traceback reprobot ran itself is whole: its frames say who)."""
+        if self._raise_sites is None:
+            inner = self.innermost
+            shown = inner is not None and inner.package is not None
+            found = {} if shown or not self.pasted else raisers(self.record.exc_type, self.record.message)
+            ours = registry.stack_packages()
+            self._raise_sites = {pkg: site for pkg, site in found.items() if pkg in ours}
+        return self._raise_sites
 
     @property
     def record(self) -> TracebackRecord:
@@ -264,10 +279,12 @@ def _raised(ev: _Evidence) -> None:
         # The file's base name only: the user's directories are nobody's business.
         name = re.split(r"[\\/]", innermost.frame.path)[-1] or "the script"
         cut = api_owner(ev.user_call()) if ev.pasted and not ev.lib else None
-        if cut and record.exc_type.rsplit(".", 1)[-1] not in _USER_ERRORS:
-            pkg, api = cut
-            ev.cand(pkg).add(W_CUT_ENTRY, f"the pasted traceback stops at the user's call into {pkg} ({api}): "
-                                           "the library frames below it were not pasted")
+        user_error = record.exc_type.rsplit(".", 1)[-1] in _USER_ERRORS
+        if (cut or ev.raise_sites) and not user_error:
+            if cut:
+                pkg, api = cut
+                ev.cand(pkg).add(W_CUT_ENTRY, f"the pasted traceback stops at the user's call into {pkg} ({api}): "
+                                               "the library frames below it were not pasted")
             ev.cand("user code").add(W_RAISED / 2, f"the innermost frame shown is the user's ({name})")
         else:
             ev.cand("user code").add(W_RAISED, f"raised in the user's own code ({name}, in {innermost.frame.func})")
@@ -310,6 +327,15 @@ def _raised_in_torch(ev: _Evidence, where: str) -> None:
                                                      f"(in {caller.frame.func})")
     else:
         ev.cand("torch").add(W_RAISED, f"raised inside torch ({where})")
+
+
+def _raise_site(ev: _Evidence) -> None:
+    """A paste cut above the raising frame (or an error line alone): the packages whose own raise
+    statements produce this message (raise_sites.py), sharing the points when several do."""
+    found = ev.raise_sites
+    for pkg, site in found.items():
+        ev.cand(pkg).add(W_RAISE_SITE / len(found), f"{pkg}'s code raises this message ({site.where}); "
+                                                     "the paste does not show that frame")
 
 
 def _out_of_memory(ev: _Evidence) -> None:
@@ -449,7 +475,7 @@ def _repo_prior(ev: _Evidence, index: Any) -> None:
                                                         f"({share:.0%} of the index's model)")
 
 
-EVIDENCE = (_raised, _out_of_memory, _entry_point, _crossed_boundary, _named_in_message, _model_family,
+EVIDENCE = (_raised, _raise_site, _out_of_memory, _entry_point, _crossed_boundary, _named_in_message, _model_family,
             _presence, _integration)
 
 
