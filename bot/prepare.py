@@ -177,6 +177,12 @@ def likely_duplicate(related: dict[str, Any] | None, signature_id: str | None = 
     innermost = "incl. the innermost" in reason
     if top.get("is_pr"):
         return None  # a PR is a fix to read, not a place to comment instead
+    from bot.upstream.dedup import generic_message
+    message = ((related or {}).get("query") or {}).get("message")
+    if generic_message(message) and not innermost:
+        # Stock wording that many unrelated bugs share: without the innermost frame agreeing,
+        # however similar the rest, it is not called the same failure.
+        return None
     probability = top.get("duplicate_probability")
     if probability is not None:
         from bot.upstream.calibration import model
@@ -187,8 +193,6 @@ def likely_duplicate(related: dict[str, Any] | None, signature_id: str | None = 
     # No fitted model (or a related.json written without one): the hand rule.
     if innermost and same_text:
         return top
-    from bot.upstream.dedup import generic_message
-    message = ((related or {}).get("query") or {}).get("message")
     if same_text and float(top.get("score") or 0) >= DUP_SCORE and not generic_message(message):
         return top
     return None

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bot.cli import main
-from bot.upstream.dedup import dedup, query_of, search_phrase
+from bot.upstream.dedup import dedup, generic_message, query_of, search_phrase
 from bot.issue.github import github_client
 from bot.upstream.index import IssueIndex
 from bot.upstream.failure import failure_from_text
@@ -245,4 +245,24 @@ def test_stock_wording_alone_is_not_a_likely_duplicate() -> None:
     assert likely_duplicate(stock) is None
     # ...unless the frames agree down to the innermost one.
     framed = dict(top, reason="same message; 3 frames in common incl. the innermost")
+    assert likely_duplicate({"results": [framed], "query": stock["query"]}) is framed
+
+
+def test_stock_wording_is_not_a_likely_duplicate_whatever_the_calibrated_probability() -> None:
+    """The calibrated model weighs the parts of a score; stock wording (Python's own
+    ``'NoneType' object has no attribute 'shape'``) with no innermost frame in common is vetoed
+    before it: two real peft issues with that message had different causes (pairs_train.jsonl)."""
+    from bot.prepare import likely_duplicate
+    from bot.upstream.calibration import model
+
+    assert generic_message("'NoneType' object has no attribute 'shape'")
+    assert not generic_message("'NoneType' object has no attribute 'cquantize_blockwise_fp16_nf4'")
+    top = {"repo": "huggingface/peft", "number": 727, "score": 0.7, "reason": "same error message",
+           "components": {"message": 0.45}, "duplicate_probability": 0.99}
+    assert model() is not None
+    stock = {"results": [top], "query": {"message": "'NoneType' object has no attribute 'shape'"}}
+    assert likely_duplicate(stock) is None
+    specific = {"results": [top], "query": {"message": "'NoneType' object has no attribute 'cquantize_blockwise'"}}
+    assert likely_duplicate(specific) is top
+    framed = dict(top, reason="same error message; 2/2 library frames match incl. the innermost (peft/x.py:f)")
     assert likely_duplicate({"results": [framed], "query": stock["query"]}) is framed

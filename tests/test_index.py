@@ -63,6 +63,24 @@ def test_fts_query_quotes_words() -> None:
     assert '"_is_hf_initialized"' in q and "NEAR(" not in q
 
 
+def test_an_identifiers_parts_find_a_near_identifier(tmp_path: Path) -> None:
+    """FTS5 splits identifiers at ``_``: the quoted identifier is a phrase only the same name
+    matches, so its parts are words of the query too, and a neighbour's name counts."""
+    assert fts_query("no attribute 'cquantize_blockwise_fp16_nf4'").split(" OR ") == [
+        '"attribute"', '"cquantize_blockwise_fp16_nf4"', '"cquantize"', '"blockwise"', '"fp16"', '"nf4"']
+    f = tmp_path / "issues.json"
+    f.write_text(json.dumps([
+        issue_json(1, "AttributeError: 'NoneType' object has no attribute 'cquantize_blockwise_fp16_fp4'", ""),
+        *(issue_json(n, f"AttributeError: 'NoneType' object has no attribute '{name}'", "")
+          for n, name in enumerate(["decode", "shape", "device", "tokenize", "to_dict"], start=2)),
+    ]))
+    with IssueIndex.open(tmp_path / "db.sqlite3") as index:
+        import_file(index, f)
+        hits = index.bm25("AttributeError 'NoneType' object has no attribute 'cquantize_blockwise_fp16_nf4'")
+        assert list(hits)[0] == index.get(REPO, 1).id
+        assert hits[index.get(REPO, 1).id] > 2 * max(v for k, v in hits.items() if k != index.get(REPO, 1).id)
+
+
 # --- import ------------------------------------------------------------------------------------
 
 def test_import_then_search(tmp_path: Path) -> None:

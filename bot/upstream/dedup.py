@@ -60,7 +60,8 @@ class Query:
 # Python's and torch's stock wording for errors that many unrelated bugs raise: the same text
 # alone does not make two reports the same failure (their frames have to agree too).
 _GENERIC_MESSAGE = re.compile(
-    r"'NoneType' object (?:is not (?:subscriptable|iterable|callable)|cannot be interpreted as an integer)"
+    r"'NoneType' object (?:is not (?:subscriptable|iterable|callable)|cannot be interpreted as an integer"
+    r"|has no attribute '(?:shape|device|dtype|size|to|cpu|numel|decode|encode|get|keys|items)')"
     r"|maximum recursion depth exceeded|(?:integer )?division (?:or modulo )?by zero"
     r"|(?:list |tuple )?index out of range|'[<>]=?' not supported between instances of"
     r"|Expected all tensors to be on the same device|out of memory|device-side assert triggered"

@@ -507,12 +507,17 @@ def fts_query(text: str, max_terms: int = 40) -> str:
     words: list[str] = []
     for w in _WORD.findall(text or ""):
         lw = w.lower()
-        if lw in _STOP or lw in words:
-            continue
-        words.append(lw)
+        # The tokenizer splits ``cquantize_blockwise_fp16_nf4`` at each ``_``, so the quoted
+        # word is a phrase that only the same identifier matches; its parts as words of their
+        # own let ``cquantize_blockwise_fp16_fp4`` count as near.
+        parts = [p for p in lw.split("_") if len(p) >= 3 and p not in _STOP] if "_" in lw.strip("_") else []
+        for term in [lw, *parts]:
+            if term in _STOP or term in words:
+                continue
+            words.append(term)
         if len(words) >= max_terms:
             break
-    return " OR ".join(f'"{w}"' for w in words)
+    return " OR ".join(f'"{w}"' for w in words[:max_terms])
 
 
 # --- import and sync ---------------------------------------------------------------------------
