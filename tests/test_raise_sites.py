@@ -106,6 +106,10 @@ def test_an_error_line_alone_is_routed_to_the_package_that_raises_it() -> None:
     r = route(failure_from_text("NotImplementedError: igemmlt not available (probably built with NO_CUBLASLT)\n"))
     assert r.target == "bitsandbytes-foundation/bitsandbytes"
     assert "bitsandbytes's code raises this message (bitsandbytes/functional.py:igemmlt" in r.verdict
+    # bitsandbytes stopped raising it: the reason says so, so the reporter can try an upgrade first.
+    assert "not by later ones up to 0.50.2" in r.verdict
+    site = raisers("ValueError", "Please specify `target_modules` in `peft_config`")["peft"]
+    assert not site.gone and site.last == "0.21.2"
 
 
 def test_a_paste_cut_at_the_users_call_weighs_the_raiser_against_the_called_package() -> None:

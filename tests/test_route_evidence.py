@@ -77,6 +77,26 @@ def test_a_traceback_cut_at_the_users_call_credits_the_called_package() -> None:
     assert r2.target is None
 
 
+def test_a_paste_cut_below_a_call_of_unknown_code_is_not_blamed_on_the_users_line(tmp_path: Path) -> None:
+    """Python shows the frame of every Python function a line calls: a paste ending at a user's
+    line that calls something was cut there. The user's line is weak evidence, so the index's
+    knowledge of where such failures go can name a repository; a line that raises by itself, or a
+    traceback reprobot ran whole, is still the user's."""
+    from dataclasses import replace
+
+    from bot.prepare import route_with_index
+
+    cut = failure_from_text(cut_at_user_line("outputs = model(**inputs)", SAME_DEVICE))
+    alone = route(cut)
+    assert alone.target is None and "were not pasted" in alone.ranked[0]["reasons"][0]
+    assert alone.ranked[0]["score"] == 1.0
+    assert route_with_index(cut, db="/nonexistent/index.sqlite3").target is not None
+    own = route(failure_from_text(cut_at_user_line("x = batch['labels']", "KeyError: 'labels'")))
+    assert own.target is None and "raised in the user's own code" in own.verdict
+    whole = route(replace(cut, repro_dir=tmp_path))
+    assert whole.target is None and "raised in the user's own code" in whole.verdict
+
+
 def test_a_class_named_in_the_message_outweighs_the_entry_call() -> None:
     r = route(failure_from_text(cut_at_user_line(
         "trainer.train()", "AttributeError: 'LoraModel' object has no attribute 'prepare_inputs_for_generation'")))

@@ -26,6 +26,10 @@ STRONG_LITERAL = 30         # this much literal text matches whatever the except
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,}")
 
 
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version))
+
+
 @dataclass(frozen=True)
 class RaiseSite:
     package: str
@@ -36,11 +40,19 @@ class RaiseSite:
     last: str
     literal: int            # characters of literal text the message matched
     same_exc: bool          # the raise names the failure's exception class
+    newest: str = ""        # the newest catalogued release of the package
+
+    @property
+    def gone(self) -> bool:
+        """No catalogued release after ``last`` raises it: an upgrade may be the fix."""
+        return bool(self.newest) and self.last != self.newest
 
     @property
     def where(self) -> str:
         more = f" and {self.n_sites - 1} other place(s)" if self.n_sites > 1 else ""
-        return f"{self.site}{more}, releases {self.first}–{self.last}"
+        releases = f"{self.first}–{self.last}" if self.first != self.last else self.first
+        gone = f", not by later ones up to {self.newest}" if self.gone else ""
+        return f"{self.site}{more}; raised by releases {releases}{gone}"
 
 
 @dataclass(frozen=True)
@@ -69,7 +81,8 @@ def _compiled(template: tuple[str | None, ...]) -> re.Pattern[str]:
 
 
 class Catalogue:
-    def __init__(self, entries: list[dict[str, Any]]) -> None:
+    def __init__(self, entries: list[dict[str, Any]], versions: dict[str, list[str]] | None = None) -> None:
+        self.newest = {pkg: max(vs, key=_release) for pkg, vs in (versions or {}).items() if vs}
         self.entries = [_Entry(e["package"], e["exc"], tuple(e["template"]), tuple(e["sites"]), e["n_sites"],
                                e["first"], e["last"]) for e in entries]
         # Each template is filed under its rarest word; a message is checked only against the
@@ -111,7 +124,8 @@ class Catalogue:
                 continue
             if not same and literal < STRONG_LITERAL:
                 continue
-            hits.append(RaiseSite(e.package, e.exc, e.sites[0], e.n_sites, e.first, e.last, literal, same))
+            hits.append(RaiseSite(e.package, e.exc, e.sites[0], e.n_sites, e.first, e.last, literal, same,
+                                  self.newest.get(e.package, "")))
         hits.sort(key=lambda h: (not h.same_exc, -h.literal, h.package, h.site))
         return hits
 
@@ -125,7 +139,7 @@ def catalogue() -> Catalogue:
         # Routing works without it (the frames and the index still speak); a broken install
         # should not stop a report.
         return Catalogue([])
-    return Catalogue(data.get("entries", []))
+    return Catalogue(data.get("entries", []), data.get("versions"))
 
 
 def raisers(exc_type: str | None, message: str | None) -> dict[str, RaiseSite]:

@@ -258,6 +258,11 @@ class _Evidence:
         return _call_text(line or "") or (line or "").strip() or None
 
 
+def _calls_out(line: str) -> bool:
+    """The line calls a function (not a ``raise``/``assert`` of its own)."""
+    return bool(line) and not re.match(r"(raise|assert)\b", line) and _call_text(line) is not None
+
+
 def api_owner(text: str | None, *, in_message: bool = False) -> tuple[str, str] | None:
     """(package, name) of the first API name of ours in ``text`` (each target's ``api_names``)."""
     for pkg, pattern in registry.api_patterns():
@@ -280,12 +285,18 @@ def _raised(ev: _Evidence) -> None:
         name = re.split(r"[\\/]", innermost.frame.path)[-1] or "the script"
         cut = api_owner(ev.user_call()) if ev.pasted and not ev.lib else None
         user_error = record.exc_type.rsplit(".", 1)[-1] in _USER_ERRORS
+        line = (innermost.frame.line or "").strip()
         if (cut or ev.raise_sites) and not user_error:
             if cut:
                 pkg, api = cut
                 ev.cand(pkg).add(W_CUT_ENTRY, f"the pasted traceback stops at the user's call into {pkg} ({api}): "
                                                "the library frames below it were not pasted")
             ev.cand("user code").add(W_RAISED / 2, f"the innermost frame shown is the user's ({name})")
+        elif ev.pasted and not ev.lib and not user_error and _calls_out(line):
+            # Python shows the frames of every Python function a line calls: a paste whose last
+            # frame is a user's line that calls something was cut there, and who raised is unknown.
+            ev.cand("user code").add(W_RAISED / 4, f"the innermost frame shown is the user's ({name}), and its line "
+                                                   f"calls {_call_text(line)}: the frames below it were not pasted")
         else:
             ev.cand("user code").add(W_RAISED, f"raised in the user's own code ({name}, in {innermost.frame.func})")
         return
