@@ -97,6 +97,17 @@ def test_a_paste_cut_below_a_call_of_unknown_code_is_not_blamed_on_the_users_lin
     assert whole.target is None and "raised in the user's own code" in whole.verdict
 
 
+@pytest.mark.parametrize("line, target", [("import transformers", "huggingface/transformers"),
+                                          ("from peft.tuners.lora import LoraLayer", "huggingface/peft")])
+def test_a_paste_cut_at_an_import_of_ours_credits_the_imported_package(line: str, target: str) -> None:
+    """Importing a package runs its code: the frames below the import line were cut."""
+    error = "AttributeError: module 'torch.utils._pytree' has no attribute 'register_pytree_node'"
+    r = route(failure_from_text(cut_at_user_line(line, error)))
+    assert r.target == target and "stops at the user's call into" in r.verdict
+    r2 = route(failure_from_text(cut_at_user_line("import numpy", error)))
+    assert r2.target is None
+
+
 def test_a_class_named_in_the_message_outweighs_the_entry_call() -> None:
     r = route(failure_from_text(cut_at_user_line(
         "trainer.train()", "AttributeError: 'LoraModel' object has no attribute 'prepare_inputs_for_generation'")))

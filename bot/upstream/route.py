@@ -258,6 +258,15 @@ class _Evidence:
         return _call_text(line or "") or (line or "").strip() or None
 
 
+def _imported_package(line: str | None) -> tuple[str, str] | None:
+    """``import transformers`` / ``from peft.tuners import X``: importing runs the package's code,
+    so a paste that ends at that line was cut above the package's frames."""
+    m = re.match(r"\s*(?:import|from)\s+([A-Za-z_]\w*)", line or "")
+    if m and m.group(1) in registry.stack_packages():
+        return m.group(1), (line or "").strip()
+    return None
+
+
 def _calls_out(line: str) -> bool:
     """The line calls a function (not a ``raise``/``assert`` of its own)."""
     return bool(line) and not re.match(r"(raise|assert)\b", line) and _call_text(line) is not None
@@ -283,7 +292,7 @@ def _raised(ev: _Evidence) -> None:
         ev.raised_in = "user code"
         # The file's base name only: the user's directories are nobody's business.
         name = re.split(r"[\\/]", innermost.frame.path)[-1] or "the script"
-        cut = api_owner(ev.user_call()) if ev.pasted and not ev.lib else None
+        cut = (_imported_package(innermost.frame.line) or api_owner(ev.user_call())) if ev.pasted and not ev.lib else None
         user_error = record.exc_type.rsplit(".", 1)[-1] in _USER_ERRORS
         line = (innermost.frame.line or "").strip()
         if (cut or ev.raise_sites) and not user_error:
