@@ -60,6 +60,8 @@ def reduce_failure(failure: Failure, repro: ReproDir, opts: Options | None = Non
     early (interrupted, time limit) or a result that only fails sometimes raises ReprobotError,
     with the best result so far saved."""
     opts = opts or Options(**kwargs)
+    if opts.resume and finished(repro):
+        return 0
     pool = gpu_pool(opts)
     oracle = make_oracle(failure, pool, command_deadline(opts))
     try:
@@ -182,6 +184,20 @@ def _describe(outcome) -> str:
     return f"exit {outcome.returncode} without a traceback"
 
 
+def finished(repro: ReproDir) -> bool:
+    """A reduction that reached its fixpoint and was confirmed cold has nothing to resume: say so
+    rather than spend the GPU time of a second search that can only end where this one did."""
+    if not repro.reduction_json.is_file() or not repro.repro.is_file():
+        return False
+    saved = repro.read_json(repro.reduction_json)
+    if saved.get("status") != "done":
+        return False
+    n = saved.get("statements_after")
+    console.print(f"{repro.path} is already reduced (repro.py" + (f", {n} statements" if n is not None else "")
+                  + "): nothing to resume; run without --resume to reduce it again")
+    return True
+
+
 def resume(repro: ReproDir, oracle: Oracle,
            opts: Options) -> tuple[str | None, dict[str, bool], dict[str, Any] | None]:
     """Where the search starts, its seen-set and stats: with --resume, what an interrupted run
@@ -190,7 +206,7 @@ def resume(repro: ReproDir, oracle: Oracle,
         return None, {}, None
     saved = repro.read_json(repro.reduction_json)
     seen = dict(saved.pop("seen", {}) or {})
-    if saved.get("status") == "done":
+    if saved.get("status") == "done":      # done, but repro.py is gone: again from the original
         return None, seen, None
     best = repro.repro.read_text(encoding="utf-8") if repro.repro.is_file() else None
     if best is not None and not oracle.test(best, warm=False).interesting:

@@ -237,3 +237,23 @@ def test_a_slow_original_is_not_silent(monkeypatch):
                      notify=heard.append)
     assert heard[0].startswith("running slow.py (run 1 of 1")
     assert any("slow.py: still running after" in h for h in heard[1:]), heard
+
+
+def test_resume_on_a_finished_reduction_says_so_and_runs_nothing(tmp_path):
+    """A reduction that reached its fixpoint has nothing to resume: --resume says so and leaves
+    the folder as it is, instead of searching again from the original."""
+    write(tmp_path / "job.py", """
+        import json
+        def unused():
+            return 1
+        json.loads("{broken")
+    """)
+    first = reprobot("reduce", "job.py", "--out", "store", "--no-env", "--cold", "--no-trace", cwd=tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    (folder,) = (tmp_path / "store").iterdir()
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    assert json.loads(before["reduction.json"])["status"] == "done"
+    again = reprobot("reduce", "job.py", "--out", "store", "--resume", "--no-env", "--cold", "--no-trace", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "already reduced" in " ".join(again.stdout.split())
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
