@@ -118,7 +118,7 @@ def test_a_paste_cut_at_the_users_call_weighs_the_raiser_against_the_called_pack
             "NotImplementedError: igemmlt not available (probably built with NO_CUBLASLT)\n")
     r = route(failure_from_text(text))
     reasons = {c["repo"]: c["reasons"] for c in r.ranked}
-    assert r.target == "bitsandbytes-foundation/bitsandbytes"
+    assert r.target == "bitsandbytes-foundation/bitsandbytes" and r.raised_in == "bitsandbytes"
     assert any("stops at the user's call into peft" in x for x in reasons["huggingface/peft"])
     # The user's frame is the innermost shown, but the user's code did not raise this.
     assert not any("raised in the user's own code" in x for c in r.ranked for x in c["reasons"])

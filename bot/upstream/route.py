@@ -353,6 +353,8 @@ def _raise_site(ev: _Evidence) -> None:
     """A paste cut above the raising frame (or an error line alone): the packages whose own raise
     statements produce this message (raise_sites.py), sharing the points when several do."""
     found = ev.raise_sites
+    if len(found) == 1 and ev.raised_in in (None, "user code"):
+        ev.raised_in = next(iter(found))
     for pkg, site in found.items():
         ev.cand(pkg).add(W_RAISE_SITE / len(found), f"{pkg}'s code raises this message ({site.where}); "
                                                      "the paste does not show that frame")
