@@ -266,3 +266,17 @@ def test_stock_wording_is_not_a_likely_duplicate_whatever_the_calibrated_probabi
     assert likely_duplicate(specific) is top
     framed = dict(top, reason="same error message; 2/2 library frames match incl. the innermost (peft/x.py:f)")
     assert likely_duplicate({"results": [framed], "query": stock["query"]}) is framed
+
+
+def test_the_bundled_issues_rank_the_same_message_above_words_of_the_frames(tmp_path: Path) -> None:
+    """The README demo's failure (peft rejecting Gemma 4's ClippableLinear) against the bundled
+    known issues: peft#2388, the same "Target module ... is not supported" on another model,
+    comes first. Splitting the frames' function names into parts (``create``, ``new``,
+    ``module``) once put an unrelated KeyError issue with peft frames above it."""
+    from bot.upstream.seed import seed
+
+    text = (Path(__file__).parent / "data" / "quick_lora_traceback.txt").read_text()
+    with IssueIndex.open(tmp_path / "known.sqlite3") as index:
+        seed(index)
+        found = dedup(index, failure_from_text(text), target_repo="huggingface/peft").results
+    assert (found[0].repo, found[0].number) == ("huggingface/peft", 2388)

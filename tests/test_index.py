@@ -66,8 +66,10 @@ def test_fts_query_quotes_words() -> None:
 def test_an_identifiers_parts_find_a_near_identifier(tmp_path: Path) -> None:
     """FTS5 splits identifiers at ``_``: the quoted identifier is a phrase only the same name
     matches, so its parts are words of the query too, and a neighbour's name counts."""
-    assert fts_query("no attribute 'cquantize_blockwise_fp16_nf4'").split(" OR ") == [
-        '"attribute"', '"cquantize_blockwise_fp16_nf4"', '"cquantize"', '"blockwise"', '"fp16"', '"nf4"']
+    message = "no attribute 'cquantize_blockwise_fp16_nf4'"
+    assert fts_query(message + " _create_new_module", split=message).split(" OR ") == [
+        '"attribute"', '"cquantize_blockwise_fp16_nf4"', '"cquantize"', '"blockwise"', '"fp16"', '"nf4"',
+        '"_create_new_module"']
     f = tmp_path / "issues.json"
     f.write_text(json.dumps([
         issue_json(1, "AttributeError: 'NoneType' object has no attribute 'cquantize_blockwise_fp16_fp4'", ""),
@@ -76,7 +78,8 @@ def test_an_identifiers_parts_find_a_near_identifier(tmp_path: Path) -> None:
     ]))
     with IssueIndex.open(tmp_path / "db.sqlite3") as index:
         import_file(index, f)
-        hits = index.bm25("AttributeError 'NoneType' object has no attribute 'cquantize_blockwise_fp16_nf4'")
+        error = "AttributeError 'NoneType' object has no attribute 'cquantize_blockwise_fp16_nf4'"
+        hits = index.bm25(error, split=error)
         assert list(hits)[0] == index.get(REPO, 1).id
         assert hits[index.get(REPO, 1).id] > 2 * max(v for k, v in hits.items() if k != index.get(REPO, 1).id)
 

@@ -205,7 +205,7 @@ def score(query: Query, issue: IndexedIssue, *, bm25: float = 0.0, bm25_best: fl
 def rank(index: IssueIndex, query: Query, *, extra: Iterable[IndexedIssue] = (), searched_refs: set[str] = frozenset(),
          top: int = TOP_N, min_score: float = MIN_SCORE) -> list[Related]:
     """Candidates from the index (message, frames, BM25) and ``extra`` (search hits), ranked."""
-    bm = index.bm25(query.text, limit=60)
+    bm = index.bm25(query.text, limit=60, split=query.message)
     ids = set(bm)
     ids.update(index.with_message(query.norm) if query.norm else [])
     ids.update(index.with_frames(query.frames[:3]))

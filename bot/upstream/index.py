@@ -444,9 +444,10 @@ class IssueIndex:
         rows = self.conn.execute(f"SELECT * FROM issues WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall()
         return [IndexedIssue.from_row(r) for r in rows]
 
-    def bm25(self, text: str, limit: int = 50) -> dict[int, float]:
-        """Issue id -> relevance (higher is better) by FTS5 bm25() over title (x3) and body."""
-        query = fts_query(text)
+    def bm25(self, text: str, limit: int = 50, split: str = "") -> dict[int, float]:
+        """Issue id -> relevance (higher is better) by FTS5 bm25() over title (x3) and body.
+        ``split``: the text whose identifiers also count by their parts (fts_query)."""
+        query = fts_query(text, split=split)
         if not query:
             return {}
         rows = self.conn.execute("SELECT rowid, bm25(issues_fts, 3.0, 1.0) AS rank FROM issues_fts "
@@ -502,15 +503,19 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _STOP = frozenset(["the", "and", "for", "with", "this", "that", "from", "are", "was", "were", "not", "but", "have", "has", "had", "you", "your", "its", "into", "when", "then", "than", "can", "could", "would", "should", "will", "what", "which", "while", "where", "there", "their", "been", "being", "does", "did", "got", "one", "two", "all", "any", "error", "errors", "traceback", "most", "recent", "call", "last", "file", "line", "self", "none", "true", "false", "return"])
 
 
-def fts_query(text: str, max_terms: int = 40) -> str:
-    """An FTS5 OR-query from free text: each distinct word quoted (no FTS syntax leaks)."""
+def fts_query(text: str, max_terms: int = 40, split: str = "") -> str:
+    """An FTS5 OR-query from free text: each distinct word quoted (no FTS syntax leaks).
+
+    The tokenizer splits ``cquantize_blockwise_fp16_nf4`` at each ``_``, so a quoted identifier
+    is a phrase that only the same identifier matches. The identifiers of ``split`` (an error
+    message) also count by their parts, so ``cquantize_blockwise_fp16_fp4`` is near; a frame's
+    function name is not split, as its parts (``create``, ``new``, ``module``) name nothing."""
     words: list[str] = []
+    splittable = {w.lower() for w in _WORD.findall(split or "")}
     for w in _WORD.findall(text or ""):
         lw = w.lower()
-        # The tokenizer splits ``cquantize_blockwise_fp16_nf4`` at each ``_``, so the quoted
-        # word is a phrase that only the same identifier matches; its parts as words of their
-        # own let ``cquantize_blockwise_fp16_fp4`` count as near.
-        parts = [p for p in lw.split("_") if len(p) >= 3 and p not in _STOP] if "_" in lw.strip("_") else []
+        parts = ([p for p in lw.split("_") if len(p) >= 3 and p not in _STOP]
+                 if lw in splittable and "_" in lw.strip("_") else [])
         for term in [lw, *parts]:
             if term in _STOP or term in words:
                 continue
