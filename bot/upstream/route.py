@@ -212,7 +212,9 @@ class _Evidence:
         if self._raise_sites is None:
             inner = self.innermost
             shown = inner is not None and inner.package is not None
-            found = {} if shown or not self.pasted else raisers(self.record.exc_type, self.record.message)
+            # A user's line that raises by itself (``raise ValueError(...)``) is its own raiser.
+            own = inner is not None and re.match(r"\s*(raise|assert)\b", inner.frame.line or "")
+            found = {} if shown or own or not self.pasted else raisers(self.record.exc_type, self.record.message)
             ours = registry.stack_packages()
             self._raise_sites = {pkg: site for pkg, site in found.items() if pkg in ours}
         return self._raise_sites
@@ -292,7 +294,9 @@ def _raised(ev: _Evidence) -> None:
         ev.raised_in = "user code"
         # The file's base name only: the user's directories are nobody's business.
         name = re.split(r"[\\/]", innermost.frame.path)[-1] or "the script"
-        cut = (_imported_package(innermost.frame.line) or api_owner(ev.user_call())) if ev.pasted and not ev.lib else None
+        cut = None
+        if ev.pasted and not ev.lib:
+            cut = _imported_package(innermost.frame.line) or api_owner(ev.user_call())
         user_error = record.exc_type.rsplit(".", 1)[-1] in _USER_ERRORS
         line = (innermost.frame.line or "").strip()
         if (cut or ev.raise_sites) and not user_error:
