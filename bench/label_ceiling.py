@@ -26,9 +26,6 @@ from upstream_eval import evaluable, load, load_pairs, truth  # noqa: E402
 
 from bot.upstream.index import normalized  # noqa: E402
 
-OURS = {"transformers", "peft", "accelerate", "bitsandbytes"}
-
-
 def routing_ceiling(issues: list[dict]) -> tuple[int, int]:
     framed = [i for i in issues if evaluable(i) and i.get("frames")]
     on_path = sum(truth(i).split("/")[1] in {f.split("/")[0] for f in i["frames"]} for i in framed)

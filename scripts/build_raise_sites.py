@@ -28,6 +28,11 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bot.upstream.raise_sites import release_key  # noqa: E402
+
 OUT = ROOT / "bot" / "data" / "raise_sites.json.gz"
 
 VERSIONS = {
@@ -126,8 +131,6 @@ def first_line(parts: Parts) -> list[str | None]:
                 out.append(head)
         if nl and text_started:
             break
-    while out and out[-1] is HOLE and len(out) > 1 and out[-2] is HOLE:
-        out.pop()
     return out
 
 
@@ -141,7 +144,7 @@ def _exc_name(exc: ast.expr) -> str | None:
     return None
 
 
-def sites_of(source: str, rel: str) -> list[tuple[str, list[str | None], str]]:
+def sites_of(source: str) -> list[tuple[str, list[str | None], str]]:
     """(exception, first-line template, function) of every raise in ``source`` that says enough."""
     try:
         tree = ast.parse(source)
@@ -174,10 +177,6 @@ def sites_of(source: str, rel: str) -> list[tuple[str, list[str | None], str]]:
     return out
 
 
-def _version_key(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", v))
-
-
 def _wheel_sources(pkg: str, wheel: Path) -> Iterator[tuple[str, str]]:
     with zipfile.ZipFile(wheel) as zf:
         for name in zf.namelist():
@@ -190,7 +189,7 @@ def catalogue(releases: list[tuple[str, str, Iterable[tuple[str, str]]]]) -> lis
     entries: dict[tuple, dict] = {}
     for pkg, version, sources in releases:
         for name, source in sources:
-            for exc, tpl, func in sites_of(source, name):
+            for exc, tpl, func in sites_of(source):
                 key = (pkg, exc, json.dumps(tpl))
                 e = entries.setdefault(key, {"package": pkg, "exc": exc, "template": tpl, "sites": {},
                                              "first": version, "last": version})
@@ -209,7 +208,7 @@ def catalogue(releases: list[tuple[str, str, Iterable[tuple[str, str]]]]) -> lis
 def _releases(folder: Path) -> list[tuple[str, str, Iterable[tuple[str, str]]]]:
     found = []
     for pkg, versions in VERSIONS.items():
-        for v in sorted(versions, key=_version_key):
+        for v in sorted(versions, key=release_key):
             hits = sorted(folder.glob(f"{pkg}-{v}-*.whl"))
             if not hits:
                 raise SystemExit(f"build_raise_sites: no wheel for {pkg}=={v} in {folder}")

@@ -49,7 +49,7 @@ if not available:
 
 
 def _templates(source: str) -> dict[str, tuple[str, list]]:
-    return {func: (exc, tpl) for exc, tpl, func in build.sites_of(source, "pkg/mod.py")}
+    return {func: (exc, tpl) for exc, tpl, func in build.sites_of(source)}
 
 
 def test_templates_of_raise_statements_keep_literal_text_and_mark_formatted_values() -> None:
@@ -67,11 +67,10 @@ def test_templates_of_raise_statements_keep_literal_text_and_mark_formatted_valu
 
 
 def test_a_message_matches_a_template_in_order_with_values_anywhere_between() -> None:
-    entries = [{"package": "accelerate", "exc": "ValueError", "template": t["dispatch"][1], "sites": ["a.py:f"],
-                "n_sites": 1, "first": "0.15.0", "last": "1.15.0"}
-               for t in [_templates(SOURCE)]]
-    entries.append({"package": "peft", "exc": "RuntimeError", "template": ["Expected ", None, " adapters, got ", None],
-                    "sites": ["p.py:g"], "n_sites": 1, "first": "0.3.0", "last": "0.4.0"})
+    entries = [{"package": "accelerate", "exc": "ValueError", "template": _templates(SOURCE)["dispatch"][1],
+                "sites": ["a.py:f"], "n_sites": 1, "first": "0.15.0", "last": "1.15.0"},
+               {"package": "peft", "exc": "RuntimeError", "template": ["Expected ", None, " adapters, got ", None],
+                "sites": ["p.py:g"], "n_sites": 1, "first": "0.3.0", "last": "0.4.0"}]
     cat = Catalogue(entries)
     hit = cat.raised_by("ValueError", "We need an `offload_dir` to dispatch this model according to this "
                                       "`device_map`, the following submodules need to be offloaded: lm_head, model.")

@@ -26,7 +26,8 @@ STRONG_LITERAL = 30         # this much literal text matches whatever the except
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,}")
 
 
-def _release(version: str) -> tuple[int, ...]:
+def release_key(version: str) -> tuple[int, ...]:
+    """``0.41.3.post2`` -> (0, 41, 3, 2): releases in order (the catalogue's and its builder's)."""
     return tuple(int(x) for x in re.findall(r"\d+", version))
 
 
@@ -64,10 +65,7 @@ class _Entry:
     n_sites: int
     first: str
     last: str
-
-    @property
-    def literal(self) -> int:
-        return sum(len(p) for p in self.template if p)
+    literal: int            # characters of literal text in the template
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -82,9 +80,9 @@ def _compiled(template: tuple[str | None, ...]) -> re.Pattern[str]:
 
 class Catalogue:
     def __init__(self, entries: list[dict[str, Any]], versions: dict[str, list[str]] | None = None) -> None:
-        self.newest = {pkg: max(vs, key=_release) for pkg, vs in (versions or {}).items() if vs}
+        self.newest = {pkg: max(vs, key=release_key) for pkg, vs in (versions or {}).items() if vs}
         self.entries = [_Entry(e["package"], e["exc"], tuple(e["template"]), tuple(e["sites"]), e["n_sites"],
-                               e["first"], e["last"]) for e in entries]
+                               e["first"], e["last"], sum(len(p) for p in e["template"] if p)) for e in entries]
         # Each template is filed under its rarest word; a message is checked only against the
         # templates filed under one of its own words.
         df: dict[str, int] = defaultdict(int)
