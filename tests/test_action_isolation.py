@@ -123,7 +123,8 @@ def _run(tmp_path: Path, isolation: str) -> tuple[str, int, str]:
 def test_posted_code_sees_no_environ_no_credentials_no_network(tmp_path: Path) -> None:
     status, accepted, seen = _run(tmp_path, "namespaces")
     assert status in ("reduced", "reproduced")
-    assert seen == "environ hits 0, credential bytes 0, network refused, left running 0", seen
+    # -1: the runner's home is not in the sandbox at all (before #28 the file was covered, 0 bytes).
+    assert seen == "environ hits 0, credential bytes -1, network refused, left running 0", seen
     assert accepted == 0
 
 
@@ -147,9 +148,3 @@ def test_a_runner_without_namespaces_refuses_the_code(tmp_path: Path, monkeypatc
     assert not (tmp_path / "scratch").exists()      # nothing was prepared, nothing ran
 
 
-def test_isolation_wraps_only_when_asked() -> None:
-    assert Isolation("none").wrap(["python", "x.py"]) == ["python", "x.py"]
-    wrapped = Isolation("namespaces", ("/h/.netrc",)).wrap(["python", "x.py"])
-    assert wrapped[0] == "unshare" and "--net" in wrapped and wrapped[-2:] == ["python", "x.py"]
-    assert "--net" not in Isolation("namespaces").wrap(["pip"], network=True)
-    assert "/h/.netrc" in wrapped

@@ -1,20 +1,22 @@
-"""The reproduce job: discussion body → script → `reprobot reduce` in a clean environment →
-an artifact folder (result.json + the repro folder's files) for the publish job.
+"""The reproduce job: discussion body → script → a sandbox that runs `reprobot reduce`, `route`,
+`dedup` and `draft` → an artifact folder (result.json + the repro folder's files) for the
+publish job.
 
-This job runs code that anyone could have posted, so:
-- it is handed no token and no secret by the workflow, and on top of that the reduction is a
-  child process whose environment is an allow-list (``clean_env``): nothing named like a
-  credential, and no ``GITHUB_*``/``ACTIONS_*`` variable, reaches the user's script;
-- the script lives in a fresh scratch folder outside the checkout, and every candidate run gets
-  its own copy of that folder (reducer/runner.py); HOME points into the scratch folder;
-- every limit is enforced here and not trusted to the child: body size, one run's time, the
-  whole reduction's time (the process group is killed), the size of every file copied out.
-- the reduction runs in Linux namespaces (bot/action/sandbox.py): its own PID namespace and
-  /proc, no network, the runner's credential stores covered, no capabilities; a runner that
-  cannot do that gets no run at all ("not-isolated") unless the maintainer chose
-  ``--isolation none`` for a runner that is itself a sandbox.
-What this does NOT do: the script can still write to paths the runner's user can write outside
-the hidden ones; that is what the ephemeral runner / container in docs/ACTION.md is for.
+This job runs code that anyone could have posted, so (docs/ACTION.md, issues #18 and #28):
+- it is handed no token and no secret by the workflow, and the steps get an allow-listed
+  environment (``child_env``): nothing named like a credential, no ``GITHUB_*``/``ACTIONS_*``;
+- every step that touches the posted code or its outputs runs in one sandbox
+  (bot/action/sandbox.py, bot/action/jail.py): its own PID namespace and /proc, no network, a
+  root of read-only system folders, a read-only interpreter and a read-only snapshot of reprobot,
+  a size-capped scratch; the runner's home, temp folder (its command files), workspace, own
+  folder and sockets are not in it. A runner that cannot do that gets no run at all
+  ("not-isolated") unless the maintainer chose ``--isolation none`` for a runner that is itself
+  a sandbox;
+- this process imports and executes nothing the posted code wrote: it reads back regular files
+  only (no links, bounded, opened with ``O_NOFOLLOW``), which the sandbox's first process copied
+  out after killing everything else, and assembles the artifact from an allow-list of names;
+- every limit is enforced here and not trusted to the child: body size, one run's time, each
+  step's and the whole sandbox's time, processes, file sizes, disk, the size of every file copied out.
 """
 from __future__ import annotations
 
@@ -29,12 +31,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bot.action.event import DiscussionEvent, configured_label
 from bot.action.extract import extract
 from bot.action.result import REPRO_SUBDIR, RESULT_FILE, ActionResult
-from reducer.errors import ExitCode
+from bot.action.sandbox import Layout, Limits, Step
+from reducer.errors import ExitCode, ReprobotError
 from reducer.processes import kill_group
 
 DEFAULT_MAX_BODY = 1_000_000
@@ -49,6 +51,8 @@ TAIL_BYTES = 16 * 1024
 # What a reply shows besides the repro; none of these needs the network or a token.
 FOLLOW_UPS: tuple[tuple[str, tuple[str, ...]], ...] = (("route", ()), ("dedup", ("--no-search",)), ("draft", ()))
 FOLLOW_UP_SECONDS = 120.0
+# The reduce exits after which a repro folder is worth routing and drafting.
+FOLLOW_EXITS = [0, int(ExitCode.TIME_LIMIT), int(ExitCode.INTERRUPTED), None]
 
 # The environment a reduction gets: what a Python program needs to run and find a GPU.
 ENV_ALLOW = frozenset({
@@ -72,12 +76,14 @@ class ReproduceOptions:
     install_deps: bool = False
     python: str = sys.executable
     pass_env: tuple[str, ...] = ()              # extra variable names the maintainer allows
-    scratch_root: Path | None = None            # default: $RUNNER_TEMP, else the system temp dir
+    scratch_root: Path | None = None            # default: the system temp dir (never $RUNNER_TEMP)
     keep_scratch: bool = False
     offline: bool = False                       # no index lookups while pinning the environment
     # "namespaces": refuse to run the posted code unless it can be isolated (bot/action/sandbox.py);
     # "none": a maintainer's choice for a runner that is itself a sandbox (ephemeral, no network).
     isolation: str = "namespaces"
+    read_only: tuple[str, ...] = ()             # host paths shared read-only with the sandbox (a model cache)
+    limits: Limits = Limits()
 
 
 def child_env(home: Path, pass_env: tuple[str, ...] = (), environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -108,26 +114,6 @@ def child_env(home: Path, pass_env: tuple[str, ...] = (), environ: dict[str, str
     return env
 
 
-def _reprobot_cmd() -> list[str]:
-    """`reprobot` as a child process, importable whether reprobot is installed or run from a
-    checkout, without PYTHONPATH (which the user's script would inherit)."""
-    root = str(Path(__file__).resolve().parents[2])
-    return [sys.executable, "-c",
-            "import sys; sys.path.insert(0, sys.argv.pop(1)); from bot.cli import main; "
-            "raise SystemExit(main(sys.argv[1:]))", root]
-
-
-def _tail(path: Path, limit: int = TAIL_BYTES) -> str:
-    try:
-        with path.open("rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - limit))
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
 def _run_bounded(cmd: list[str], *, cwd: Path, env: dict[str, str], wall: float,
                  log_dir: Path, name: str) -> tuple[int | None, str, float]:
     """Run ``cmd`` in its own process group; kill the group at ``wall`` seconds.
@@ -135,6 +121,8 @@ def _run_bounded(cmd: list[str], *, cwd: Path, env: dict[str, str], wall: float,
     Returns (exit code or None when killed, tail of stderr, seconds). Output goes to files,
     not pipes, so a chatty child can neither fill memory nor block.
     """
+    from bot.action.jail import _tail
+
     out_path, err_path = log_dir / f"{name}.out", log_dir / f"{name}.err"
     start = time.monotonic()
     with out_path.open("wb") as out, err_path.open("wb") as err:
@@ -145,10 +133,86 @@ def _run_bounded(cmd: list[str], *, cwd: Path, env: dict[str, str], wall: float,
         except subprocess.TimeoutExpired:
             code = None
         finally:
-            # The group, not just the child: the user's script may have forked workers.
+            # The group, not just the child: with --isolation none the script may have forked workers.
             kill_group(proc.pid)
             proc.wait()
-    return code, _tail(err_path), time.monotonic() - start
+    return code, _tail(str(err_path), TAIL_BYTES), time.monotonic() - start
+
+
+def _scratch_root(opts: ReproduceOptions, environ: dict[str, str]) -> Path:
+    """Where the job's own folder goes: never under the runner's temp (its command files), the
+    workspace or the artifact folder, whatever the sandbox hides."""
+    root = (opts.scratch_root or Path(tempfile.gettempdir())).resolve()
+    for name, value in (("RUNNER_TEMP", environ.get("RUNNER_TEMP")), ("GITHUB_WORKSPACE", environ.get("GITHUB_WORKSPACE")),
+                        ("the artifact folder", str(opts.out))):
+        if value and (root == Path(value).resolve() or Path(value).resolve() in root.parents):
+            raise ReprobotError(f"the scratch folder {root} is inside {name}; give --scratch elsewhere",
+                                ExitCode.USAGE)
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _steps_env(layout: "Layout", opts: ReproduceOptions, environ: dict[str, str], *, deps: bool) -> dict[str, str]:
+    scratch = Path(layout.scratch)
+    env = child_env(scratch / "home", opts.pass_env, dict(environ))
+    env["TMPDIR"] = env["TEMP"] = env["TMP"] = str(scratch / "tmp")
+    if opts.offline or layout.isolate:
+        # bot/env/lockfile.py pins from what is installed instead of asking the package index: the
+        # steps have no network (a namespace with no interface up, or a hardened runner).
+        env["REPROBOT_OFFLINE"] = "1"
+    if layout.isolate:
+        env["HF_HUB_OFFLINE"] = "1"     # fail at once, not after the hub's retries
+    if deps:
+        # The interpreter is read-only: the post's requirements go into scratch, for this run only.
+        env["PYTHONPATH"] = str(scratch / "deps")
+    return env
+
+
+def _steps(layout: "Layout", opts: ReproduceOptions, requirements: list[str], script_name: str) -> list["Step"]:
+    from bot.action.sandbox import Step
+
+    steps: list[Step] = []
+    if requirements:
+        # Every entry was checked to be a plain PEP 508 requirement (bot/action/extract.py): no
+        # options, no URLs, no file paths, so nothing here can redirect pip. A source build runs
+        # code too: it gets the network (pip needs it), inside the same sandbox.
+        steps.append(Step("pip", [opts.python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
+                                  "--target", f"{layout.scratch}/deps", *requirements],
+                          wall=min(opts.max_time, 900.0), network=True))
+    reduce = ["reduce", f"{layout.scratch}/input/{script_name}", "--out", f"{layout.scratch}/repros",
+              "--python", opts.python, "--timeout", f"{opts.timeout:g}", "--max-time", f"{opts.max_time:g}",
+              "--runs", str(max(1, opts.runs))]
+    if importlib.util.find_spec("bot.reduction") is None:
+        reduce.append("--no-reduce")        # the reduction engine is not in this build: record only
+    # The reduction bounds itself by --max-time; the step's wall is for when it cannot.
+    steps.append(Step("reduce", layout.reprobot_cmd(*reduce),
+                      wall=opts.max_time + opts.timeout * max(1, opts.runs) + 60.0))
+    for name, extra in FOLLOW_UPS:
+        if importlib.util.find_spec(f"bot.commands.{name}") is not None:
+            steps.append(Step(name, layout.reprobot_cmd(name, "{repro}", *extra),
+                              wall=FOLLOW_UP_SECONDS, needs_repro=True, after={"step": "reduce", "exit": FOLLOW_EXITS}))
+    return steps
+
+
+def _remove_entry(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove(work: Path) -> None:
+    # The snapshot is read-only on purpose; its folders must be writable again to be removed.
+    for folder in [work, *(p for p in work.rglob("*") if p.is_dir() and not p.is_symlink())]:
+        try:
+            folder.chmod(0o700)
+        except OSError:
+            pass
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def steps_wall(steps: list["Step"], name: str) -> float:
+    return next(s.wall for s in steps if s.name == name)
 
 
 def _last_line(stderr: str, script: Path) -> str:
@@ -178,60 +242,37 @@ def _status_of(code: int | None, repro: Path | None) -> str:
             ExitCode.FLAKY: "flaky"}.get(code, "error")
 
 
-def _find_repro(root: Path) -> Path | None:
-    found = sorted(p.parent for p in root.glob("*/signature.json") if not p.is_symlink())
-    return found[0] if found else None
-
-
 def copy_repro(src: Path, dest: Path) -> list[str]:
     """Copy the repro folder's plain files into the artifact: no links, no sub-folders, bounded,
-    and scrubbed. Artifacts of a public repository can be downloaded by anyone signed in, and a
-    credential the script printed can sit in an exception message (signature.json keeps it)."""
+    and scrubbed. Each file is opened without following links and checked to be a regular file
+    after opening, so a file swapped for a link meanwhile is not read through. Artifacts of a
+    public repository can be downloaded by anyone signed in, and a credential the script printed
+    can sit in an exception message (signature.json keeps it)."""
+    from bot.action.jail import read_plain
     from bot.scrub import scrub, scrub_tree
 
     dest.mkdir(parents=True, exist_ok=True)
     copied, total = [], 0
-    for p in sorted(src.iterdir()):
-        if p.is_symlink() or not p.is_file() or not _ARTIFACT_NAME.match(p.name):
-            continue
-        size = p.stat().st_size
-        if size > MAX_ARTIFACT_FILE or total + size > MAX_ARTIFACT_TOTAL:
-            continue
-        text = p.read_bytes().decode("utf-8", "replace")
-        if p.suffix == ".json":
-            try:
-                text = json.dumps(scrub_tree(json.loads(text)), indent=2) + "\n"
-            except json.JSONDecodeError:
+    folder = os.open(src, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        for name in sorted(os.listdir(folder)):
+            data = read_plain(folder, name, MAX_ARTIFACT_FILE) if _ARTIFACT_NAME.match(name) else None
+            if data is None or total + len(data) > MAX_ARTIFACT_TOTAL:
+                continue
+            text = data.decode("utf-8", "replace")
+            if name.endswith(".json"):
+                try:
+                    text = json.dumps(scrub_tree(json.loads(text)), indent=2) + "\n"
+                except json.JSONDecodeError:
+                    text = scrub(text).text
+            else:
                 text = scrub(text).text
-        else:
-            text = scrub(text).text
-        (dest / p.name).write_text(text, encoding="utf-8")
-        total += size
-        copied.append(p.name)
+            (dest / name).write_text(text, encoding="utf-8")
+            total += len(data)
+            copied.append(name)
+    finally:
+        os.close(folder)
     return copied
-
-
-def _install_requirements(reqs: list[str], opts: ReproduceOptions, env: dict[str, str], work: Path,
-                          iso: Any) -> bool:
-    # Every entry was checked to be a plain PEP 508 requirement (bot/action/extract.py): no
-    # options, no URLs, no file paths, so nothing here can redirect pip. A source build runs
-    # code too: it gets the network (pip needs it) but the same hidden home and PID namespace.
-    cmd = [opts.python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check", *reqs]
-    code, _, _ = _run_bounded(iso.wrap(cmd, network=True), cwd=work, env=env, wall=min(opts.max_time, 900.0), log_dir=work, name="pip")
-    return code == 0
-
-
-def _follow_ups(repro: Path, env: dict[str, str], work: Path) -> dict[str, int | None]:
-    """route → dedup (local index only: this job has no token) → draft, each best-effort and
-    bounded. They read the repro folder reprobot wrote; none of them runs the user's code."""
-    steps: dict[str, int | None] = {}
-    for name, extra in FOLLOW_UPS:
-        if importlib.util.find_spec(f"bot.commands.{name}") is None:
-            continue
-        code, _, _ = _run_bounded([*_reprobot_cmd(), name, str(repro), *extra], cwd=work, env=env,
-                                  wall=FOLLOW_UP_SECONDS, log_dir=work, name=name)
-        steps[name] = code
-    return steps
 
 
 def reproduce(event: DiscussionEvent, opts: ReproduceOptions, *, environ: dict[str, str] | None = None) -> ActionResult:
@@ -241,10 +282,12 @@ def reproduce(event: DiscussionEvent, opts: ReproduceOptions, *, environ: dict[s
     opts.out.mkdir(parents=True, exist_ok=True)
     # A folder reused from an earlier run must not mix old files into this artifact; only our
     # own two names are removed, never the folder (it may be the current directory).
-    (opts.out / RESULT_FILE).unlink(missing_ok=True)
-    if (opts.out / REPRO_SUBDIR).is_symlink():
-        (opts.out / REPRO_SUBDIR).unlink()
-    shutil.rmtree(opts.out / REPRO_SUBDIR, ignore_errors=True)
+    _remove_entry(opts.out / RESULT_FILE)
+    _remove_entry(opts.out / REPRO_SUBDIR)
+    # What was there before is the maintainer's; anything that appears meanwhile and is not
+    # ours is removed before the artifact is final (with --isolation none the script can
+    # reach this folder).
+    before = set(os.listdir(opts.out))
     body_bytes = len(event.body.encode("utf-8", "replace"))
     result = ActionResult(status="ignored", discussion=event.number, body_bytes=body_bytes, max_body=opts.max_body,
                           max_time=opts.max_time, timeout=opts.timeout)
@@ -252,6 +295,9 @@ def reproduce(event: DiscussionEvent, opts: ReproduceOptions, *, environ: dict[s
     def done(status: str, detail: str = "") -> ActionResult:
         result.status = status
         result.detail = detail or result.detail
+        for name in set(os.listdir(opts.out)) - before - {REPRO_SUBDIR}:
+            _remove_entry(opts.out / name)
+        _remove_entry(opts.out / RESULT_FILE)
         result.write(opts.out)
         return result
 
@@ -277,58 +323,54 @@ def reproduce(event: DiscussionEvent, opts: ReproduceOptions, *, environ: dict[s
     if ex.status != "ok" or ex.script is None:
         return done(ex.status, ex.syntax_error or ex.why)
 
-    from bot.action.sandbox import Isolation, probe
-    iso = probe([src_env.get("HOME"), str(Path.home())]) if opts.isolation == "namespaces" else Isolation("none")
+    from bot.action import sandbox
+    iso = sandbox.probe() if opts.isolation == "namespaces" else sandbox.Isolation("none")
     if opts.isolation == "namespaces" and iso.mode != "namespaces":
         return done("not-isolated", iso.reason)
     result.isolation = iso.mode
 
-    root = opts.scratch_root or Path(src_env.get("RUNNER_TEMP") or tempfile.gettempdir())
-    root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="reprobot-action-", dir=root))
+    work = Path(tempfile.mkdtemp(prefix="reprobot-action-", dir=_scratch_root(opts, src_env)))
     try:
-        home = work / "home"
-        home.mkdir()
-        script = work / "input" / f"discussion_{event.number}.py"
-        script.parent.mkdir()
-        script.write_text(ex.script, encoding="utf-8")
-        env = child_env(home, opts.pass_env, dict(src_env))
-        # Scratch copies of every candidate run live under the work folder, which is removed at the end.
-        (work / "tmp").mkdir()
-        env["TMPDIR"] = env["TEMP"] = env["TMP"] = str(work / "tmp")
-        if opts.offline or iso.mode == "namespaces":
-            # bot/env/lockfile.py pins from what is installed instead of asking the package index: the
-            # reduction has no network (a namespace with no interface up, or a hardened runner).
-            env["REPROBOT_OFFLINE"] = "1"
-        if iso.mode == "namespaces":
-            env["HF_HUB_OFFLINE"] = "1"     # fail at once, not after the hub's retries
-        if opts.install_deps and ex.requirements:
-            result.requirements_installed = _install_requirements(ex.requirements, opts, env, work, iso)
-
-        store = work / "repros"
-        cmd = [*_reprobot_cmd(), "reduce", str(script), "--out", str(store),
-               "--python", opts.python, "--timeout", f"{opts.timeout:g}", "--max-time", f"{opts.max_time:g}",
-               "--runs", str(max(1, opts.runs))]
-        if importlib.util.find_spec("bot.reduction") is None:
-            # The reduction engine is not installed in this build: record the failure only.
-            cmd.append("--no-reduce")
-        # The reduction bounds itself by --max-time; this is the backstop for when it cannot
-        # (a run that ignores SIGTERM, the first runs of the original, environment probing).
-        wall = opts.max_time + opts.timeout * max(1, opts.runs) + 60.0
-        # No network; the PID namespace ends every process the script left when the reduction ends.
-        code, stderr, seconds = _run_bounded(iso.wrap(cmd), cwd=work, env=env, wall=wall, log_dir=work, name="reduce")
-        repro = _find_repro(store)
-        result.reduce_exit, result.wall_time = code, round(seconds, 2)
-        status = _status_of(code, repro)
-        detail = (f"stopped at the {wall:.0f}s limit" if code is None else _last_line(stderr, script))
-        if status == "syntax-error" and not result.syntax_error:
+        isolate = iso.mode == "namespaces"
+        script_name = f"discussion_{event.number}.py"
+        sandbox.prepare(work, script_name, ex.script, isolate=isolate)
+        sandbox.snapshot(work)
+        layout = sandbox.Layout(work=work, isolate=isolate, python=opts.python, read_only=opts.read_only,
+                                hide=(*sandbox.runner_folders(src_env), str(opts.out.resolve())), limits=opts.limits)
+        env = _steps_env(layout, opts, src_env, deps=bool(opts.install_deps and ex.requirements))
+        steps = _steps(layout, opts, ex.requirements if opts.install_deps else [], script_name)
+        plan = sandbox.plan(layout, steps, env, script_name, export_names=_ARTIFACT_NAME.pattern,
+                            max_file=MAX_ARTIFACT_FILE, max_total=MAX_ARTIFACT_TOTAL)
+        (work / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
+        # The jail bounds each step; this is the backstop for when it cannot.
+        wall = sum(s.wall for s in steps) + 60.0
+        code, stderr, seconds = _run_bounded(sandbox.command(layout, work / "plan.json"), cwd=work, env=env,
+                                             wall=wall, log_dir=work, name="sandbox")
+        status = sandbox.read_status(layout.export)
+        if status is None or code == sandbox.JAIL_FAILED:
+            why = (status or {}).get("error") or _last_line(stderr, work / "input" / script_name) or f"exit {code}"
+            return done("error", f"the sandbox did not finish: {why}"[:300])
+        ran = {s["name"]: s for s in status["steps"]}
+        reduce_step = ran.get("reduce", {"exit": None, "stderr_tail": "", "seconds": seconds})
+        repro = layout.export / REPRO_SUBDIR if status["repro"] else None
+        if repro is not None and (repro.is_symlink() or not repro.is_dir()):
+            repro = None
+        result.reduce_exit, result.wall_time = reduce_step["exit"], round(float(reduce_step.get("seconds") or 0), 2)
+        result.requirements_installed = ran.get("pip", {}).get("exit") == 0
+        status_name = _status_of(reduce_step["exit"], repro)
+        detail = (f"stopped at the {steps_wall(steps, 'reduce'):.0f}s limit" if reduce_step["exit"] is None
+                  else _last_line(reduce_step["stderr_tail"], Path(layout.scratch) / "input" / script_name))
+        if status_name == "syntax-error" and not result.syntax_error:
             # Python parsed it but libcst did not (the reducer needs both): its words say where.
             result.syntax_error = detail[:200]
         if repro is not None:
-            if status in ("reduced", "reproduced"):
-                result.steps = _follow_ups(repro, env, work)
+            if status_name in ("reduced", "reproduced"):
+                result.steps = {name: ran[name]["exit"] for name, _ in FOLLOW_UPS if name in ran}
+            _remove_entry(opts.out / REPRO_SUBDIR)
             copy_repro(repro, opts.out / REPRO_SUBDIR)
-        return done(status, detail)
+        else:
+            _remove_entry(opts.out / REPRO_SUBDIR)
+        return done(status_name, detail)
     finally:
         if not opts.keep_scratch:
-            shutil.rmtree(work, ignore_errors=True)
+            _remove(work)
