@@ -14,6 +14,8 @@ the secret: only a kind, a redacted preview (public prefix + length) and a line 
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import bisect
 import functools
 import getpass
@@ -21,8 +23,9 @@ import json
 import os
 import re
 import socket
+import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 # --- the rules --------------------------------------------------------------------------
 
@@ -107,6 +110,9 @@ _AZURE_KEY = re.compile(rf"(?i)(AccountKey|SharedAccessKey|sig)=((?:[A-Za-z0-9+/
 # Credentials in a URL: https://user:password@host (or redis://:password@host); both parts go.
 # A password starting with $, { or % is a reference (https://ci:${TOKEN}@host), not a secret.
 _URL_CREDENTIALS = re.compile(r"(?<=://)([^/\s:@\\\"'<>]*):(?![$<{%])([^/\s@\\\"'<>]+)@")
+# A user part alone is a credential too (https://<token>@10.1.2.3/simple, pip's index URLs): only the
+# conventional login names of SSH remotes are left.
+_URL_USER = re.compile(r"(?<=://)(?!(?:git|hg|anonymous)@)([^/\s:@\\\"'<>$%{]+)@(?=[\w\[<])")
 # The same, normalised: "https://user:pw@host" reads "https:/<PATH>:pw@host" (the user went into <PATH>).
 _URL_CREDENTIALS_NORM = re.compile(r"(?<=:/<PATH>:)[^/\s@\\\"'<>]+(?=@)")
 # Env-style assignments: HF_TOKEN=..., OPENAI_API_KEY: ..., os.environ["GH_TOKEN"] = "...".
@@ -134,7 +140,8 @@ _NORMALISED_RUN = re.compile(rf"(?<![\w<>+/.-])(?:[A-Za-z0-9_\-+/.]|{_NORM})+={{
 _SITE_POSIX = re.compile(r"(?<![\w.~<>-])(?:/[^/\s\"'<>:]+)*/(?:site|dist)-packages/")
 _SITE_WIN = re.compile(r"(?<![\w])[A-Za-z]:\\(?:[^\\/\n\"'<>|*?:]+\\)*?(?:site|dist)-packages\\", re.IGNORECASE)
 _PATH_REST = re.compile(r"[^\s\"'<>|*?:,]*")
-_HOME_POSIX = re.compile(r"(?<![\w.-])(?:/mnt/[a-z])?(?:/home|/Users|/var/home)/([^/\s\"'<>:]+)"
+# A home folder under any mount (/mnt/home/bob, /nfs/home/bob), not only at the root.
+_HOME_POSIX = re.compile(r"(?<![\w.:/~<>-])(?:/[\w.-]+)*?(?:/home|/Users|/var/home)/([^/\s\"'<>:]+)"
                          r"|(?<![\w.-])/root(?![\w.-])")
 _HOME_WIN = re.compile(r"(?<![\w])[A-Za-z]:[\\/]{1,4}(?:Users|Documents and Settings)[\\/]{1,4}([^\\/\n\"'<>|*?:]+)",
                        re.IGNORECASE)
@@ -142,13 +149,25 @@ _HOME_WIN = re.compile(r"(?<![\w])[A-Za-z]:[\\/]{1,4}(?:Users|Documents and Sett
 # A repr doubles the backslashes (E:\\Folder\\x.bin), JSON of a repr doubles them again.
 _DRIVE_DIRS = re.compile(r"(?<![\w])[A-Za-z]:[\\/]{1,4}(?:[^\\/\n\"'<>|*?:]+[\\/]{1,4})+")
 _DRIVE_ONLY = re.compile(r"(?<![\w])[A-Za-z]:\\[^\\/\s\"'<>|*?:]+(?=[\s\"']|$)")
-_EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b")
+_EMAIL = re.compile(r"(?<![\w.+/-])[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b")
 # Host names that only make sense inside someone's network. One-dot names ending in .local or .home
 # are left alone: those read like Python attribute access (threading.local).
 # A label may hold <N>, where normalisation took its digits (gpu-node-<N>.dgx.cluster.local).
 _INTERNAL_HOST = re.compile(
     r"(?<![\w.-])(?:(?:[a-z0-9-]|<N>)+\.){2,}(?:internal|local|lan|corp|intra|intranet|home|localdomain)(?![\w.(-])"
     r"|(?<![\w.-])(?:[a-z0-9-]|<N>)+\.(?:internal|lan|corp|intranet|localdomain)(?![\w.(-])", re.IGNORECASE)
+# Where a name is a host whatever it looks like: after a scheme or a user part, as host=, or
+# before a port. There, one-dot .local names (gpu07.local) and names with an internal label
+# anywhere (artifacts.internal.acme.net, git.corp.acme.com) are private too.
+_HOST_AT = r"(?:(?<=://)|(?<=@)|(?<=host=')|(?<=host=\")|(?<=host: )|(?<==)|(?<==')|(?<==\")|(?<=: '))"
+_PRIVATE_LABELS = r"(?:internal|intranet|intra|corp|lan|local|localdomain|private|priv)"
+_CONTEXT_HOST = re.compile(
+    rf"{_HOST_AT}(?:(?:[a-z0-9-]|<N>)+\.)*{_PRIVATE_LABELS}(?:\.(?:[a-z0-9-]|<N>)+)*(?![\w.(-])"
+    # anywhere: an internal label inside a name under a public top-level domain
+    rf"|(?<![\w.-])(?:(?:[a-z0-9-]|<N>)+\.)+{_PRIVATE_LABELS}(?:\.(?:[a-z0-9-]|<N>)+)*"
+    r"\.(?:com|net|org|io|ai|dev|cloud|co|edu|gov|de|fr|uk|cn|jp|us|eu)(?![\w.(-])"
+    rf"|(?<![\w.-])(?:(?:[a-z0-9-]|<N>)+\.)*{_PRIVATE_LABELS}(?:\.(?:[a-z0-9-]|<N>)+)*(?=:(?:\d{{2,5}}(?!\d)|<N>))",
+    re.IGNORECASE)
 # IPv6 unique-local (fc00::/7) and link-local (fe80::/10) addresses.
 _PRIVATE_IP6 = re.compile(r"(?<![\w:])(?:f[cd][0-9a-f]{2}|fe[89ab][0-9a-f]):[0-9a-f:]*[0-9a-f](?![\w:])", re.IGNORECASE)
 # Normalisation cuts a Windows path at a space in a folder name ("C:\\Users\\Jane Doe\\x" reads
@@ -156,6 +175,92 @@ _PRIVATE_IP6 = re.compile(r"(?<![\w:])(?:f[cd][0-9a-f]{2}|fe[89ab][0-9a-f]):[0-9
 _PATH_GAP = re.compile(r"(?<=<PATH>)(?: [^\s<>\"'`=:;,$]+){1,3}(?=<PATH>)")
 _PRIVATE_IP = re.compile(
     r"(?<![\w.])(?:10(?:\.\d{1,3}){3}|192\.168(?:\.\d{1,3}){2}|172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2})(?![\w.])")
+
+# Shared roots whose next folder is usually a person's (/data/li/..., /scratch/bob/...): that folder
+# goes when it reads like a login name rather than a folder of data.
+_USER_ROOT = re.compile(r"(?<![\w.:/~<>-])(?:/[\w.-]+)*?/(?:data|mnt|scratch|work|users|u|nfs|lustre|gpfs|fsx|shared)/"
+                        r"([a-z][a-z0-9]{1,15}(?:[._][a-z0-9]{1,15})?)(?=/)")
+_FOLDER_WORDS = frozenset({
+    "datasets", "dataset", "models", "shared", "share", "public", "common", "projects", "project", "cache", "caches",
+    "hf", "hf_cache", "huggingface", "checkpoints", "ckpt", "ckpts", "outputs", "output", "runs", "logs", "tmp",
+    "temp", "nvme", "ssd", "hdd", "raid", "storage", "volumes", "volume", "team", "teams", "group", "groups", "input",
+    "inputs", "eval", "tests", "images", "weights", "code", "src", "repos", "repo", "users", "local", "opt", "nfs",
+    "lustre", "gpfs", "fsx", "efs", "disk", "disks", "scratch", "workspace", "workspaces", "mnt", "media", "backup",
+    "archive", "results", "experiments", "exp", "corpora", "corpus", "raw", "processed", "lib", "bin", "etc", "usr",
+    "var", "srv", "content", "drive", "notebooks", "working", "pretrained", "llm", "llms", "ml", "ai", "nlp", "cv",
+    "research", "dev", "prod", "staging", "apps", "app", "containers", "conda", "envs", "venv", "venvs", "pip",
+    "nvidia", "jobs", "job", "slurm", "batch", "hub", "transformers", "datasets_cache", "wandb", "mlruns", "data1",
+    "data2", "models_cache", "downloads", "git", "github", "out", "files", "assets", "resources", "share1", "tools"})
+_FOLDER_LIKE = re.compile(r"(?:disk|nvme|sd[a-z]|vol|raid|data|md|gpu|node|shard|part|run|exp|v)\d*")
+# A source checkout of a stack package (an editable install, a fork): the folders above the package
+# (the person's home, the fork's name) say nothing a maintainer needs, like site-packages' prefix.
+SOURCE_PACKAGES = ("transformers", "peft", "accelerate", "bitsandbytes", "safetensors", "huggingface_hub",
+                   "tokenizers", "diffusers", "datasets", "trl", "optimum", "timm", "torch", "torchao", "deepspeed",
+                   "sentence_transformers", "evaluate")
+# The package folder must sit in a src/ layout or in a folder named after it (transformers-fork/):
+# a bare torch/ or datasets/ folder is as often a cache or a data folder.
+_PKGS = "|".join(SOURCE_PACKAGES)
+_SOURCE_CHECKOUT = re.compile(rf"(?<![\w.:/~<>-])(?:~|/[^/\s\"'<>:]+)(?:/[^/\s\"'<>:]+)*?"
+                              rf"/(?:src|[^/\s\"'<>:]*(?:{_PKGS})[^/\s\"'<>:]*)/(?=(?:{_PKGS})/[\w.-]+)")
+# Hub owners whose repositories are public: anyone else's repository id may be private
+# (myorg/internal-llama-7b) and is replaced. One-part ids (bert-base-uncased, gpt2) have no owner.
+PUBLIC_HUB_ORGS = frozenset(o.lower() for o in (
+    "google", "google-bert", "google-t5", "meta-llama", "facebook", "FacebookAI", "microsoft", "openai",
+    "openai-community", "mistralai", "Qwen", "deepseek-ai", "tiiuae", "bigscience", "EleutherAI", "stabilityai",
+    "runwayml", "CompVis", "huggingface", "HuggingFaceH4", "HuggingFaceTB", "HuggingFaceM4", "HuggingFaceFW",
+    "hf-internal-testing", "trl-lib", "trl-internal-testing", "peft-internal-testing", "allenai", "nvidia",
+    "intfloat", "sentence-transformers", "BAAI", "distilbert", "mosaicml", "databricks", "bigcode", "Salesforce",
+    "apple", "ibm-granite", "ibm", "amazon", "THUDM", "zai-org", "01-ai", "lmsys", "NousResearch", "TheBloke",
+    "unsloth", "black-forest-labs", "laion", "openbmb", "internlm", "moonshotai", "CohereForAI", "CohereLabs",
+    "ai21labs", "xai-org", "Alibaba-NLP", "nomic-ai", "jinaai", "mixedbread-ai", "llava-hf", "timm", "stanfordnlp",
+    "tatsu-lab", "Open-Orca", "lmms-lab", "neuralmagic", "RedHatAI", "mlx-community", "bartowski",
+    "lmstudio-community", "ggml-org", "Lightricks", "Wan-AI", "tencent", "baidu", "ByteDance", "ByteDance-Seed",
+    "LiquidAI", "state-spaces", "answerdotai", "cardiffnlp", "dslim", "TinyLlama", "HuggingFaceM4", "openai",
+    "TIGER-Lab", "google-research-datasets", "nyu-mll", "rajpurkar", "Salesforce", "wikimedia", "uoft-cs",
+    "ylecun", "mnist", "cifar10", "imdb", "glue", "squad", "openai", "hf-tiny-model-private", "microsoft"))
+_HUB_ID = r"(?P<owner>(?:\w|<N>)(?:[\w.-]|<N>)*)/(?P<name>(?:[\w.-]|<N>)+)"
+# First path parts of huggingface.co that are pages, not owners.
+_HUB_PAGES = frozenset({"docs", "api", "models", "datasets", "spaces", "blog", "learn", "settings", "organizations",
+                        "join", "login", "pricing", "papers", "collections", "tasks", "new", "chat", "posts",
+                        "changelog", "enterprise", "support", "inference-endpoints", "search"})
+# Owners on public code hosts whose repositories are the upstream projects, not a private fork.
+PUBLIC_CODE_OWNERS = frozenset(o.lower() for o in (
+    "huggingface", "pytorch", "NVIDIA", "microsoft", "google", "google-research", "facebookresearch", "openai",
+    "bitsandbytes-foundation", "TimDettmers", "Dao-AILab", "vllm-project", "triton-lang", "deepspeedai",
+    "EleutherAI", "unslothai", "mlfoundations", "pypa", "numpy", "python"))
+# Where a quoted owner/name is a Hub repository id, not a relative path.
+_HUB_CALL = re.compile(
+    r"(?i)(?:from_pretrained|load_dataset|snapshot_download|hf_hub_download|pipeline|repo_id|model_id|model_name"
+    rf"(?:_or_path)?|pretrained_model_name_or_path|dataset_name|tokenizer_name|model)\s*[(=:]\s*\(?\s*{_Q}{_HUB_ID}(?={_Q})")
+_HUB_URL = re.compile(rf"(?i)(?<![\w.-])(?:hf\.co|huggingface\.co)/(?:api/)?(?:(?P<kind>models|datasets|spaces)/)?"
+                      rf"{_HUB_ID}")
+# A package pinned to a fork on a public code host (name @ git+https://github.com/<fork owner>/...).
+_VCS_OWNER = re.compile(r"(?i)git\+(?:https?|ssh)://(?:[^@/\s]+@)?(?:github\.com|gitlab\.com|bitbucket\.org)[/:]"
+                        r"([\w.-]+)/")
+# Bare keys: a long hex or random-looking run with no documented prefix. After a word naming a
+# credential it is one; after a word naming a hash (or an @, a /) it is a commit or a digest.
+_BARE_HEX = re.compile(r"(?<![\w/@.+-])(?:[0-9a-f]{32,64}|[0-9A-F]{32,64})(?![\w/-])")
+_BARE_MIXED = re.compile(r"(?<![\w/+.@-])[A-Za-z0-9+/_-]{32,}={0,2}(?![\w/+=-])")
+_KEY_BEFORE = re.compile(r"(?i)(?:key|token|secret|passw\w*|auth\w*|credentials?|signature|bearer)\W{0,4}$")
+_HASH_BEFORE = re.compile(r"(?i)(?:sha\d*|commit|rev(?:ision)?|hash|digest|checksum|md5|etag|oid|blob|tree|snapshot|"
+                          r"object|build|uuid|version|id)\b\W{0,4}$")
+# A message's line break, real or escaped (a repr or JSON writes \n): pieces of one value can
+# sit on either side of both.
+_BREAK = re.compile(r"\n|\\+n")
+# The label a continued line may start with ("token part 2: ...").
+_LABEL = r"(?:[A-Za-z][\w .#()<>-]{0,30}?[ \t]*[:=][ \t]*)?"
+# Decodable runs: base64 (standard or URL-safe) and hex.
+_B64_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}")
+_HEX_RUN = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){8,}(?![0-9A-Fa-f])")
+_CREDENTIAL_PAIR = re.compile(r"[\w.@+-]{1,64}:[^\s:]{8,}")
+# Environment variables whose value is a credential, by name (HF_TOKEN, DB_PASSWORD, GITHUB_PAT, ...).
+SECRET_ENV_NAME = re.compile(
+    r"(?i)(?:^|_)(?:[A-Z0-9]*(?:TOKEN|SECRET|PASSWORD|PASSWD|APIKEY|ACCESSKEY|CREDENTIALS?|COOKIE)|KEY|PAT|PASS|AUTH|"
+    r"OAUTH|AUTHORIZATION)(?:_|$)")
+_BORING_VALUE = re.compile(r"(?i)[\d.]*|true|false|yes|no|none|null|on|off|enabled?|disabled?")
+# Escape sequences (CSI, OSC, DCS, two-character), C0/C1 controls but tab and newline, bidi overrides.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[PX^_][^\x1b]*(?:\x1b\\)?|[ -/]*[0-~])?")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 # Local names that are too generic to scrub wherever they appear as words.
 _GENERIC_NAMES = frozenset({"", "root", "user", "runner", "admin", "ubuntu", "localhost", "home", "test",
@@ -230,36 +335,57 @@ def _find_pem(text: str) -> Iterable[_Hit]:
                    f"<redacted:pem_block {label}>", True)
 
 
+def strip_controls(text: str) -> str:
+    """``text`` without terminal escape sequences, control characters (tab and newline stay; a
+    carriage return becomes a newline) or bidi overrides: nothing filed or printed can rewrite
+    the terminal or reorder what a reader sees."""
+    text = _ANSI.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROLS.sub("", text)
+
+
+def _segments(text: str) -> list[tuple[int, str]]:
+    """(offset, line) of each line, a line ending at a real or an escaped line break."""
+    out, pos = [], 0
+    for m in _BREAK.finditer(text):
+        out.append((pos, text[pos:m.start()]))
+        pos = m.end()
+    out.append((pos, text[pos:]))
+    return out
+
+
+def _leads(line: str, chars: str) -> Iterable[re.Match[str]]:
+    """Where a wrapped value may continue on ``line``: at its start, or after a label."""
+    for label in ("", _LABEL):
+        m = re.match(rf"[ \t>|]*{label}([{chars}]+)", line)
+        if m:
+            yield m
+
+
 def _find_split_tokens(text: str) -> Iterable[_Hit]:
-    """A token wrapped across a line break (terminal width, a forum's pasted traceback):
-    the piece at the end of one line is shorter than the token, the next line continues it."""
-    lines = text.split("\n")
-    offsets = [0]
-    for line in lines[:-1]:
-        offsets.append(offsets[-1] + len(line) + 1)
+    """A token wrapped across a line break (terminal width, a forum's pasted traceback, "part 1: /
+    part 2:" lines): the piece at the end of one line is shorter than the token, the next line
+    continues it."""
+    segments = _segments(text)
     for tk in _TOKENS:
         if not tk.full_len:
             continue
         tail_re = re.compile(rf"(?<![\w-]){tk.head_re}[{tk.chars}]*$")
         full_re = re.compile(tk.pattern)
-        for i, line in enumerate(lines[:-1]):
+        for (a0, line), (b0, nxt) in zip(segments, segments[1:]):
             tail = tail_re.search(line)
             if not tail or len(tail.group()) >= tk.full_len:
                 continue
-            nxt = lines[i + 1]
-            lead = re.match(rf"[ \t>|]*([{tk.chars}]+)", nxt)
-            if not lead:
-                continue
-            need = tk.full_len - len(tail.group())
-            cont = lead.group(1)[:need] if tk.kind != "openai_key" else lead.group(1)
-            if not full_re.fullmatch(tail.group() + cont):
-                continue
-            whole = tail.group() + cont
-            preview = _redacted(whole, whole[:4] if tk.head else tk.prefix) + " split across lines"
-            a = offsets[i] + tail.start()
-            yield _Hit(a, a + len(tail.group()), tk.kind, preview, f"<redacted:{tk.kind}>", True)
-            b = offsets[i + 1] + lead.start(1)
-            yield _Hit(b, b + len(cont), tk.kind, preview, "", True)
+            for lead in _leads(nxt, tk.chars):
+                need = tk.full_len - len(tail.group())
+                cont = lead.group(1)[:need] if tk.kind != "openai_key" else lead.group(1)
+                whole = tail.group() + cont
+                if not full_re.fullmatch(whole):
+                    continue
+                preview = _redacted(whole, whole[:4] if tk.head else tk.prefix) + " split across lines"
+                a, b = a0 + tail.start(), b0 + lead.start(1)
+                yield _Hit(a, a + len(tail.group()), tk.kind, preview, f"<redacted:{tk.kind}>", True)
+                yield _Hit(b, b + len(cont), tk.kind, preview, "", True)
+                break
 
 
 def _find_tokens(text: str) -> Iterable[_Hit]:
@@ -306,6 +432,8 @@ def _find_labelled_secrets(text: str) -> Iterable[_Hit]:
         yield _secret_hit("azure_key", m.start(2), m.end(2), m.group(2), f"{m.group(1)}=")
     for m in _URL_CREDENTIALS.finditer(text):
         yield _secret_hit("url_credentials", m.start(), m.end() - 1, m.group()[:-1])
+    for m in _URL_USER.finditer(text):
+        yield _secret_hit("url_credentials", m.start(1), m.end(1), m.group(1))
     for m in _URL_CREDENTIALS_NORM.finditer(text):
         yield _secret_hit("url_credentials", m.start(), m.end(), m.group())
     for m in _WEBHOOK.finditer(text):
@@ -314,11 +442,135 @@ def _find_labelled_secrets(text: str) -> Iterable[_Hit]:
         yield _secret_hit("telegram_bot_token", m.start(), m.end(), m.group())
 
 
+def secret_env_values(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The values of the variables in ``environ`` (default: this process's) whose names say they
+    hold a credential: scrubbed wherever they appear, whatever their shape. Longest first, so
+    a value holding another is taken whole. Never stored: callers keep them in memory only."""
+    env = os.environ if environ is None else environ
+    values = {v for k, v in env.items() if SECRET_ENV_NAME.search(k) and len(v) >= 8
+              and not _BORING_VALUE.fullmatch(v)}
+    return tuple(sorted(values, key=len, reverse=True))
+
+
+def _encodings(value: str) -> set[str]:
+    """How a value is printed when it is not printed as itself."""
+    raw = value.encode()
+    forms = {value, urllib.parse.quote(value, safe=""), urllib.parse.quote(value), urllib.parse.quote_plus(value),
+             raw.hex(), raw.hex().upper(), json.dumps(value)[1:-1], repr(value)[1:-1]}
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        b64 = encode(raw).decode()
+        forms |= {b64, b64.rstrip("=")}
+    return {f for f in forms if len(f) >= 8}
+
+
+def _split_values(text: str, values: tuple[str, ...]) -> Iterable[_Hit]:
+    """A value cut in two: its head ends one line, its rest is on the next (after a label or not)."""
+    segments = _segments(text)
+    for (a0, line), (b0, nxt) in zip(segments, segments[1:]):
+        end = line.rstrip(" \t'\"")
+        for v in values:
+            for k in range(len(v) - 4, 3, -1):
+                j = nxt.find(v[k:]) if end.endswith(v[:k]) else -1
+                if j < 0:
+                    continue
+                a = a0 + len(end) - k
+                yield _Hit(a, a + k, "env_secret", _redacted(v) + " split across lines", "<redacted:env_secret>", True)
+                yield _Hit(b0 + j, b0 + j + len(v) - k, "env_secret", "", "", True)
+                break
+
+
+def _env_value_finder(values: tuple[str, ...]) -> Callable[[str], Iterable[_Hit]]:
+    forms = sorted({f for v in values for f in _encodings(v)}, key=len, reverse=True)
+
+    def find(text: str) -> Iterable[_Hit]:
+        for form in forms:
+            for m in re.finditer(re.escape(form), text):
+                yield _secret_hit("env_secret", m.start(), m.end(), form)
+        yield from _split_values(text, values)
+    return find
+
+
+def _decoded(run: str) -> str | None:
+    """The text a base64 or hex run encodes, when it is printable text; else None."""
+    try:
+        if _HEX_RUN.fullmatch(run):
+            raw = bytes.fromhex(run)
+        else:
+            b64 = run.rstrip("=").replace("-", "+").replace("_", "/")
+            raw = base64.b64decode(b64 + "=" * (-len(b64) % 4), validate=True)
+        plain = raw.decode("utf-8")
+    except (ValueError, binascii.Error):
+        return None
+    return plain if plain.replace("\n", "").replace("\t", "").isprintable() else None
+
+
+def _holds_secret(plain: str, values: tuple[str, ...]) -> bool:
+    return (any(re.search(tk.pattern, plain) for tk in _TOKENS) or bool(_CREDENTIAL_PAIR.fullmatch(plain))
+            or bool(_URL_CREDENTIALS.search(plain)) or any(v in plain for v in values))
+
+
+def _encoded_finder(values: tuple[str, ...]) -> Callable[[str], Iterable[_Hit]]:
+    """base64 or hex of a credential (a Basic auth value, a printed b64encode(b"user:ghp_...")):
+    decoded, it holds a token, a user:password pair or a secret value of the environment."""
+    def find(text: str) -> Iterable[_Hit]:
+        for rx in (_B64_RUN, _HEX_RUN):
+            for m in rx.finditer(text):
+                plain = _decoded(m.group())
+                if plain and _holds_secret(plain, values):
+                    yield _secret_hit("encoded_secret", m.start(), m.end(), m.group())
+    return find
+
+
+def _looks_random(run: str, *, digit_groups: int = 3) -> bool:
+    """Mixed case with digits scattered through it and few lowercase words: a key, not an
+    identifier (Qwen2_5_VLForConditionalGeneration holds words; a random run holds none)."""
+    body = run.rstrip("=")
+    return (len(body) >= 32 and sum(c.isupper() for c in body) >= 3 and sum(c.islower() for c in body) >= 3
+            and len(re.findall(r"\d+", body)) >= digit_groups
+            and sum(len(w) for w in re.findall("[a-z]{3,}", body)) < 0.5 * len(body))
+
+
+def _bare_context(text: str, start: int) -> str:
+    """'secret' after a word naming a credential, 'hash' after one naming a digest, else 'unknown'."""
+    before = text[max(0, start - 40):start].rsplit("\n", 1)[-1]
+    if _KEY_BEFORE.search(before):
+        return "secret"
+    return "hash" if _HASH_BEFORE.search(before) else "unknown"
+
+
+def _bare_hex(text: str) -> Iterable[tuple[re.Match[str], str]]:
+    for m in _BARE_HEX.finditer(text):
+        if re.search(r"\d", m.group()) and re.search(r"[a-fA-F]", m.group()):
+            yield m, _bare_context(text, m.start())
+
+
+def _find_bare_keys(text: str) -> Iterable[_Hit]:
+    for m, context in _bare_hex(text):
+        if context == "secret":
+            yield _secret_hit("hex_key", m.start(), m.end(), m.group())
+    for m in _BARE_MIXED.finditer(text):
+        run = m.group()
+        if _looks_random(run) or (_looks_random(run, digit_groups=1) and _bare_context(text, m.start()) == "secret"):
+            yield _secret_hit("random_string", m.start(), m.end(), run)
+
+
+def uncertain_strings(text: str) -> list[Finding]:
+    """Bare strings that may be a credential or may be an id (a 40-hex run could be a git commit):
+    left in the text, and a person is asked before anything holding one is filed."""
+    found = [(m.start(), m.group()) for m, context in _bare_hex(text) if context == "unknown"]
+    found += [(m.start(), m.group()) for m in _BARE_MIXED.finditer(text)
+              if _looks_random(m.group(), digit_groups=1) and not _looks_random(m.group())]
+    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    return [Finding("uncertain_string", _redacted(v, v[:3]), bisect.bisect_right(line_starts, start), False)
+            for start, v in sorted(found)]
+
+
 # detect-secrets' detectors (Yelp's maintained set: Slack, Stripe, PyPI, Twilio, SendGrid, keyword
 # assignments such as password='...', basic-auth URLs, ...), run after reprobot's own rules so a
 # token keeps its precise kind. Its entropy detectors are not secrets here: a draft is full of
 # hashes and ids; they are shown to a person instead (``high_entropy``).
-_PLACEHOLDER = re.compile(r"<redacted:[^<>\n]*>|<(?:env|path|email|host|ip|user-or-host|tmp)>")
+_PLACEHOLDER = re.compile(r"<redacted:[^<>\n]*>|<(?:env|path|email|host|ip|user-or-host|tmp|user|src|private-org|"
+                          r"model|dataset)>")
 _ENTROPY_TYPES = {"Base64 High Entropy String", "Hex High Entropy String"}
 _NOT_SECRET_TYPES = _ENTROPY_TYPES | {"Public IP (ipv4)"}
 
@@ -386,6 +638,38 @@ def _find_site_packages(text: str) -> Iterable[_Hit]:
                    "<env>/" + rest.replace("\\", "/"), False)
 
 
+def _find_source_checkouts(text: str) -> Iterable[_Hit]:
+    for m in _SOURCE_CHECKOUT.finditer(text):
+        yield _Hit(m.start(), m.end(), "source_checkout", "\u2026/<package>/", "<src>/", False)
+
+
+def _find_user_roots(text: str) -> Iterable[_Hit]:
+    for m in _USER_ROOT.finditer(text):
+        name = m.group(1)
+        if name in _FOLDER_WORDS or name in _GENERIC_NAMES or _FOLDER_LIKE.fullmatch(name):
+            continue
+        yield _Hit(m.start(1), m.end(1), "path_user", name[0] + "\u2026", "<user>", False)
+
+
+def _find_hub_ids(text: str) -> Iterable[_Hit]:
+    """Repository ids of owners not known to publish publicly: ``<private-org>/<model>``."""
+    for rx in (_HUB_CALL, _HUB_URL):
+        for m in rx.finditer(text):
+            owner = m.group("owner")
+            if owner.lower() in PUBLIC_HUB_ORGS or owner.lower() in _HUB_PAGES:
+                continue
+            what = "dataset" if "dataset" in m.group().lower() else "model"
+            yield _Hit(m.start("owner"), m.end("name"), "hub_repo", owner[0] + "\u2026/\u2026",
+                       f"<private-org>/<{what}>", False)
+
+
+def _find_forks(text: str) -> Iterable[_Hit]:
+    for m in _VCS_OWNER.finditer(text):
+        owner = m.group(1).lower()
+        if owner not in PUBLIC_CODE_OWNERS and owner not in PUBLIC_HUB_ORGS:
+            yield _Hit(m.start(1), m.end(1), "private_fork", m.group(1)[0] + "\u2026", "<private-org>", False)
+
+
 def _find_homes(text: str) -> Iterable[_Hit]:
     for m in _HOME_POSIX.finditer(text):
         yield _Hit(m.start(), m.end(), "home_dir", m.group().split("/")[1] + "/\u2026", "~", False)
@@ -408,28 +692,51 @@ def _find_contacts(text: str) -> Iterable[_Hit]:
         yield _Hit(m.start(), m.end(), "email", "\u2026@" + m.group().rsplit(".", 1)[-1], "<email>", False)
     for m in _INTERNAL_HOST.finditer(text):
         yield _Hit(m.start(), m.end(), "hostname", "\u2026." + m.group().rsplit(".", 1)[-1], "<host>", False)
+    for m in _CONTEXT_HOST.finditer(text):
+        if "." in m.group():
+            yield _Hit(m.start(), m.end(), "hostname", "\u2026." + m.group().rsplit(".", 1)[-1], "<host>", False)
     for m in _PRIVATE_IP.finditer(text):
         yield _Hit(m.start(), m.end(), "private_ip", m.group().split(".")[0] + ".\u2026", "<ip>", False)
     for m in _PRIVATE_IP6.finditer(text):
         yield _Hit(m.start(), m.end(), "private_ip", m.group().split(":")[0] + ":\u2026", "<ip>", False)
 
 
-def local_identity() -> tuple[str, ...]:
-    """This machine's host name (long and short) and the user's login name: scrubbed wherever
-    they appear as words, unless they are too generic to be personal."""
+def _login_names() -> set[str]:
     names: set[str] = set()
-    try:
-        host = socket.gethostname()
-        names.update({host, host.split(".")[0]})
-    except OSError:
-        pass
     for getter in (getpass.getuser, lambda: os.environ.get("USER", ""), lambda: os.environ.get("USERNAME", "")):
         try:
             names.add(getter())
         except (KeyError, OSError):
             continue
+    return names
+
+
+def local_identity() -> tuple[str, ...]:
+    """This machine's host name (long and short) and the user's login name: scrubbed wherever
+    they appear as words, unless they are too generic to be personal."""
+    names = _login_names()
+    try:
+        host = socket.gethostname()
+        names.update({host, host.split(".")[0]})
+    except OSError:
+        pass
     # Short or generic names would take ordinary words out of tracebacks ("gpu", "worker").
     return tuple(sorted(n for n in names if len(n) >= 4 and n.lower() not in _GENERIC_NAMES))
+
+
+def local_users() -> tuple[str, ...]:
+    """The user's login names however short ("li"): scrubbed where they are a folder of a path,
+    where even two letters are not an ordinary word."""
+    return tuple(sorted(n for n in _login_names() if len(n) >= 2 and n.lower() not in _GENERIC_NAMES
+                        and n.lower() not in _FOLDER_WORDS))
+
+
+def _path_name_finder(names: Iterable[str]) -> Callable[[str], Iterable[_Hit]]:
+    def find(text: str) -> Iterable[_Hit]:
+        for name in names:
+            for m in re.finditer(rf"(?<=/){re.escape(name)}(?=/|[\s\"'`]|$)", text):
+                yield _Hit(m.start(), m.end(), "local_name", name[0] + "\u2026", "<user>", False)
+    return find
 
 
 def _identity_finder(names: Iterable[str]) -> Callable[[str], Iterable[_Hit]]:
@@ -440,11 +747,15 @@ def _identity_finder(names: Iterable[str]) -> Callable[[str], Iterable[_Hit]]:
     return find
 
 
-_SECRET_FINDERS: tuple[Callable[[str], Iterable[_Hit]], ...] = (
-    _find_pem, _find_split_tokens, _find_tokens, _find_normalised_tokens, _find_labelled_secrets,
-    _find_detect_secrets)
+def _secret_finders(values: tuple[str, ...]) -> tuple[Callable[[str], Iterable[_Hit]], ...]:
+    """In priority order; ``values``: the environment's secret values (``secret_env_values``)."""
+    return (_find_pem, _find_split_tokens, _find_tokens, _find_normalised_tokens, _find_labelled_secrets,
+            _env_value_finder(values), _encoded_finder(values), _find_bare_keys, _find_detect_secrets)
+
+
 _PRIVATE_FINDERS: tuple[Callable[[str], Iterable[_Hit]], ...] = (
-    _find_site_packages, _find_homes, _find_drive_paths, _find_contacts)
+    _find_site_packages, _find_source_checkouts, _find_homes, _find_user_roots, _find_drive_paths, _find_hub_ids,
+    _find_forks, _find_contacts)
 
 
 def _resolve(text: str, finders: Iterable[Callable[[str], Iterable[_Hit]]]) -> list[_Hit]:
@@ -474,19 +785,34 @@ def _findings(text: str, hits: list[_Hit]) -> list[Finding]:
     return out
 
 
-def find_secrets(text: str) -> list[Finding]:
-    """Credentials present in ``text`` (empty list when none): filing refuses while any remain."""
-    return _findings(text, _resolve(text, _SECRET_FINDERS))
+def find_secrets(text: str, *, environ: Mapping[str, str] | None = None) -> list[Finding]:
+    """Credentials present in ``text`` (empty list when none): filing refuses while any remain.
+    ``environ``: whose secret values count (default: this process's environment)."""
+    return _findings(text, _resolve(text, _secret_finders(secret_env_values(environ))))
 
 
-def scrub(text: str, *, names: Iterable[str] | None = None) -> ScrubResult:
-    """``text`` with secrets redacted and private details replaced, and what was found.
+def _controls_finding(original: str, stripped: str) -> list[Finding]:
+    if original == stripped:
+        return []
+    first = next((i for i, (a, b) in enumerate(zip(original, stripped)) if a != b), len(stripped))
+    return [Finding("control_characters", "terminal escapes or bidi overrides", stripped.count("\n", 0, first) + 1,
+                    False, "")]
 
-    ``names``: host/user names to scrub as words; default: this machine's (``local_identity()``).
+
+def scrub(text: str, *, names: Iterable[str] | None = None,
+          environ: Mapping[str, str] | None = None) -> ScrubResult:
+    """``text`` with control characters stripped, secrets redacted and private details replaced,
+    and what was found.
+
+    ``names``: host/user names to scrub as words; default: this machine's (``local_identity()``,
+    and ``local_users()`` as folders of a path). ``environ``: the environment whose secret-named
+    variables' values are scrubbed (default: this process's, ``secret_env_values``).
     Idempotent: scrubbing the result again finds nothing.
     """
-    finders = (*_SECRET_FINDERS, *_PRIVATE_FINDERS,
-               _identity_finder(local_identity() if names is None else names))
+    original, text = text, strip_controls(text)
+    finders = (*_secret_finders(secret_env_values(environ)), *_PRIVATE_FINDERS,
+               _identity_finder(local_identity() if names is None else names),
+               _path_name_finder(local_users() if names is None else ()))
     hits = _resolve(text, finders)
     parts: list[str] = []
     pos = 0
@@ -495,7 +821,7 @@ def scrub(text: str, *, names: Iterable[str] | None = None) -> ScrubResult:
         parts.append(h.replacement)
         pos = h.end
     parts.append(text[pos:])
-    return ScrubResult("".join(parts), _findings(text, hits))
+    return ScrubResult("".join(parts), _controls_finding(original, text) + _findings(text, hits))
 
 
 def scrub_json(value: Any) -> Any:
@@ -503,7 +829,18 @@ def scrub_json(value: Any) -> Any:
 
     Unlike ``scrub_tree`` a rule sees a key next to its value, so ``{"HF_TOKEN": "..."}`` is
     caught by its label even when the value alone looks like nothing."""
-    return json.loads(scrub(json.dumps(value)).text)
+    # JSON writes a control character as \u001b, which stripping would not see: strip first.
+    return json.loads(scrub(json.dumps(_strip_tree(value))).text)
+
+
+def _strip_tree(value: Any) -> Any:
+    if isinstance(value, str):
+        return strip_controls(value)
+    if isinstance(value, dict):
+        return {_strip_tree(k): _strip_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strip_tree(v) for v in value]
+    return value
 
 
 def scrub_tree(value: Any) -> Any:

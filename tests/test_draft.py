@@ -296,11 +296,19 @@ def test_file_dry_run_flags_random_looking_strings_for_a_person(repro: Path, cap
     import string
     assert main(["draft", str(repro), "--repo", "peft"]) == 0
     rng = random.Random(7)
-    blob = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(64))
     md = repro / "draft-peft.md"
-    md.write_text(md.read_text().replace("Save it as", f'(client_cert="{blob}") Save it as'))
+    original = md.read_text()
+    # A bare 40-hex could be a commit or a key: kept, and flagged for the person (issue #28).
+    sha = "".join(rng.choice("0123456789abcdef") for _ in range(40))
+    md.write_text(original.replace("Save it as", f'(client_cert="{sha}") Save it as'))
     capsys.readouterr()
     assert main(["file", str(repro), "--dry-run", "--repo", "peft"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "check: body line" in out and "random-looking string" in out
-    assert blob not in out.split("URL")[0].split("check:")[1]  # the flag never prints the value
+    assert "check: the body line" in out and "may be a credential or an id" in out
+    assert sha not in out.split("URL")[0].split("check:")[1]  # the flag never prints the value
+    # A clearly random one is a secret: the preview says --submit would refuse, and never shows it.
+    blob = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(64))
+    md.write_text(original.replace("Save it as", f'(client_cert="{blob}") Save it as'))
+    assert main(["file", str(repro), "--dry-run", "--repo", "peft"]) == ExitCode.UNSAFE
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--submit would refuse" in out and blob not in out

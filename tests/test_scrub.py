@@ -345,3 +345,144 @@ def test_high_entropy_strings_are_flagged_not_scrubbed() -> None:
     flags = high_entropy(text)
     assert [f.line for f in flags] == [1] and key not in flags[0].preview
     assert high_entropy('tokenizer.pad_token = "<pad>"\nx = "q_proj"\n') == []
+
+
+# --- issue #28: only what the user wrote may be filed ------------------------------------------
+import base64  # noqa: E402
+
+from bot.scrub import local_users, secret_env_values, strip_controls, uncertain_strings  # noqa: E402
+
+SHA = fake(HEX, 40)
+
+
+@pytest.mark.parametrize("text", [
+    f"transformers @ git+https://github.com/huggingface/transformers@{SHA}",
+    f"peft @ git+https://github.com/huggingface/peft.git@{SHA}",
+    "x = torch.randn(2, device='cuda:0')", "connect to localhost:29500", "init_method='tcp://127.0.0.1:29500'",
+    "see https://huggingface.co/docs/transformers and huggingface.co/models",
+    'AutoModelForCausalLM.from_pretrained("google/gemma-3-1b-it")',
+    'AutoTokenizer.from_pretrained("meta-llama/Llama-3.1-8B-Instruct")',
+    'pipeline("fill-mask", model="bert-base-uncased")', "https://huggingface.co/Qwen/Qwen2.5-7B-Instruct",
+    "ssh://git@github.com/huggingface/peft.git", "x = threading.local()", "self.local.value = 1",
+    "/data/datasets/alpaca/train.json", "/mnt/c/Windows/System32", "/scratch/checkpoints/run1/x.bin",
+    "/work/main/bot/scrub.py", "--hash=sha256:" + fake(HEX, 64), f"commit {SHA}", f"revision='{SHA}'",
+    "~/.cache/huggingface/hub/models--google--gemma/snapshots/" + SHA + "/config.json",
+    "Qwen2_5_VLForConditionalGeneration, MistralForSequenceClassification2024",
+    "tokenizer.pad_token = tokenizer.eos_token\tTOKENIZERS_PARALLELISM=false",
+])
+def test_issue_28_look_alikes_stay(text: str) -> None:
+    assert find_secrets(text, environ={}) == [], text
+    assert scrub(text, names=NO_NAMES, environ={}).text == text
+    assert uncertain_strings(text) == [], text
+
+
+def test_url_user_part_is_a_credential_on_any_host() -> None:
+    tok = fake(ALNUM, 32)
+    for text in (f"--index-url https://{tok}@10.1.2.3/simple", f"https://{tok}@pypi.acme.example/simple",
+                 f"https://bob:{tok}@host/simple", f"PIP_INDEX_URL=https://{GHP}@172.20.4.9/x"):
+        result = scrub(text, names=NO_NAMES, environ={})
+        assert_gone(tok if GHP not in text else GHP, result.text)
+        assert result.secrets and find_secrets(text, environ={})
+
+
+@pytest.mark.parametrize("encoded", [
+    base64.b64encode(f"user:{GHP}".encode()).decode(), base64.b64encode(HF.encode()).decode(),
+    base64.urlsafe_b64encode(f"mlops:{fake(ALNUM, 14)}".encode()).decode(), f"okafor:{GHP}".encode().hex(),
+])
+def test_base64_and_hex_of_a_credential_are_secrets(encoded: str) -> None:
+    text = f"print(creds) -> b'{encoded}'"
+    result = scrub(text, names=NO_NAMES, environ={})
+    assert_gone(encoded, result.text) and "<redacted:encoded_secret>" in result.text
+    assert kinds(find_secrets(text, environ={})) == ["encoded_secret"]
+
+
+def test_token_split_over_labelled_lines_and_escaped_breaks() -> None:
+    for sep in ("\n", "\\n", "\\\\n"):
+        text = f"token part 1: {GHP[:20]}{sep}token part 2: {GHP[20:]} done"
+        result = scrub(text, names=NO_NAMES, environ={})
+        assert GHP[:20] not in result.text and GHP[20:] not in result.text and "done" in result.text
+        assert "split across lines" in find_secrets(text, environ={})[0].preview
+
+
+def test_bare_keys_fail_closed() -> None:
+    hexkey, b64key = fake(HEX, 40), fake(ALNUM + "+/", 40)
+    for text in (f"ValueError: bad key '{hexkey}'", f"ValueError: bad key '{b64key}'"):
+        result = scrub(text, names=NO_NAMES, environ={})
+        assert result.secrets and hexkey not in result.text and b64key not in result.text
+    # No word says what a bare 40-hex is: a commit or a key. Kept, and reported as uncertain.
+    text = f"ok\nRuntimeError: unexpected value '{hexkey}'"
+    assert scrub(text, names=NO_NAMES, environ={}).text == text
+    [flag] = uncertain_strings(text)
+    assert flag.kind == "uncertain_string" and flag.line == 2 and hexkey not in flag.preview
+
+
+def test_secret_env_values_by_name() -> None:
+    env = {"ACME_SERVICE_TOKEN": "plainvalue-123", "DB_PASSWORD": "hunter2hunter2", "GITHUB_PAT": "x" * 20,
+           "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1", "TOKENIZERS_PARALLELISM": "false", "GIT_AUTHOR_NAME": "Jane Doe Smith",
+           "PWD": "/home/jane/project", "MY_KEY": "true", "HOME": "/home/jane"}
+    assert set(secret_env_values(env)) == {"plainvalue-123", "hunter2hunter2", "x" * 20}
+
+
+def test_environment_values_are_scrubbed_in_every_encoding_and_split() -> None:
+    import urllib.parse
+    value = "p@ss/" + fake(ALNUM, 14)
+    env = {"ACME_PROXY_PASSWORD": value}
+    for form in (value, base64.b64encode(value.encode()).decode(), value.encode().hex(),
+                 urllib.parse.quote(value, safe=""), base64.b64encode(b"u:" + value.encode()).decode()):
+        text = f"login with {form} failed"
+        result = scrub(text, names=NO_NAMES, environ=env)
+        assert form not in result.text and result.secrets, form
+        assert all(value not in str(f) and form not in str(f) for f in result.findings)
+    split = f"secret part 1: {value[:9]}\nsecret part 2: {value[9:]}\n"
+    result = scrub(split, names=NO_NAMES, environ=env)
+    assert value[:9] not in result.text and value[9:] not in result.text
+    # Without that environment, nothing about the value is known.
+    assert scrub(f"login with {value[5:]} failed", names=NO_NAMES, environ={}).findings == []
+
+
+def test_scrub_reads_the_process_environment_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACME_SERVICE_TOKEN", "qwertyuiopasdfgh")
+    assert "qwertyuiopasdfgh" not in scrub("as qwertyuiopasdfgh", names=NO_NAMES).text
+    assert find_secrets("as qwertyuiopasdfgh")
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("/home/x/src/transformers-fork/src/transformers/models/llama/modeling_llama.py",
+     "<src>/transformers/models/llama/modeling_llama.py"),
+    (f"transformers @ git+https://github.com/jdoe-private/transformers@{SHA}",
+     f"transformers @ git+https://github.com/<private-org>/transformers@{SHA}"),
+    ('AutoModelForCausalLM.from_pretrained("myorg/internal-llama-7b")',
+     'AutoModelForCausalLM.from_pretrained("<private-org>/<model>")'),
+    ("404 for url: https://huggingface.co/api/models/myorg/internal-llama-7b/revision/main",
+     "404 for url: https://huggingface.co/api/models/<private-org>/<model>/revision/main"),
+    ('load_dataset("acme/private-chats")', 'load_dataset("<private-org>/<dataset>")'),
+    ("/data/li/llama-ft/adapter_config.json", "/data/<user>/llama-ft/adapter_config.json"),
+    ("/mnt/home/bob/hf_cache/hub", "~/hf_cache/hub"),
+    ("/scratch/ochen/runs/x.json", "/scratch/<user>/runs/x.json"),
+    ("HTTPSConnectionPool(host='artifacts.internal.acme.net', port=443)", "HTTPSConnectionPool(host='<host>', port=443)"),
+    ("ConnectionRefusedError: dgxbox.local:29500", "ConnectionRefusedError: <host>:29500"),
+    ("MLFLOW_TRACKING_URI=https://mlflow.corp.acme.com/api", "MLFLOW_TRACKING_URI=https://<host>/api"),
+])
+def test_issue_28_private_details(text: str, expected: str) -> None:
+    result = scrub(text, names=NO_NAMES, environ={})
+    assert result.text == expected
+    assert result.findings and not result.secrets
+
+
+def test_a_short_local_user_name_is_scrubbed_as_a_path_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bot.scrub as scrub_mod
+    monkeypatch.setattr(scrub_mod.getpass, "getuser", lambda: "li")
+    monkeypatch.setenv("USER", "li")
+    monkeypatch.delenv("USERNAME", raising=False)
+    assert local_users() == ("li",)
+    assert scrub("saved to /srv/ml/li/out.bin; a list is fine", environ={}).text == \
+        "saved to /srv/ml/<user>/out.bin; a list is fine"
+
+
+def test_strip_controls() -> None:
+    text = ("\x1b[31mred\x1b[0m \x1b]8;;https://evil.example/\x07link\x1b]8;;\x07 bell\x07 "
+            "report\u202egpj.exe \u2066x\u2069\r\nnext\rover\ttab\x00")
+    assert strip_controls(text) == "red link bell reportgpj.exe x\nnext\nover\ttab"
+    result = scrub(text, names=NO_NAMES, environ={})
+    assert result.text == strip_controls(text) and kinds(result.findings) == ["control_characters"]
+    assert scrub(result.text, names=NO_NAMES, environ={}).findings == []

@@ -36,7 +36,7 @@ import pytest
 from bot.cli import main
 from bot.issue.draft import marker
 from reducer.errors import ExitCode
-from tests.data.scrub_kinds import KINDS, PRIVATE_KINDS, SECRET_KINDS, USER_NAME, Kind
+from tests.data.scrub_kinds import ENV_ONLY, KINDS, PRIVATE_KINDS, SECRET_KINDS, USER_NAME, Kind
 from tests.fakegithub import FakeGitHub
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,9 +173,17 @@ def leaks(texts: dict[str, str], kinds: Iterable[Kind] = KINDS) -> dict[str, lis
     return found
 
 
+def planted(text: str, k: Kind) -> bool:
+    """What script B's environment holds for ``k`` is in ``text`` (for an encoded value, the
+    variable holds the plain one)."""
+    return present(text, k) or k.env_value() in text or repr(k.env_value())[1:-1] in text
+
+
 def present(text: str, k: Kind) -> bool:
-    """The value is in ``text``, as itself or as a Python repr writes it."""
-    return k.value in text or k.value.replace("\\", "\\\\").replace("\n", "\\n") in text
+    """The value is in ``text``, as itself or as a Python repr writes it (a control character
+    reads \\x1b there)."""
+    return k.value in text or k.value.replace("\\", "\\\\").replace("\n", "\\n") in text \
+        or repr(k.value)[1:-1] in text
 
 
 # --- each kind on its own: fast, and names the form that leaks --------------------------------
@@ -193,16 +201,19 @@ def _forms_of(k: Kind) -> dict[str, str]:
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
 def test_each_kind_is_scrubbed_in_every_form(kind: Kind) -> None:
     from bot.scrub import find_secrets, scrub
+    # Only an env-only kind is given the environment that holds it: every other kind must be
+    # caught by its own shape, not because the test's environment happens to hold it.
+    environ = {kind.env_var: kind.env_value()} if kind.env_only else {}
     leaked, unflagged = [], []
     for form, text in _forms_of(kind).items():
-        clean = scrub(text, names=(USER_NAME,))
+        clean = scrub(text, names=(USER_NAME,), environ=environ)
         if leaks({form: clean.text}, [kind]):
             leaked.append(form)
         if form.startswith("json") or form == "normalised":
             json.loads(clean.text)  # still JSON: a redaction never eats an escaped quote
-        if kind.secret and form != "normalised" and not find_secrets(text):
+        if kind.secret and form != "normalised" and not find_secrets(text, environ=environ):
             unflagged.append(form)
-        assert find_secrets(clean.text) == [], (form, clean.text)
+        assert find_secrets(clean.text, environ=environ) == [], (form, clean.text)
     assert leaked == [] and unflagged == [], f"leaked in {leaked}; not a secret in {unflagged}"
 
 
@@ -360,7 +371,8 @@ def report(found: dict[str, list[str]]) -> str:
 def run_a(tmp_path_factory: pytest.TempPathFactory) -> Run:
     work = tmp_path_factory.mktemp("scrubA")
     constants = "\n".join(f"    {k.appears!r}," for k in KINDS)
-    return dry_run(reduce(work, SCRIPT_A.format(constants=constants), {}), work, {})
+    # The person's shell holds the env-only kinds' variables (and the script, their values).
+    return dry_run(reduce(work, SCRIPT_A.format(constants=constants), ENV_ONLY), work, ENV_ONLY)
 
 
 def test_a_values_are_planted_in_output_message_and_surviving_constants(run_a: Run) -> None:
@@ -383,8 +395,10 @@ def test_a_values_are_planted_in_output_message_and_surviving_constants(run_a: R
     assert shortened <= SHORTENABLE
 
 
-# Bare POSIX home paths: signatures read every path as <PATH>, so the reduction may shorten them.
-SHORTENABLE = frozenset({"linux_home", "macos_home", "wsl_home"})
+# Bare POSIX paths (homes, shared roots, a fork's checkout) and URLs: signatures read every path
+# as <PATH>, so the reduction may shorten them.
+SHORTENABLE = frozenset({"linux_home", "macos_home", "wsl_home", "user_in_data_path", "user_in_mnt_home_path",
+                         "private_fork_path", "private_fork_git_url", "github_token_as_url_user"})
 
 
 def test_a_nothing_private_in_the_preview_or_the_folder(run_a: Run) -> None:
@@ -411,7 +425,7 @@ def test_a_nothing_private_in_the_preview_or_the_folder(run_a: Run) -> None:
 def test_a_submit_refuses_and_github_receives_nothing(run_a: Run, tmp_path: Path, fake_github: FakeGitHub,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     folder = fresh(run_a.folder, tmp_path)
-    code, said = submit(run_a, folder, fake_github, capsys, {})
+    code, said = submit(run_a, folder, fake_github, capsys, ENV_ONLY)
     assert code == ExitCode.UNSAFE, said[-2000:]
     assert "refusing to file" in said
     assert fake_github.requests_to("POST", ISSUES) == [] and fake_github.issues[REPO] == {}
@@ -437,8 +451,8 @@ def test_b_values_come_only_from_the_environment(run_b: Run) -> None:
     assert f"/home/{USER_NAME}/project/adapter_job.py" in tb
     for k in KINDS:
         assert f"{k.env_var}={k.env_value()}" in raw.stdout, k.name
-        assert present(raw.stderr.split("Traceback")[0], k), k.name
-        assert present(tb.splitlines()[-1], k), k.name
+        assert planted(raw.stderr.split("Traceback")[0], k), k.name
+        assert planted(tb.splitlines()[-1], k), k.name
     code = {p.name: p.read_text(encoding="utf-8") for p in (run_b.folder / "original.py", run_b.folder / "repro.py")}
     found = leaks(code)
     assert found == {}, "the script itself holds no value: " + report(found)
@@ -446,7 +460,7 @@ def test_b_values_come_only_from_the_environment(run_b: Run) -> None:
 
 def test_b_nothing_private_in_the_preview_the_folder_or_env_json(run_b: Run) -> None:
     assert run_b.dry_run_code == 0, run_b.preview[-3000:]
-    assert [k.name for k in KINDS if not present(run_b.raw_draft, k)] == []
+    assert [k.name for k in KINDS if not planted(run_b.raw_draft, k)] == []
     # env.json was captured with every variable set; it records some (HF_HOME, MASTER_ADDR, ...).
     env_vars = json.loads((run_b.folder / "env.json").read_text())["env_vars"]
     assert {"HF_HOME", "MASTER_ADDR", "TRANSFORMERS_CACHE", "HF_HUB_CACHE", "CUDA_PATH"} <= set(env_vars)
@@ -490,7 +504,7 @@ def test_submit_refuses_a_draft_with_a_surviving_secret(kind: Kind, run_b: Run, 
     folder = fresh(run_b.folder, tmp_path)
     paste(folder, kind.appears)
     assert kind.value in (folder / "draft-peft.md").read_text(encoding="utf-8")
-    code, said = submit(run_b, folder, fake_github, capsys, {})
+    code, said = submit(run_b, folder, fake_github, capsys, {kind.env_var: kind.env_value()} if kind.env_only else {})
     assert code == ExitCode.UNSAFE, said[-2000:]
     assert re.search(r"refusing to file: \w+ .* at line \d+ of draft-peft\.md", said), said[-2000:]
     assert leaks({"refusal": said}, [kind]) == {}
@@ -508,3 +522,61 @@ def test_submit_replaces_private_details_a_person_pasted_into_the_draft(run_b: R
     assert "run by <user-or-host>" in issue["body"] and "MASTER_ADDR=<ip>" in issue["body"]
     found = leaks({"filed body": issue["title"] + "\n" + issue["body"], "requests to GitHub": requests_text(fake_github)})
     assert found == {}, report(found)
+
+
+# --- a bare string the scrubber cannot tell from a credential: a person decides --------------------
+
+UNCERTAIN = "RuntimeError: unexpected value " + "9f3c2a71e4b8d05c6a1f7e2d3b4c5a6978e1d2c3"
+
+
+def test_submit_with_yes_refuses_an_uncertain_string_unless_told(run_b: Run, tmp_path: Path, fake_github: FakeGitHub,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    folder = fresh(run_b.folder, tmp_path)
+    paste(folder, UNCERTAIN)
+    code, said = submit(run_b, folder, fake_github, capsys, {})
+    assert code == ExitCode.UNSAFE, said[-2000:]
+    assert re.search(r"not filed: the body line \d+ holds a string that may be a credential", said), said[-2000:]
+    assert "9f3c2a71e4b8" not in said and fake_github.requests == []
+    # The person says it is an id: filed, as written.
+    capsys.readouterr()
+    with as_the_person(run_b, folder.parent, {}) as mp:
+        mp.setenv("REPROBOT_GITHUB_API", fake_github.url)
+        mp.setenv("GITHUB_TOKEN", "test-token")
+        code = main(["file", str(folder), "--submit", "--yes", "--not-a-secret", "--python", str(run_b.python)])
+    assert code == 0, capsys.readouterr().out[-2000:]
+    [issue] = fake_github.issues[REPO].values()
+    assert UNCERTAIN in issue["body"]
+
+
+def test_submit_asks_about_an_uncertain_string_and_files_nothing_on_no(run_b: Run, tmp_path: Path,
+                                                                       fake_github: FakeGitHub,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    import bot.commands.file as file_cmd
+    folder = fresh(run_b.folder, tmp_path)
+    paste(folder, UNCERTAIN)
+    fake_github.add_repo(REPO)
+    asked: list[str] = []
+
+    def answer(prompt: str, **kw: object) -> bool:
+        asked.append(prompt)
+        return "credential" not in prompt  # yes to everything else, no to the uncertain string
+
+    with as_the_person(run_b, folder.parent, {}) as mp:
+        mp.setenv("REPROBOT_GITHUB_API", fake_github.url)
+        mp.setenv("GITHUB_TOKEN", "test-token")
+        mp.setattr(file_cmd.sys.stdin, "isatty", lambda: True)
+        mp.setattr(file_cmd.Confirm, "ask", answer)
+        code = main(["file", str(folder), "--submit", "--not-a-duplicate", "--python", str(run_b.python)])
+    out = capsys.readouterr().out
+    assert code == 0 and "not filed" in out, out[-2000:]
+    assert any("credential" in p for p in asked)
+    assert fake_github.requests_to("POST", ISSUES) == [] and fake_github.issues[REPO] == {}
+
+
+def test_dry_run_preview_has_no_control_characters(run_a: Run) -> None:
+    # Script A prints and raises with escape sequences and bidi overrides (the ansi_escape and
+    # bidi_override kinds): none reaches the terminal preview or a draft.
+    assert "\x1b[31m" in run_a.raw.stdout and "\u202e" in run_a.raw.stdout
+    texts = leaving(run_a.folder, local_pointers(run_a.preview, run_a.folder))
+    for where, text in texts.items():
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text), where

@@ -19,7 +19,7 @@ from bot.issue.draft import Draft, build_draft, load_draft, script_placeholders,
 from bot.issue.filing import already_filed, check_safe, submission_body, submit
 from bot.issue.forms import REPO_KEYS, field_values, get_form
 from bot.prepare import Prepared, duplicate_line, likely_duplicate, prepare, search_related
-from bot.scrub import Finding, high_entropy, scrub
+from bot.scrub import Finding, high_entropy, scrub, strip_controls, uncertain_strings
 from bot.store import DEFAULT_ROOT, ReproDir, shown_path
 from reducer.errors import ExitCode, ReprobotError
 
@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation before filing")
     p.add_argument("--not-a-duplicate", action="store_true",
                    help="file even when dedup's best match looks like the same failure (with --yes)")
+    p.add_argument("--not-a-secret", action="store_true",
+                   help="file even when the draft holds a random-looking string the scrubber could not "
+                        "tell from a credential, such as a bare 40-hex id (with --yes)")
     add_python(p, "interpreter whose environment is captured if env.json is missing")
     add_db(p)
     add_no_search(p)
@@ -99,7 +102,26 @@ def _show_findings(title: str, findings: list[Finding]) -> None:
 
 
 def _step(text: str) -> None:
-    console.print(f"[dim]{escape(text)}[/]", soft_wrap=True)
+    console.print(f"[dim]{_safe(text)}[/]", soft_wrap=True)
+
+
+def _safe(text: str) -> str:
+    """Text for the terminal: no escape sequence or bidi override of a draft, an issue title from
+    GitHub or a note can restyle the terminal or reorder what the person reads."""
+    return escape(strip_controls(text))
+
+
+def _uncertain(title: str, body: str) -> list[tuple[str, Finding]]:
+    """(where, finding) for each bare random-looking string in what would be filed."""
+    found = uncertain_strings(title + "\n" + body)
+    return [("title" if f.line == 1 else f"body line {f.line - 1}", f) for f in found]
+
+
+def _confirm_uncertain(uncertain: list[tuple[str, Finding]]) -> bool:
+    for where, f in uncertain:
+        console.print(f"[yellow]the {where} holds a random-looking string[/] ({_safe(f.preview)})")
+    return Confirm.ask("[yellow]Is each of them an id (a commit, a hash), not a credential?[/] File it publicly?",
+                       default=False)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -132,12 +154,12 @@ def _run(args: argparse.Namespace, repro: ReproDir) -> int:
     if args.dry_run:
         dup = likely_duplicate(prep.related, draft.signature_id)
         if dup:
-            console.print(f"[bold yellow]likely duplicate:[/] {escape(duplicate_line(dup))}", soft_wrap=True)
+            console.print(f"[bold yellow]likely duplicate:[/] {_safe(duplicate_line(dup))}", soft_wrap=True)
         if fixed:
             console.print(f"[bold yellow]{escape(fixed)}[/]")
         console.print(Rule(f"{form.repo}: issue preview"))
-        console.print(Panel(escape(draft.title), title="title", expand=False))
-        console.print(Markdown(submission_body(draft)))
+        console.print(Panel(_safe(draft.title), title="title", expand=False))
+        console.print(Markdown(strip_controls(submission_body(draft))))
         console.print(Rule())
         _show_findings("Scrubbed when drafted:", draft.scrubbed)
         _show_findings("Scrubbed now (the draft was edited):", now)
@@ -151,8 +173,12 @@ def _run(args: argparse.Namespace, repro: ReproDir) -> int:
             console.print(f"[yellow]check:[/] body line {flag.line} holds a random-looking string "
                           f"({escape(flag.preview)}): if it is a credential, remove it from "
                           f"{escape(repro.draft_md(key).name)}")
+        for where, flag in _uncertain(draft.title, submission_body(draft)):
+            console.print(f"[yellow]check:[/] the {where} holds a string that may be a credential or an id "
+                          f"({_safe(flag.preview)}): --submit asks before filing it (with --yes, refuses without "
+                          "--not-a-secret)")
         for note in draft.notes:
-            console.print(f"[yellow]note:[/] {escape(note)}")
+            console.print(f"[yellow]note:[/] {_safe(note)}")
         for fid in check.unconfirmed:
             console.print(f"[yellow]to confirm:[/] {escape(form.field(fid).label)} is reprobot's proposal; "
                           f"edit {escape(shown_path(repro.draft_md(key)))}")
@@ -160,10 +186,10 @@ def _run(args: argparse.Namespace, repro: ReproDir) -> int:
             console.print(f"[green]valid[/] against the {escape(form.repo)} bug-report form")
         else:
             for p in check.problems:
-                console.print(f"[red]invalid:[/] {escape(str(p))}")
+                console.print(f"[red]invalid:[/] {_safe(str(p))}")
         url = draft.prefill_url()
         console.print(f"[bold]URL[/] ({escape(url.instruction)}):")
-        console.print(url.url, soft_wrap=True, markup=False)
+        console.print(strip_controls(url.url), soft_wrap=True, markup=False)
         console.print(f"files: {escape(shown_path(repro.path))}/ (repro.py, draft-{key}.md, draft-{key}.json"
                       + (", requirements.lock" if repro.requirements_lock.is_file() else "") + ")")
         return 0 if check.ok and not secrets else (ExitCode.UNSAFE if secrets else ExitCode.BAD_INPUT)
@@ -182,6 +208,11 @@ def _run(args: argparse.Namespace, repro: ReproDir) -> int:
         raise ReprobotError(f"draft-{key}.md does not fill the {form.repo} form: "
                             + "; ".join(map(str, check.problems)), ExitCode.BAD_INPUT)
     check_safe(draft.title, submission_body(draft))
+    uncertain = _uncertain(draft.title, submission_body(draft))
+    if uncertain and args.yes and not args.not_a_secret:
+        where, first = uncertain[0]
+        raise ReprobotError(f"not filed: the {where} holds a string that may be a credential ({first.preview}); "
+                            "remove it from the draft, or pass --not-a-secret if it is an id", ExitCode.UNSAFE)
     from bot.issue.github import github_client
 
     client = github_client(write=True)  # one-line NO_TOKEN error without GITHUB_TOKEN
@@ -201,6 +232,9 @@ def _run(args: argparse.Namespace, repro: ReproDir) -> int:
                           + escape(str(draft.fields.get(fid, ""))[-300:]))
         if dup and not args.not_a_duplicate and not Confirm.ask(
                 f"[yellow]{escape(duplicate_line(dup))}[/] File a new issue anyway?", default=False):
+            console.print("not filed")
+            return 0
+        if uncertain and not args.not_a_secret and not _confirm_uncertain(uncertain):
             console.print("not filed")
             return 0
         if fixed and not Confirm.ask(f"[yellow]{escape(fixed)}[/] File anyway?", default=False):

@@ -15,6 +15,7 @@ import base64
 import random
 import re
 import string
+import urllib.parse
 from dataclasses import dataclass, field
 
 _rng = random.Random(20240917)
@@ -63,6 +64,9 @@ class Kind:
     env_text: str = ""          # what that variable holds (default: ``appears`` for private details and
                                 # self-contained texts, the value for tokens)
     needles: tuple[str, ...] = field(default=())  # further private pieces (the user part of a URL, ...)
+    # Recognisable only because the person's environment holds it under a secret-looking name
+    # (it has no shape of its own): script A's run sets the variable too.
+    env_only: bool = False
 
     def env_value(self) -> str:
         return self.env_text or self.value
@@ -81,10 +85,10 @@ class Kind:
 
 
 def _k(name: str, value: str, appears: str, env_var: str, *, secret: bool = True, env_text: str = "",
-       needles: tuple[str, ...] = ()) -> Kind:
+       needles: tuple[str, ...] = (), env_only: bool = False) -> Kind:
     assert value in appears.replace("{v}", value), name
     return Kind(name, value, appears.replace("{v}", value), secret, env_var,
-                env_text.replace("{v}", value), needles)
+                env_text.replace("{v}", value), needles, env_only)
 
 
 def _kinds() -> list[Kind]:
@@ -259,6 +263,76 @@ def _kinds() -> list[Kind]:
            "MlflowException: API request to https://{v}/api/2.0/mlflow/runs/create failed",
            "MLFLOW_TRACKING_URI", secret=False, env_text="https://{v}"))
     add(_k("machine_user_name", USER_NAME, "run by {v} on the shared box", "RUN_BY", secret=False))
+
+    # --- found by the red-team pass of issue #28 -------------------------------------------
+    # A token as the user part of a URL, no password: an index URL in the lock line, System Info.
+    tok = fake(ALNUM, 40)
+    add(_k("token_as_url_user_on_ip", tok, "--index-url https://{v}@10.1.2.3/simple/", "REPROBOT_INDEX_URL",
+           env_text="https://{v}@10.1.2.3/simple/"))
+    tok = "gh" + "p_" + fake(ALNUM, 36)
+    add(_k("github_token_as_url_user", tok, "remote: https://{v}@172.20.4.9/acme-ml/peft.git", "GIT_MIRROR_URL",
+           env_text="https://{v}@172.20.4.9/acme-ml/peft.git"))
+    user, pw = "ci-bot" + digits(2), fake(ALNUM, 30)
+    add(_k("url_user_password_index", user + ":" + pw, "PIP_INDEX_URL=https://{v}@pypi.acme-ml.example/simple",
+           "PIP_INDEX_URL", env_text="https://{v}@pypi.acme-ml.example/simple", needles=(user, pw)))
+    # base64 of a token: printed bytes of base64.b64encode(b"user:ghp_..."), a bare encoded token.
+    add(_k("base64_of_user_and_token", _b64("okafor:" + "gh" + "p_" + fake(ALNUM, 36)), "b'{v}'",
+           "ENCODED_GIT_CREDS"))
+    add(_k("base64_of_hf_token", _b64("h" + "f_" + fake(ALNUM, 34)),
+           "ValueError: cannot parse credentials {v}", "HF_CREDS_BLOB"))
+    # A token split over two labelled lines.
+    tok = "gh" + "p_" + fake(ALNUM, 36)
+    add(_k("token_split_over_labelled_lines", tok[:20], "token part 1: {v}\ntoken part 2: " + tok[20:],
+           "TOKEN_PARTS", env_text="token part 1: {v}\ntoken part 2: " + tok[20:], needles=(tok[:20], tok[20:])))
+    # Bare 40-character keys in a message.
+    add(_k("bare_hex_key_in_message", fake(HEX, 40), "ValueError: bad key '{v}'", "LICENSE_BLOB",
+           env_text="ValueError: bad key '{v}'"))
+    add(_k("bare_base64_key_in_message", fake(B64, 40), "ValueError: bad key '{v}'", "SIGNING_BLOB",
+           env_text="ValueError: bad key '{v}'"))
+    add(_k("bare_random_string", fake(ALNUM, 40), "RuntimeError: handshake refused for {v}", "HANDSHAKE_ID"))
+    # Values of the person's secret-named variables, with no shape of their own, and their encodings.
+    add(_k("env_secret_plain", fake(string.ascii_lowercase, 24), "connecting to the gateway as {v} failed",
+           "ACME_SERVICE_TOKEN", env_only=True))
+    raw = "hunter-" + fake(string.ascii_lowercase, 12)
+    add(_k("env_secret_base64", _b64(raw), "b'{v}'", "ACME_DB_PASSWORD", env_text=raw, needles=(_b64(raw), raw),
+           env_only=True))
+    raw = fake(string.ascii_lowercase, 16)
+    add(_k("env_secret_hex", raw.encode().hex(), "digest input: {v}", "ACME_API_KEY", env_text=raw,
+           needles=(raw.encode().hex(), raw), env_only=True))
+    raw = "p@ss/" + fake(string.ascii_lowercase, 8) + "#" + fake(string.ascii_lowercase, 8)
+    quoted = urllib.parse.quote(raw, safe="")
+    add(_k("env_secret_urlencoded", quoted, "GET https://proxy.example.com/login?user=ml&pw={v} failed",
+           "ACME_PROXY_PASSWORD", env_text=raw, needles=(quoted, raw), env_only=True))
+    raw = fake(string.ascii_lowercase, 24)
+    add(_k("env_secret_split_over_lines", raw[:12], "secret part 1: {v}\nsecret part 2: " + raw[12:],
+           "ACME_CLIENT_SECRET", env_text=raw, needles=(raw[:12], raw[12:]), env_only=True))
+    # Private forks, private Hub repositories, user names in any path, non-public host names.
+    fork = "transformers-acmefork" + digits(2)
+    add(_k("private_fork_path", fork, "/srv/src/{v}/src/transformers/models/llama/modeling_llama.py",
+           "TRANSFORMERS_SRC_FILE", secret=False,
+           env_text="/srv/src/{v}/src/transformers/models/llama/modeling_llama.py"))
+    owner = "okafor-private" + digits(2)
+    add(_k("private_fork_git_url", owner,
+           "transformers @ git+https://github.com/{v}/transformers.git@" + fake(HEX, 40), "FORK_PIN", secret=False,
+           env_text="transformers @ git+https://github.com/{v}/transformers.git@" + fake(HEX, 40)))
+    repo = "acmeml" + digits(2) + "/internal-llama-7b"
+    add(_k("private_hub_repo_id", repo, 'AutoModelForCausalLM.from_pretrained("{v}")', "PRIVATE_MODEL_CALL",
+           secret=False, env_text='AutoModelForCausalLM.from_pretrained("{v}")'))
+    add(_k("user_in_data_path", "kvyas" + digits(1), "/data/{v}/llama-ft/checkpoint-500/adapter_config.json",
+           "CKPT_ROOT", secret=False, env_text="/data/{v}/llama-ft"))
+    add(_k("user_in_mnt_home_path", "bnakamura" + digits(2), "/mnt/home/{v}/hf_cache/hub/models--google--gemma",
+           "SHARED_CACHE", secret=False, env_text="/mnt/home/{v}/hf_cache"))
+    add(_k("user_in_scratch_path", "ochen" + digits(2), "/scratch/{v}/runs/exp1/trainer_state.json",
+           "RUN_DIR", secret=False, env_text="/scratch/{v}/runs/exp1"))
+    add(_k("internal_label_host", "artifacts.internal.acmeml" + digits(2) + ".net",
+           "HTTPSConnectionPool(host='{v}', port=443): Max retries exceeded", "ARTIFACT_HOST", secret=False))
+    add(_k("dot_local_host", "dgxbox" + digits(2) + ".local", "ConnectionRefusedError: {v}:29500",
+           "RDZV_ENDPOINT", secret=False))
+    # Terminal control characters: escape sequences, bells, bidi overrides.
+    add(_k("ansi_escape", "\x1b", "\x1b[31mCUDA error\x1b[0m \x1b]8;;https://evil.example/\x07click\x1b]8;;\x07",
+           "COLOR_MSG", secret=False, needles=("\x1b", "\x07")))
+    add(_k("bidi_override", "\u202e", "saved to report\u202egpj.exe and \u2066x\u2069", "UPLOAD_NAME",
+           secret=False, needles=("\u202e", "\u2066", "\u2069")))
     return ks
 
 
@@ -268,3 +342,5 @@ assert len({k.env_var for k in KINDS}) == len(KINDS)
 
 SECRET_KINDS = [k for k in KINDS if k.secret]
 PRIVATE_KINDS = [k for k in KINDS if not k.secret]
+# The person's environment for the env-only kinds: their values are recognisable through it alone.
+ENV_ONLY = {k.env_var: k.env_value() for k in KINDS if k.env_only}
