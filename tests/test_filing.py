@@ -14,6 +14,7 @@ from tests.draft_support import copy_repro
 from tests.fakegithub import FakeGitHub
 
 REPO = "huggingface/peft"
+FILER = "reprobot-bot"  # the login tests/fakegithub.py maps the test token to
 ISSUES = r"^/repos/huggingface/peft/issues$"
 
 
@@ -68,7 +69,7 @@ def test_submit_creates_once_then_says_already_filed(repro: Path, gh: FakeGitHub
 
 def test_an_issue_with_the_marker_is_adopted_not_duplicated(repro: Path, gh: FakeGitHub,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    existing = gh.add_issue(REPO, title="filed from another machine",
+    existing = gh.add_issue(REPO, title="filed from another machine", user=FILER,
                             body="### Reproduction\n\n...\n\n" + marker(sig_id(repro)) + "\n")
     assert submit(repro) == 0
     assert gh.requests_to("POST", ISSUES) == []
@@ -167,9 +168,10 @@ def test_submit_without_yes_needs_a_terminal(repro: Path, gh: FakeGitHub, capsys
 def test_search_lag_and_no_user_endpoint_still_find_the_issue(repro: Path, gh: FakeGitHub,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     """An App installation token cannot read /user (403) and search has not indexed the new
-    issue yet: the repository's recent issues are read directly, and the marker is found."""
+    issue yet: GraphQL's viewer names the filer, the repository's recent issues are read
+    directly, and the marker is found in the filer's own issue."""
     existing = gh.add_issue(REPO, title="filed a minute ago", body="...\n\n" + marker(sig_id(repro)) + "\n",
-                            user="someone-else")
+                            user=FILER)
     gh.fail_next("GET", r"^/search/issues$", 200, times=5,
                  body={"total_count": 0, "incomplete_results": False, "items": []})
     gh.fail_next("GET", r"^/user$", 403, times=5)
@@ -220,3 +222,90 @@ def test_a_script_whose_private_value_was_scrubbed_waits_for_a_person(repro: Pat
     assert gh.requests_to("POST", ISSUES) == []
     md.write_text(text.replace("```python\n", "```python\nHOST = \"192.0.2.1\"\n", 1))  # a documentation address
     assert submit(repro) == 0
+
+
+# --- whose marker counts ----------------------------------------------------------------------
+
+def quoted_in_fence(m: str) -> str:
+    return f"reprobot keeps filing this, see:\n\n```\n{m}\n```\n"
+
+
+def quoted_inline(m: str) -> str:
+    return f"Its marker is `{m}` in every body.\n"
+
+
+def quoted_in_blockquote(m: str) -> str:
+    return f"> {m}\n"
+
+
+def bare(m: str) -> str:
+    return f"### Reproduction\n\n...\n\n{m}\n"
+
+
+@pytest.mark.parametrize("author,body", [
+    ("mallory", quoted_in_fence),     # the red-team finding: another user quotes the marker
+    ("mallory", bare),                # another user copies it as a real comment
+    (FILER, quoted_in_fence),         # ours, but only showing the marker
+    (FILER, quoted_inline),
+    (FILER, quoted_in_blockquote),
+], ids=["other-fenced", "other-bare", "own-fenced", "own-inline-code", "own-blockquote"])
+def test_a_marker_that_is_not_our_own_comment_does_not_stop_filing(repro: Path, gh: FakeGitHub, author: str,
+                                                                   body, capsys: pytest.CaptureFixture[str]) -> None:
+    decoy = gh.add_issue(REPO, title="decoy", body=body(marker(sig_id(repro))), user=author)
+    assert submit(repro) == 0
+    assert len(gh.requests_to("POST", ISSUES)) == 1
+    out = flat(capsys.readouterr().out)
+    assert "already filed" not in out and decoy["html_url"] not in out
+    created = [i for i in issues_in(gh) if i["number"] != decoy["number"]]
+    assert [i["user"]["login"] for i in created] == [FILER]
+
+
+def test_our_own_issue_is_found_among_decoys(repro: Path, gh: FakeGitHub,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Search returns the decoys first (newest first); the filer's own marked issue still wins."""
+    own = gh.add_issue(REPO, title="ours", body=bare(marker(sig_id(repro))), user=FILER,
+                       created_at="2020-01-01T00:00:00Z")
+    for who, body in [("mallory", quoted_in_fence), ("mallory", bare), (FILER, quoted_in_fence)]:
+        gh.add_issue(REPO, title="decoy", body=body(marker(sig_id(repro))), user=who)
+    assert submit(repro) == 0
+    assert gh.requests_to("POST", ISSUES) == []
+    assert f"already filed: {own['html_url']}" in flat(capsys.readouterr().out)
+
+
+def test_an_app_token_is_recognised_by_its_bot_login(repro: Path, gh: FakeGitHub,
+                                                     capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installation token: /user answers 403, GraphQL's viewer answers ``<slug>[bot]``."""
+    gh.tokens["app-token"] = "reprobot-app[bot]"
+    monkeypatch.setenv("GITHUB_TOKEN", "app-token")
+    gh.fail_next("GET", r"^/user$", 403, times=20)
+    gh.add_issue(REPO, title="someone else's", body=bare(marker(sig_id(repro))), user="reprobot-bot")
+    own = gh.add_issue(REPO, title="ours", body=bare(marker(sig_id(repro))), user="reprobot-app[bot]")
+    assert submit(repro) == 0
+    assert gh.requests_to("POST", ISSUES) == []
+    assert f"already filed: {own['html_url']}" in flat(capsys.readouterr().out)
+
+
+def test_no_identity_no_filing(repro: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without knowing who files, no issue can be told to be ours: nothing is sent."""
+    gh.fail_next("GET", r"^/user$", 403, times=20)
+    gh.fail_next("POST", r"^/graphql$", 403, times=20)
+    assert submit(repro) == ExitCode.NETWORK
+    assert "REPROBOT_FILER_LOGIN" in flat(capsys.readouterr().err)
+    assert gh.requests_to("POST", ISSUES) == []
+
+
+def test_find_marked_with_pygithub(gh: FakeGitHub) -> None:
+    """find_marked itself, through a PyGithub client of reprobot's own making."""
+    from bot.issue.filing import find_marked
+    from bot.issue.github import github_client
+
+    client = github_client("test-token", api_url=gh.url, write=True)
+    sig = "0123456789"
+    for who, body in [("mallory", bare), ("mallory", quoted_in_fence), (FILER, quoted_in_fence),
+                      (FILER, quoted_inline)]:
+        gh.add_issue(REPO, title="decoy", body=body(marker(sig)), user=who)
+    assert find_marked(client, REPO, sig) is None
+    own = gh.add_issue(REPO, title="ours", body=bare(marker(sig)), user=FILER)
+    found = find_marked(client, REPO, sig)
+    assert found is not None and found.number == own["number"]

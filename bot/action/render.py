@@ -3,9 +3,9 @@
 Every byte of the artifact is untrusted (the reproduce job ran the public's code): files are
 read only if they are plain files under a size cap, JSON is shape-checked field by field, every
 text is scrubbed (bot/scrub.py) and then made inert as markdown:
-- code goes in a fence longer than any backtick run inside it;
-- one-line texts are HTML- and markdown-escaped and ``@`` gets a zero-width space, so a title
-  cannot ping people, open a tag, or close the reply's ``<details>``;
+- code goes in a fence longer than any backtick run inside it, one-line texts are escaped
+  prose, by the same functions as the drafts (bot/issue/markdown.py): a title cannot ping
+  people, reference an issue, open a tag, or close the reply's ``<details>``;
 - links are kept only when they are github.com issue/PR/new-issue links of a well-formed repo;
 - the hidden marker that identifies our reply is stripped from anything quoted.
 The draft goes in a collapsed ``<details>`` as a markdown code block: quoted, it cannot mention
@@ -21,7 +21,8 @@ from typing import Any
 
 import jinja2
 
-from bot.issue.templating import templates_dir
+from bot.issue import markdown
+from bot.issue.templating import environment, templates_dir
 from bot.action.result import REPRO_SUBDIR, SILENT, ActionResult
 from bot.upstream.targets import REPO_KEYS, target_for_repo
 from reducer.signature import Signature
@@ -39,7 +40,6 @@ MAX_REASONS = 5
 _REPO = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 _ISSUE_URL = re.compile(r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/(?:issues|pull)/\d{1,9}$")
 _NEW_ISSUE_URL = re.compile(r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/issues/new\?[^\s<>\"'`]*$")
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>])")
 
 
 def marker(node_id: str) -> str:
@@ -58,31 +58,18 @@ def clean(text: str) -> str:
 
 def md_text(text: str, limit: int = 300) -> str:
     """One line of plain text, safe to put anywhere in markdown."""
-    one = " ".join(clean(text).split())
-    if len(one) > limit:
-        one = one[: limit - 1] + "…"
-    one = one.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    one = _MD_SPECIAL.sub(r"\\\1", one)
-    return one.replace("@", "@\u200b")
+    return markdown.inline(clean(text), limit)
 
 
 def code_span(text: str, limit: int = 400) -> str:
-    one = " ".join(clean(text).split())
-    if len(one) > limit:
-        one = one[: limit - 1] + "…"
-    run = max((len(m) for m in re.findall(r"`+", one)), default=0)
-    ticks = "`" * (run + 1)
-    pad = " " if one.startswith("`") or one.endswith("`") or run else ""
-    return f"{ticks}{pad}{one}{pad}{ticks}"
+    return markdown.code_span(clean(text), limit)
 
 
 def fence(text: str, lang: str = "", limit: int = MAX_CODE) -> str:
     body = clean(text)
     if len(body) > limit:
         body = body[:limit].rstrip() + "\n# … (cut: too long for a reply; the artifact has the whole file)"
-    run = max((len(m) for m in re.findall(r"`{3,}", body)), default=0)
-    ticks = "`" * max(3, run + 1)
-    return f"{ticks}{lang}\n{body.rstrip()}\n{ticks}"
+    return markdown.fence(body, lang)
 
 
 # --- reading the artifact --------------------------------------------------------------------
@@ -287,10 +274,7 @@ def load_reply(artifact: Path, node_id: str, result: ActionResult) -> Reply:
 # --- rendering -------------------------------------------------------------------------------
 
 def _environment(directory: Path = TEMPLATES_DIR) -> jinja2.Environment:
-    # Markdown, not HTML: escaping is done above, per kind of text, not by jinja's HTML autoescape.
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(directory)), autoescape=False,
-                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                              trim_blocks=True, lstrip_blocks=True)
+    return environment([directory])
 
 
 def render_reply(reply: Reply, directory: Path = TEMPLATES_DIR) -> str:

@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from bot.env.system_info import system_info
-from bot.issue.templating import templates_dir
+from bot.issue.markdown import code_span, fence, inline, top_level_html
+from bot.issue.templating import environment, templates_dir
 from bot.issue.forms import CONFIRM_MARK, MISSING_MARK, FieldValue, Form, Validation, field_values, get_form, validate
 from bot.upstream.targets import get_target, targets
 from bot.scrub import Finding, scrub
@@ -37,6 +36,9 @@ TITLE_MAX = 120          # GitHub allows 256; titles past ~120 are cut in every 
 URL_MAX = 8000           # beyond this, browsers and GitHub's front end start refusing URLs
 LOCK_SHORT_PINS = 12     # a longer lock is a file to attach, not part of the body
 INNER_FRAMES = 6         # innermost library frames always shown
+# What may be written into a draft as a real reference or mention: only names of this shape.
+REPO_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
+HANDLE = re.compile(r"^@[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:/[A-Za-z0-9_.-]{1,100})?$")
 
 
 def body_digest(text: str) -> str:
@@ -55,6 +57,13 @@ def edited_by_hand(repro: ReproDir, key: str) -> bool:
 def marker(sig_id: str) -> str:
     """The hidden idempotency marker: lets filing (and dedup) find an issue already filed."""
     return f"{MARKER_PREFIX}{sig_id} -->"
+
+
+def carries_marker(body: str | None, sig_id: str) -> bool:
+    """The body holds the marker as its own hidden comment: a line that is exactly the marker,
+    outside any code or quote. Quoted in a code block, it is someone showing the marker, not
+    the marker; a plain substring test would let such a quote pass for an issue already filed."""
+    return marker(sig_id) in top_level_html(body or "")
 
 
 @dataclass
@@ -146,7 +155,9 @@ def _related_items(related: dict[str, Any] | None) -> list[dict[str, Any]]:
     """dedup's best matches, the fields the template shows, entries without a number dropped."""
     out: list[dict[str, Any]] = []
     for r in (related or {}).get("results") or []:
-        if not isinstance(r, dict) or not r.get("repo") or not isinstance(r.get("number"), int):
+        # ``repo#number`` is written as a real reference: only a well-formed one.
+        if not isinstance(r, dict) or not REPO_NAME.match(str(r.get("repo") or "")) \
+                or not isinstance(r.get("number"), int) or isinstance(r.get("number"), bool):
             continue
         out.append({"repo": str(r["repo"]), "number": r["number"], "title": str(r.get("title") or ""),
                     "state": str(r.get("state") or "unknown"), "is_pr": bool(r.get("is_pr")),
@@ -361,25 +372,28 @@ def _evidence(repro: ReproDir, sig_data: dict[str, Any], reduction: dict[str, An
         status = reduction.get("status")
         out.append(f"Reduced automatically{size}{runs_n}; every kept step was re-run and failed the same way"
                    + ("." if status == "done" else
-                      f" (the reduction stopped before the end: {status}; this is the smallest script so far)."))
+                      f" (the reduction stopped before the end: {inline(str(status), 80)}; "
+                      "this is the smallest script so far)."))
     elif not reduced:
         notes.append("repro.py is missing: the original script is shown, not reduced (run `reprobot reduce`)")
         out.append("The script below is the original, not reduced.")
     if runs:
         out.append(f"The original script failed this way in {len(runs)} of {len(runs)} runs before reduction.")
-    frames = " < ".join(f"`{f}`" for f in sig.frames)
-    out.append(f"Failure signature `{sig.id}`: `{sig.exc_type}`" + (f" raised at {frames}" if frames else "") + ".")
+    frames = " < ".join(code_span(f) for f in sig.frames)
+    out.append(f"Failure signature {code_span(sig.id)}: {code_span(sig.exc_type)}"
+               + (f" raised at {frames}" if frames else "") + ".")
     return out
 
 
 def _expected(entry: str | None, record: TracebackRecord, family: str | None = None) -> str:
-    """What should have happened, and what happened instead, in the failure's own words."""
-    call = f"`{entry}(...)`" if entry else "The script"
-    on = f" on this {family} model" if family else ""
+    """What should have happened, and what happened instead, in the failure's own words: markdown,
+    each piece of the failure's text a code span or escaped prose."""
+    call = code_span(f"{entry}(...)") if entry else "The script"
+    on = f" on this {inline(family, 80)} model" if family else ""
     first = re.split(r"(?<=[^.])\.\s", one_line_message(record), maxsplit=1)[0].rstrip(".")
     if len(first) > 200:
         first = first[:199].rsplit(" ", 1)[0] + "\u2026"
-    instead = f"`{record.exc_type}: {first}`" if first else f"`{record.exc_type}`"
+    instead = code_span(f"{record.exc_type}: {first}" if first else record.exc_type)
     return f"{call} should complete{on}. Instead it raises {instead}."
 
 
@@ -390,23 +404,12 @@ class _Renderer:
         # templates/ first (the partials every form shares), then the folders of targets that
         # keep their template elsewhere (registered by a plugin or a test).
         extra = [str(d) for d in dict.fromkeys(t.template_dir for t in targets() if t.template_dir)]
-        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(directory), *extra]), autoescape=False,
-                                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                                      undefined=jinja2.StrictUndefined)
-        self.env.filters["fence"] = fence
+        self.env = environment([directory, *extra])
 
     def render(self, repo_key: str, context: dict[str, Any]) -> str:
         text = self.env.get_template(get_target(repo_key).template_name).render(**context)
         # Templates stay readable with blank lines around blocks; the output gets one at most.
         return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
-
-
-def fence(text: str, lang: str = "") -> str:
-    """A code block whose fence is longer than any backtick run inside ``text``."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    ticks = "`" * max(3, longest + 1)
-    body = re.sub(r"\A(?:[ \t]*\n)+", "", text.rstrip())  # blank lines a reduction left at the top
-    return f"{ticks}{lang}\n{body}\n{ticks}"
 
 
 def _reruns(repro: ReproDir, notes: list[str]):
@@ -464,12 +467,14 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
     if route:
         reasons = {str(r.get("repo", "")).lower(): list(r.get("reasons") or []) for r in route.get("ranked") or []}
         cross = [{"repo": c, "reasons": reasons.get(str(c).lower(), [])}
-                 for c in route.get("cross_links") or [] if str(c).lower() != form.repo.lower()]
-        if route.get("target") and str(route["target"]).lower() != form.repo.lower():
+                 for c in route.get("cross_links") or []
+                 if REPO_NAME.match(str(c)) and str(c).lower() != form.repo.lower()]
+        if REPO_NAME.match(str(route.get("target") or "")) and str(route["target"]).lower() != form.repo.lower():
             t = str(route["target"])
             cross.insert(0, {"repo": t, "reasons": reasons.get(t.lower(), [])})
     # The form asks to tag fewer than 3 people; only handles routing named for this repo's form.
-    who = [h for h in (route or {}).get("who_can_help") or [] if str(h).startswith("@")][:2]
+    # They are the draft's only intended mentions: handles of a well-formed shape, nothing else.
+    who = [h for h in (route or {}).get("who_can_help") or [] if HANDLE.match(str(h))][:2]
     # Routing names maintainers of its target: they are no help on another repository's form.
     target = str((route or {}).get("target") or "").lower()
     if not any(f.id == "who-can-help" for f in form.fields) or target != form.repo.lower():
@@ -545,5 +550,5 @@ def load_draft(folder: str | Path, repo_key: str) -> Draft:
                  scrubbed=[Finding.from_dict(f) for f in meta.get("scrubbed", [])], template=form.template)
 
 
-__all__ = ["Draft", "PrefillURL", "build_draft", "write_draft", "load_draft", "prefill_url", "marker",
+__all__ = ["Draft", "PrefillURL", "build_draft", "write_draft", "load_draft", "prefill_url", "marker", "carries_marker",
            "make_title", "entry_point", "trim_traceback", "fence"]

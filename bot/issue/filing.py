@@ -6,7 +6,9 @@ created the issue:
    submit answers "already filed: <url>" without touching the network.
 2. The body carries a hidden marker ``<!-- reprobot:sig=<id> -->``; before creating, GitHub is
    asked for an issue holding it (search, plus the filer's own recent issues, which unlike
-   search are not subject to indexing lag).
+   search are not subject to indexing lag). Only an issue the filing identity itself wrote,
+   with the marker as the body's own hidden comment, counts: anyone can write the marker into
+   an issue, and an issue by someone else must not stop the filing.
 3. The POST is sent exactly once (bot/issue/github.py's write client never retries a POST). When it
    fails, only the safe GETs of step 2 are repeated to learn whether it landed.
 Labels and assignees are never sent: upstream drops them for non-maintainers.
@@ -22,7 +24,7 @@ from typing import Any
 
 from github import BadCredentialsException, Github, GithubException
 
-from bot.issue.draft import MARKER_PREFIX, Draft, marker
+from bot.issue.draft import MARKER_PREFIX, Draft, carries_marker, marker
 from bot.scrub import find_secrets
 from bot.store import ReproDir, write_json_atomic
 from reducer.errors import ExitCode, ReprobotError
@@ -30,7 +32,8 @@ from reducer.errors import ExitCode, ReprobotError
 # reprobot's own editing aids in a draft (notes, "confirm this" prompts): not for upstream.
 _OWN_COMMENTS = re.compile(r"<!-- reprobot:(?:notes|confirm|missing)\b.*?-->[ \t]*\n?", re.DOTALL)
 RECENT = timedelta(days=2)  # how far back the filer's own issues are checked for the marker
-RECENT_ANYONE = 300         # issues read when the filer is unknown (a busy repository gets ~100 a day)
+RECENT_ANYONE = 300         # issues read when the listing cannot filter by author (a busy repository gets ~100 a day)
+FILER_ENV = "REPROBOT_FILER_LOGIN"  # who files, when the token cannot say (see filer_login)
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ def submission_body(draft: Draft) -> str:
     """The body as sent: reprobot's editing comments removed, the signature marker kept (and
     put back if a person deleted it while editing)."""
     body = _OWN_COMMENTS.sub("", draft.body).lstrip("\n")
-    if marker(draft.signature_id) not in body:
+    if not carries_marker(body, draft.signature_id):
         body = body.rstrip("\n") + "\n\n" + marker(draft.signature_id) + "\n"
     return body
 
@@ -106,41 +109,67 @@ def _record(repro: ReproDir, issue: FiledIssue) -> None:
     write_json_atomic(repro.filed_json, {"issues": [i.to_dict() for i in issues]})
 
 
-def find_marked(client: Github, repo: str, sig_id: str) -> Any | None:
-    """An issue in ``repo`` whose body holds this signature's marker, or None when none is there.
+def filer_login(client: Github) -> str:
+    """The login issues filed with this client are authored by: ``GET /user`` for a person's
+    token; GraphQL ``viewer`` for a GitHub App installation token (``/user`` answers 403 to
+    those, ``viewer`` answers ``<app-slug>[bot]``); else ``$REPROBOT_FILER_LOGIN``. Without it
+    no issue can be recognised as ours, so this raises rather than guess."""
+    import os
 
-    Search first (finds it whoever filed it, whenever); then the repository's issues updated in
-    the last days, read directly, since search can lag behind a create by a minute or more: the
-    token owner's own when GitHub says who that is, else all of them (an App installation token
-    cannot read ``/user``). "Could not check" is never "not found": when neither listing can be
-    read this raises, and nothing is filed.
+    from bot.issue.github import graphql
+
+    try:
+        return str(client.get_user().login)
+    except GithubException as e:
+        if isinstance(e, BadCredentialsException):
+            raise
+    try:
+        login = (graphql("query { viewer { login } }", client=client).get("viewer") or {}).get("login")
+    except ReprobotError:
+        login = None
+    login = login or os.environ.get(FILER_ENV, "").strip()
+    if not login:
+        raise ReprobotError("could not tell which GitHub account is filing (neither /user nor GraphQL viewer "
+                            f"answered): set {FILER_ENV} to its login; nothing was filed", ExitCode.NETWORK)
+    return str(login)
+
+
+def _ours(item: Any, login: str, sig_id: str) -> bool:
+    author = getattr(getattr(item, "user", None), "login", None) or ""
+    return author.lower() == login.lower() and carries_marker(item.body, sig_id)
+
+
+def find_marked(client: Github, repo: str, sig_id: str) -> Any | None:
+    """An issue in ``repo`` that the filing identity wrote with this signature's marker, or None.
+
+    Search first (finds it however old); then the repository's issues updated in the last days,
+    read directly, since search can lag behind a create by a minute or more. "Could not check"
+    is never "not found": when the listing cannot be read this raises, and nothing is filed.
     """
     from bot.issue.github import search_throttle
 
-    needle = marker(sig_id)
+    login = filer_login(client)
     searched = True
     try:
         search_throttle(client).acquire()
         query = f'repo:{repo} is:issue in:body "{MARKER_PREFIX[5:]}{sig_id}"'
         # islice, not [:30]: PyGithub's slice of an empty result raises IndexError.
         for item in itertools.islice(client.search_issues(query), 30):
-            if needle in (item.body or ""):
+            if _ours(item, login, sig_id):
                 return item
     except BadCredentialsException:
         raise
     except GithubException:
         searched = False  # the direct listing below still decides
-    try:
-        login: str | None = client.get_user().login
-    except GithubException:
-        login = None
     since = datetime.now(timezone.utc) - RECENT
+    # The REST ``creator`` filter takes a user's login; an App's ``name[bot]`` is filtered here.
+    by_creator = not login.endswith("[bot]")
     try:
         gh_repo = client.get_repo(repo)
-        listing = (gh_repo.get_issues(state="all", creator=login, since=since) if login  # type: ignore[arg-type]
+        listing = (gh_repo.get_issues(state="all", creator=login, since=since) if by_creator  # type: ignore[arg-type]
                    else gh_repo.get_issues(state="all", since=since))
-        for item in itertools.islice(listing, 100 if login else RECENT_ANYONE):
-            if item.pull_request is None and needle in (item.body or ""):
+        for item in itertools.islice(listing, 100 if by_creator else RECENT_ANYONE):
+            if item.pull_request is None and _ours(item, login, sig_id):
                 return item
     except GithubException as e:
         raise ReprobotError(f"could not check {repo} for an issue already filed for this failure "
