@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reducer.errors import ExitCode, ReprobotError
+from reducer.processes import script_argument
 from reducer.signature import Signature
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ def record_failure(failure: "Failure", root: Path = DEFAULT_ROOT) -> ReproDir:
         "record": record.to_dict(),
         "script": failure.spec.script.name,
         "args": list(failure.spec.args),
-        "command": " ".join(["python", failure.spec.script.name, *failure.spec.args]),
+        "command": " ".join(["python", script_argument(failure.spec.script.name), *failure.spec.args]),
         "runs": [{"wall_time": round(o.wall_time, 3), "returncode": o.returncode,
                   "timed_out": o.timed_out, "peak_rss": o.peak_rss} for o in failure.outcomes],
         "choices": [s.to_dict() for s, _ in failure.choices],

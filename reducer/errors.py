@@ -16,6 +16,7 @@ class ExitCode:
     UNSAFE = 12            # a secret survived scrubbing; filing refused
     TIME_LIMIT = 14        # --max-time reached: the best result so far is saved; --resume continues
     OUT_OF_MEMORY = 15     # the original ran out of memory: the machine's problem, not a bug to report
+    TOO_LARGE = 16         # the script is over --max-script-size / --max-statements: refused before any analysis
     INTERRUPTED = 130
     TERMINATED = 143       # SIGTERM: as INTERRUPTED, the best result so far is saved
 

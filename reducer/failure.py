@@ -13,6 +13,7 @@ from typing import Callable, Iterator
 import libcst as cst
 
 from reducer.errors import ExitCode, ReprobotError
+from reducer.limits import RunLimits
 from reducer.outcome import Outcome, TracebackRecord
 from reducer.raised import RAISED
 from reducer.runner import Runner, RunSpec
@@ -61,6 +62,7 @@ class FailureSpec:
     gpu: str | None = None
     clean_env: bool = False
     deadline: float | None = None      # time.monotonic() at which the whole command stops
+    limits: RunLimits = field(default_factory=RunLimits)
 
 
 @dataclass
@@ -159,7 +161,7 @@ def _refuse_out_of_memory(spec: FailureSpec, outcome: Outcome, cap: int | None) 
 def make_runner(spec: FailureSpec) -> Runner:
     return Runner(RunSpec(script=spec.script, python=spec.python, args=spec.args,
                           timeout=spec.timeout, env=dict(spec.env), gpu=spec.gpu,
-                          clean_env=spec.clean_env))
+                          clean_env=spec.clean_env, limits=spec.limits.resolved()))
 
 
 def stored_failure(spec: FailureSpec, signature: Signature, record: TracebackRecord,

@@ -23,6 +23,13 @@ def resolve_python(python: str) -> str:
     return os.path.abspath(exe)
 
 
+def script_argument(name: str) -> str:
+    """``name`` as the interpreter's script argument: a script called ``-rf`` or ``-c`` is run as
+    ``./-rf``, never read as an option (``python -rf`` would be -r -f). Any other name is passed as
+    it is, so sys.argv[0] and argparse's ``prog`` stay what a plain run shows."""
+    return "./" + name if name.startswith("-") else name
+
+
 # Windows has neither killpg nor SIGKILL; os.kill with SIGTERM there is TerminateProcess.
 _KILL = getattr(signal, "SIGKILL", signal.SIGTERM)
 

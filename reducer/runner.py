@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from reducer.errors import ExitCode, ReprobotError
+from reducer.limits import RunLimits, apply_limits
 from reducer.outcome import Outcome, TracebackRecord
-from reducer.processes import kill_group, resolve_python
+from reducer.processes import kill_group, resolve_python, script_argument
 from reducer.raised import EXCEPTIONS_ENV, hook_environment, mark, read_raised
 from reducer.tracebacks import parse_tracebacks
 
@@ -53,6 +54,8 @@ class RunSpec:
     # Replace the inherited environment instead of extending it (the Action passes an
     # allow-listed environment so the user's script never sees a secret).
     clean_env: bool = False
+    # rlimits of every run (reducer/limits.py): resolved once, so all runs get the same ones
+    limits: dict[str, int] = field(default_factory=lambda: RunLimits().resolved())
 
 
 class _BoundedBuffer:
@@ -344,7 +347,7 @@ class Runner:
             if target.is_symlink():
                 target.unlink()
             target.write_text(source, encoding="utf-8")
-            cmd = [self.python, *(launcher or []), target.name, *self.spec.args]
+            cmd = [self.python, *(launcher or []), script_argument(target.name), *self.spec.args]
             env = self._environment(scratch, extra_env)
             if self.zygotes is not None and (warm or (warm is None and launcher is None)):
                 from reducer.zygote import ZygoteError
@@ -391,15 +394,17 @@ class Runner:
         out, err = _BoundedBuffer(), _BoundedBuffer()
         start = time.monotonic()
         if zygote is None:
+            limits = dict(self.spec.limits)
+            # setrlimit only, in the forked child before exec: no lock another thread could hold
             popen = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=(lambda: apply_limits(limits)) if limits else None)
             proc, streams = _ColdChild(popen), [popen.stdout, popen.stderr]
         else:
             out_r, out_w = os.pipe()
             err_r, err_w = os.pipe()
             try:
-                proc = zygote.fork(cmd[1], cmd[2:], cwd, env, out_w, err_w)
+                proc = zygote.fork(cmd[1], cmd[2:], cwd, env, out_w, err_w, self.spec.limits)
             except BaseException:
                 os.close(out_r)
                 os.close(err_r)

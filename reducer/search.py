@@ -34,10 +34,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
 from dataclasses import asdict, dataclass, field
@@ -49,6 +51,7 @@ from reducer.errors import DeadlineReached, ExitCode, ReprobotError
 from reducer.passes import DEFAULT_PHASES, PRELUDE, Pass
 from reducer.passes.base import Offer, compiles, libcst_parses, parses
 from reducer.passes.names import unbound_reads
+from reducer.provenance import leaked, secret_values
 from reducer.runner import cancellable
 from reducer.size import Size, count_statements, normalize, size_of
 
@@ -120,6 +123,7 @@ class PassStats:
     not_smaller: int = 0    # refused by the size order
     invalid: int = 0        # did not parse / compile
     unbound: int = 0        # would read a name nothing binds any more (a sure NameError)
+    secret: int = 0         # would spell a secret of the environment the best does not
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)   # a pass that crashed (a bug), kept going
 
@@ -198,7 +202,7 @@ class _Checked:
     source: str
     size: Size
     key: str                # "" when refused before the key was needed
-    why: str | None         # not_smaller | seen | invalid | unbound; None: only a run can tell
+    why: str | None         # not_smaller | seen | invalid | unbound | secret; None: only a run can tell
 
 
 @functools.lru_cache(maxsize=256)
@@ -270,6 +274,7 @@ class Reducer:
         self._run_time = [0.0, 0]               # seconds and count of oracle calls (mean run time)
         self._searching = False                 # the time check keeps the layout step's reserve
         self._speculated: tuple[str, int] | None = None
+        self._secrets = secret_values()
 
     # ---- the gate -------------------------------------------------------------------------
     def consider(self, source: str) -> bool:
@@ -292,12 +297,20 @@ class Reducer:
             return _Checked(source, size, key, "invalid")
         if self._unbinds(source):
             return _Checked(source, size, key, "unbound")
+        if self._spells_secret(source):
+            return _Checked(source, size, key, "secret")
         # What compiles is run; libcst's parse (which the passes need) is checked when a candidate
         # is accepted (_decide): most candidates are not, and the parse was the gate's largest
         # cost per candidate. A script for a newer Python than reprobot's has only this check.
         if not self.compile_check and not libcst_parses(source):
             return _Checked(source, size, key, "invalid")
         return _Checked(source, size, key, None)
+
+    def _spells_secret(self, source: str) -> bool:
+        """A secret of this environment that the best does not contain: no pass (a recorded value,
+        a folded constant) may write one into a repro that is filed in public."""
+        found = leaked(source, self._secrets)
+        return found is not None and leaked(self.best, [found]) is None
 
     def _decide(self, c: _Checked) -> bool:
         ps = self.stats.for_pass(self._pass)
@@ -638,22 +651,8 @@ class Reducer:
         self.stats.status = "running"
         self._searching = True
         try:
-            if not self.stats.first_cut_done:     # the prelude, once (kept across --resume)
-                for p in self.prelude:
-                    self._run_pass(p)
-                self.stats.first_cut_done = True
-            # each phase to a fixpoint before the next; a change in a finer phase sends the
-            # search back to the coarsest, so the end is a fixpoint of every pass
-            level = min(self.stats.level, len(self.phases) - 1)
-            start = self.stats.pass_index if 0 <= self.stats.pass_index < len(self.phases[level]) else 0
-            while level < len(self.phases):
-                if level == 0 and start == 0:
-                    self._refresh_trace()
-                before = self._round(level, start)
-                # a resumed round started midway: finish it as a whole round before judging it
-                changed = self.best != before or start > 0
-                start = 0
-                level = 0 if changed else level + 1
+            with _alarm(self._hard_end()):
+                self._search()
             self._searching = False
             if self.format_result:
                 self._format()
@@ -676,6 +675,31 @@ class Reducer:
             self._refresh_stats()
             self.stats.statements_after = _statements(self.best)
         return ReductionResult(self.best, self.stats, self.seen)
+
+    def _search(self) -> None:
+        if not self.stats.first_cut_done:     # the prelude, once (kept across --resume)
+            for p in self.prelude:
+                self._run_pass(p)
+            self.stats.first_cut_done = True
+        # each phase to a fixpoint before the next; a change in a finer phase sends the
+        # search back to the coarsest, so the end is a fixpoint of every pass
+        level = min(self.stats.level, len(self.phases) - 1)
+        start = self.stats.pass_index if 0 <= self.stats.pass_index < len(self.phases[level]) else 0
+        while level < len(self.phases):
+            if level == 0 and start == 0:
+                self._refresh_trace()
+            before = self._round(level, start)
+            # a resumed round started midway: finish it as a whole round before judging it
+            changed = self.best != before or start > 0
+            start = 0
+            level = 0 if changed else level + 1
+
+    # The alarm rings this long after the deadline: the gate's own clock checks come first.
+    ALARM_GRACE = 1.0
+
+    def _hard_end(self) -> float | None:
+        ends = [d for d in (self._deadline, getattr(self.oracle, "deadline", None)) if d is not None]
+        return min(ends) + self.ALARM_GRACE if ends else None
 
     # A traced run is a cold run the search waits for: at most this share of the wall time.
     RETRACE_SHARE = 0.25
@@ -755,6 +779,27 @@ class Reducer:
                     break
         finally:
             self.stats.for_pass("format").seconds += time.monotonic() - t0
+
+
+@contextmanager
+def _alarm(at: float | None) -> Iterator[None]:
+    """Raise OutOfTime in the main thread at ``at`` (time.monotonic()), wherever it is: a pass
+    computing its candidates in pure Python for minutes asks the gate nothing, so no clock check
+    would stop it. Only in the main thread (where signals are delivered), where SIGALRM exists."""
+    if at is None or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def ring(signum: int, frame: Any) -> None:
+        raise OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, max(0.01, at - time.monotonic()))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _statements(source: str) -> int:

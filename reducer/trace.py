@@ -33,11 +33,13 @@ from typing import Any
 import libcst as cst
 
 from reducer.passes.base import parse_with_positions
+from reducer.processes import script_argument
+from reducer.provenance import Provenance, leaked, secret_values
 
 ENV_VAR = "REPROBOT_TRACE_OUT"
 
 LAUNCHER = r'''
-import ast, atexit, json, os, runpy, sys, threading
+import ast, atexit, json, os, re, runpy, sys, threading
 
 _script = os.path.abspath(sys.argv[1])
 _here = os.path.dirname(_script)
@@ -174,6 +176,97 @@ def _index_bindings():
     return out
 
 
+def _outside_strings():
+    """Values of this run's environment worth hiding: any variable named like a secret, and
+    every other one but the machine's paths and locale (a value the script read from the
+    environment is not the script's to publish, whatever it is called)."""
+    out = set()
+    for k, v in os.environ.items():
+        if len(v) < 6 or k.startswith("REPROBOT_"):
+            continue
+        if _SECRET_NAME.search(k) or not (k in _ENV_NOISE or k.startswith(("LC_", "PYTHON", "XDG_"))):
+            out.add(v)
+    return out
+
+
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|KEY|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.IGNORECASE)
+_ENV_NOISE = {"PATH", "PWD", "OLDPWD", "HOME", "SHELL", "TERM", "LANG", "LANGUAGE", "USER", "LOGNAME",
+              "TMPDIR", "TEMP", "TMP", "SHLVL", "_"}
+_env_strings = _outside_strings()
+_stdlib = os.path.dirname(os.__file__) + os.sep
+_read_paths = []    # files the script read itself or through the standard library
+_MAX_READ_FILES, _MAX_FILE_BYTES, _MAX_READ_BYTES = 64, 4 << 20, 16 << 20
+
+
+def _opened_by_script():
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name == _script:
+            return True
+        if not name.startswith(_stdlib) or "-packages" in name:
+            return False    # a library read it (a model's config.json): its values are public
+        frame = frame.f_back
+    return False
+
+
+def _audit(event, args):
+    """An "open" for reading made by the script: its content is outside data."""
+    if event != "open" or len(_read_paths) >= _MAX_READ_FILES:
+        return
+    try:
+        path, mode, flags = args
+        if path is None or isinstance(path, int):
+            return
+        writes = any(c in mode for c in "wax") if isinstance(mode, str) else (flags or 0) & 3 == os.O_WRONLY
+        if writes or not _opened_by_script():
+            return
+        path = os.path.abspath(os.fsdecode(path))
+        if path not in _read_paths and os.path.isfile(path):
+            _read_paths.append(path)
+    except Exception:
+        pass
+
+
+def _read_blobs():
+    blobs, total = [], 0
+    for path in _read_paths:
+        try:
+            with open(path, "rb") as f:
+                data = f.read(min(_MAX_FILE_BYTES, _MAX_READ_BYTES - total))
+        except OSError:
+            continue
+        blobs.append(data)
+        total += len(data)
+        if total >= _MAX_READ_BYTES:
+            break
+    return blobs
+
+
+def _leaves(text):
+    """The strings a recorded value spells, from its source text."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except Exception:
+        return None
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, (str, bytes))]
+
+
+def _from_outside(text, blobs):
+    """Whether a recorded value carries an environment value or a file's content: such a value
+    never becomes a literal of the repro, whatever code computed it."""
+    leaves = _leaves(text)
+    if leaves is None:
+        return True
+    for leaf in leaves:
+        raw = leaf if isinstance(leaf, bytes) else leaf.encode("utf-8", "surrogatepass")
+        if any(s.encode("utf-8", "surrogatepass") in raw for s in _env_strings):
+            return True
+        if len(raw) >= 6 and any(raw in blob for blob in blobs):
+            return True
+    return False
+
+
 _binding_lines = _index_bindings()
 _pending = {}       # frame -> line of its last binding statement, not yet read back
 _binds = {}         # (line, name) -> [value text or None, times seen, varies]
@@ -247,9 +340,15 @@ def _global(frame, event, arg):
 @atexit.register
 def _dump():
     sys.settrace(None)
+    blobs = _read_blobs()
     for rec in list(_calls.values()):
+        for name, text in list(rec["values"].items()):
+            if text != "<unknown>" and _from_outside(text, blobs):
+                rec["values"][name] = "<unknown>"
         _emit({"call": rec})
     for (line, name), (text, seen, varies) in list(_binds.items()):
+        if text is not None and _from_outside(text, blobs):
+            text = None
         _emit({"bind": {"line": line, "name": name, "value": text, "seen": seen, "varies": varies}})
 
 
@@ -257,6 +356,8 @@ def _main():
     sys.argv = sys.argv[1:]
     sys.argv[0] = _script
     sys.path[0] = os.path.dirname(_script)
+    if hasattr(sys, "addaudithook"):
+        sys.addaudithook(_audit)
     threading.settrace(_global)
     sys.settrace(_global)
     try:
@@ -360,7 +461,8 @@ class TraceData:
         """(callee expression text, argument expression text) → literal text, where the traced
         run pins it down to one value. Keyed by text, not line, so it survives later edits."""
         if not hasattr(self, "_sites"):
-            self._sites = _literal_sites(self)
+            allowed = self._allowed()
+            self._sites = {k: v for k, v in _literal_sites(self).items() if allowed(k[1], [v])}
         return self._sites
 
     def binding_sites(self) -> dict[tuple[str, str, str], dict[str, str]]:
@@ -368,8 +470,16 @@ class TraceData:
         held}, where the traced run pins every name of the target down to one value (a loop:
         one pass through it)."""
         if not hasattr(self, "_binding_sites"):
-            self._binding_sites = _binding_sites(self)
+            allowed = self._allowed()
+            self._binding_sites = {k: v for k, v in _binding_sites(self).items() if allowed(k[2], v.values())}
         return self._binding_sites
+
+    def _allowed(self) -> Callable[[str, Iterable[str]], bool]:
+        """Whether the value an expression had may be written into the repro: not when the
+        expression may carry what the script read from outside (reducer/provenance.py), nor when
+        the value spells a secret of this environment."""
+        provenance, secrets = Provenance(self.source), secret_values()
+        return lambda expr, values: not provenance.tainted(expr) and not any(leaked(v, secrets) for v in values)
 
     def dispatch_sites(self) -> dict[str, str]:
         """callee expression text → the one top-level function or class of the script it called
@@ -553,6 +663,6 @@ def subprocess_run_fn(python: str = sys.executable, script_name: str = "script.p
     def run(source: str, launcher: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
         with tempfile.TemporaryDirectory(prefix="reprobot-run-") as d:
             (Path(d) / script_name).write_text(source, encoding="utf-8")
-            return subprocess.run([python, *launcher, script_name, *args], cwd=d, capture_output=True,
+            return subprocess.run([python, *launcher, script_argument(script_name), *args], cwd=d, capture_output=True,
                                   text=True, timeout=timeout, env={**os.environ, **env})
     return run

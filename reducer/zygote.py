@@ -187,10 +187,10 @@ class Zygote:
 
     # ---- one candidate ----------------------------------------------------------------------
     def fork(self, script: str, args: list[str], cwd: Path, env: dict[str, str],
-             stdout_fd: int, stderr_fd: int) -> "WarmChild":
+             stdout_fd: int, stderr_fd: int, limits: dict[str, int] | None = None) -> "WarmChild":
         if self._sock is None or not self.alive:
             raise ZygoteError("the warm interpreter is not running")
-        req = {"script": script, "args": list(args), "cwd": str(cwd), "env": env}
+        req = {"script": script, "args": list(args), "cwd": str(cwd), "env": env, "limits": limits or {}}
         try:
             socket.send_fds(self._sock, [json.dumps(req).encode()], [stdout_fd, stderr_fd])
             data = self._sock.recv(1 << 16)

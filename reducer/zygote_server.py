@@ -9,13 +9,15 @@ behaviour (exit codes, uncaught tracebacks, atexit, non-daemon threads joined).
 Protocol over a SOCK_SEQPACKET socket inherited as fd argv[1], one JSON object per packet:
   server -> {"ready": true, "imported": [...], "failed": [[name, why]...], "threads": n}
          or {"ready": false, "why": "...", "cuda_initialized_by": name}
-  client -> {"script": path, "args": [...], "cwd": dir, "env": {...}} with fds [stdout, stderr]
+  client -> {"script": path, "args": [...], "cwd": dir, "env": {...}, "limits": {"NPROC": n, ...}}
+            with fds [stdout, stderr]
   server -> {"pid": n}, then {"pid": n, "returncode": rc} when the child has exited
 Closing the socket stops the server.
 """
 import importlib
 import json
 import os
+import resource
 import socket
 import sys
 
@@ -188,6 +190,22 @@ def _run_script(req):
     return code
 
 
+def _apply_limits(limits):
+    """The run's rlimits (reducer/limits.py, which a cold run applies before exec), set before
+    any of the script runs; never above a hard limit already in force."""
+    for name, value in limits.items():
+        which = getattr(resource, "RLIMIT_" + name, None)
+        if which is None:
+            continue
+        soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        try:
+            resource.setrlimit(which, (value, hard))
+        except (ValueError, OSError):
+            pass
+
+
 def _child(req, fds, sock):
     code = 1
     try:
@@ -204,6 +222,7 @@ def _child(req, fds, sock):
                 os.close(fd)
         import signal
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        _apply_limits(req.get("limits") or {})
         os.chdir(req["cwd"])
         os.environ.clear()
         os.environ.update(req["env"])

@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def reprobot(*args: str, cwd: Path, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "bot", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=timeout)
+                          env={**os.environ, "COLUMNS": "200", "PYTHONPATH": str(ROOT), **(env or {})},
+                          timeout=timeout)
 
 
 def write(path: Path, code: str) -> Path:

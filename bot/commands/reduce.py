@@ -9,8 +9,10 @@ from pathlib import Path
 from bot.commands._options import add_json, add_python
 from bot.output import console, print_failure
 from bot.store import DEFAULT_ROOT, record_failure
-from reducer.errors import ReprobotError
+from reducer.errors import ExitCode, ReprobotError
 from reducer.failure import FailureSpec, find_failure, load_script
+from reducer.limits import (DEFAULT_EXTRA_PROCESSES, DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_SCRIPT_BYTES,
+                            DEFAULT_MAX_STATEMENTS, RunLimits, check_script_bytes, check_statements)
 from reducer.signature import DEFAULT_FRAMES, MatchOptions
 
 
@@ -41,6 +43,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="candidates that may share one GPU at a time (default: 1)")
     p.add_argument("--max-time", type=float, default=None,
                    help="bound on the whole command, in seconds (default: none); the best result is kept")
+    p.add_argument("--max-script-size", type=int, default=DEFAULT_MAX_SCRIPT_BYTES, metavar="BYTES",
+                   help=f"refuse a larger script (exit {ExitCode.TOO_LARGE}; default: {DEFAULT_MAX_SCRIPT_BYTES:,}; 0: no cap)")
+    p.add_argument("--max-statements", type=int, default=DEFAULT_MAX_STATEMENTS, metavar="N",
+                   help=f"refuse a script with more statements (default: {DEFAULT_MAX_STATEMENTS:,}; 0: no cap)")
+    p.add_argument("--max-processes", type=int, default=DEFAULT_EXTRA_PROCESSES, metavar="N",
+                   help="processes and threads a run may add to your current count (RLIMIT_NPROC; "
+                        f"default: {DEFAULT_EXTRA_PROCESSES}; 0: no limit)")
+    p.add_argument("--max-file-size", type=int, default=DEFAULT_MAX_FILE_SIZE, metavar="BYTES",
+                   help=f"largest file a run may write (RLIMIT_FSIZE; default: {DEFAULT_MAX_FILE_SIZE} = 1 GiB; 0: no limit)")
     p.add_argument("--resume", action="store_true",
                    help="continue an interrupted reduction of this script (its stored failure is trusted)")
     p.add_argument("--no-trace", action="store_true", help="skip the trace-guided first cut")
@@ -84,11 +95,15 @@ def summary(repro) -> dict:
 def _run(args: argparse.Namespace):
     deadline = None if args.max_time is None else time.monotonic() + args.max_time
     script_args = list(args.passthrough)
+    if args.script.is_file():
+        check_script_bytes(args.script.stat().st_size, args.max_script_size)
     source = load_script(args.script)
+    check_statements(source, args.max_statements)
     spec = FailureSpec(
         script=args.script, source=source, python=args.python, args=tuple(script_args),
         options=MatchOptions(args.frames, args.ignore_message, args.normalize_devices),
-        pick=args.pick, runs=args.runs, timeout=args.timeout, deadline=deadline)
+        pick=args.pick, runs=args.runs, timeout=args.timeout, deadline=deadline,
+        limits=RunLimits(args.max_processes, args.max_file_size))
     stored = find_stored(args.out, spec) if args.resume else None
     if stored is not None:
         failure, repro = stored
