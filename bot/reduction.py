@@ -87,6 +87,7 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
     save_search(failure, repro, result, saver)
     best, record = confirm_cold(failure, repro, oracle, result, saver)
     write_text_atomic(repro.traceback_txt, record.text + "\n")
+    record_repro_run(repro, record)
     if opts.pin_env:
         capture_environment(failure, repro)
     print_reduced(repro, result, best, record)
@@ -332,6 +333,14 @@ def confirm_cold(failure: Failure, repro: ReproDir, oracle: Oracle, result: Redu
         console.print(f"[yellow]kept the last result that fails cold ({count_statements(best)} statements); "
                       f"run again with --resume --cold to continue from it[/]")
     return best, record
+
+
+def record_repro_run(repro: ReproDir, record: TracebackRecord) -> None:
+    """The repro's own cold traceback, next to the reduction's figures: routing, cross-links and
+    mentions come from the repro's run, never from frames only the original went through."""
+    data = repro.read_json(repro.reduction_json) if repro.reduction_json.is_file() else {}
+    if isinstance(data, dict):
+        write_json_atomic(repro.reduction_json, {**data, "repro_record": record.to_dict()})
 
 
 def print_reduced(repro: ReproDir, result: ReductionResult, best: str, record: TracebackRecord) -> None:

@@ -197,6 +197,21 @@ def _heartbeat(say: Callable[[str], None], what: str, every: float | None = None
         done.set()
 
 
+def _no_traceback(spec: FailureSpec, outcome: Outcome) -> str:
+    """One line: what the script said on its way out (argparse's usage error, a sys.exit message)
+    and, when it stopped with an error code, how to give it its arguments."""
+    said = [ln.strip() for ln in (outcome.stderr or outcome.stdout).splitlines() if ln.strip()][-2:]
+    line = f"{spec.script}: ran to completion (exit {outcome.returncode}) without any traceback: nothing to reduce"
+    if said:
+        line += " — it printed: " + " / ".join(s[:200] for s in said)
+    if outcome.returncode not in (0, None):
+        line += f"; if it needs arguments, pass them after --: reprobot reduce {spec.script.name} -- ARGS"
+    else:
+        line += ("; if it fails only some of the time, run `reprobot reduce` again (--runs sets how many runs "
+                 "must fail)")
+    return line
+
+
 def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None) -> Failure:
     """Run the original until its failure is established (``spec.runs`` matching runs);
     ``notify`` hears one line before each run and one every 30 s while it goes on, so a long or
@@ -214,9 +229,7 @@ def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None)
         if first.timed_out:
             raise ReprobotError(f"{spec.script}: timed out after {spec.timeout:.0f}s without a traceback "
                                 f"(raise --timeout, or make it fail sooner)", ExitCode.TIMEOUT)
-        raise ReprobotError(f"{spec.script}: ran to completion (exit {first.returncode}) without any "
-                            f"traceback: nothing to reduce (if it fails only some of the time, run "
-                            f"`reprobot reduce` again; --runs sets how many runs must fail)", ExitCode.NO_FAILURE)
+        raise ReprobotError(_no_traceback(spec, first), ExitCode.NO_FAILURE)
     if not 1 <= spec.pick <= len(choices):
         raise ReprobotError(f"--pick {spec.pick}: the run showed {len(choices)} distinct "
                             f"failure{'s' if len(choices) > 1 else ''}", ExitCode.USAGE)

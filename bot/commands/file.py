@@ -15,7 +15,8 @@ from rich.prompt import Confirm
 from rich.rule import Rule
 
 from bot.commands._options import add_api_url, add_db, add_no_search, add_python
-from bot.issue.draft import Draft, build_draft, load_draft, script_placeholders, write_draft
+from bot.issue.draft import (Draft, build_draft, edited_by_hand, load_draft, newer_inputs, script_placeholders,
+                             write_draft)
 from bot.issue.filing import already_filed, check_safe, submission_body, submit
 from bot.issue.forms import REPO_KEYS, field_values, get_form
 from bot.prepare import Prepared, duplicate_line, likely_duplicate, prepare, search_related
@@ -32,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "repository's form, with the pre-filled URL (--dry-run); or create the "
                                    "issue on GitHub (--submit, needs GITHUB_TOKEN and your confirmation).")
     p.add_argument("repro_dir", type=Path, nargs="?", default=None,
-                   help="a repro folder (default: the most recent one under ./repros)")
+                   help="a repro folder (default: the current folder when it is one, else the most recent "
+                        "one under ./repros)")
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--dry-run", action="store_true",
                       help="preview only; nothing is filed (with GITHUB_TOKEN, GitHub search is read for "
@@ -61,6 +63,12 @@ def latest_repro(root: Path = DEFAULT_ROOT) -> Path:
     return max(folders, key=lambda p: (p / "signature.json").stat().st_mtime)
 
 
+def _here_or_latest() -> Path:
+    """Inside a repro folder, that one; else the newest under ./repros."""
+    here = Path.cwd()
+    return here if (here / "signature.json").is_file() else latest_repro()
+
+
 def pick_repo(repro: ReproDir, requested: str | None, prep: Prepared) -> str:
     if requested:
         return requested
@@ -78,13 +86,19 @@ def pick_repo(repro: ReproDir, requested: str | None, prep: Prepared) -> str:
 def prepared(repro: ReproDir, key: str) -> tuple[Draft, list[Finding], list[Finding]]:
     """The draft to show or file: the stored one (a person may have edited it) or a fresh one.
     Returns (draft with private details scrubbed again, scrubbed now, secrets in the stored text)."""
-    if repro.draft_md(key).is_file() and repro.draft_json(key).is_file():
+    stored = repro.draft_md(key).is_file() and repro.draft_json(key).is_file()
+    newer = newer_inputs(repro, key) if stored else []
+    if stored and (not newer or edited_by_hand(repro, key)):
         draft = load_draft(repro.path, key)
-        _step(f"draft: {repro.draft_md(key).name} (kept; `reprobot draft --force` writes it again)")
+        if newer:
+            _step(f"draft: {repro.draft_md(key).name} (kept: edited by hand; newer than it: {', '.join(newer)} — "
+                  f"`reprobot draft --force` rebuilds it, then carry your edits over)")
+        else:
+            _step(f"draft: {repro.draft_md(key).name} (kept; `reprobot draft --force` writes it again)")
     else:
         draft = build_draft(repro.path, key)
         md, _ = write_draft(repro.path, draft)
-        _step(f"draft: {md.name} written")
+        _step(f"draft: {md.name} " + (f"rebuilt (newer: {', '.join(newer)})" if newer else "written"))
     again = scrub(draft.body)
     title = scrub(draft.title)
     secrets = title.secrets + again.secrets
@@ -125,7 +139,7 @@ def _confirm_uncertain(uncertain: list[tuple[str, Finding]]) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    repro = ReproDir.open(args.repro_dir if args.repro_dir is not None else latest_repro())
+    repro = ReproDir.open(args.repro_dir if args.repro_dir is not None else _here_or_latest())
     if not args.submit:
         return _run(args, repro)
     # Two --submit on one folder: the second stops before it writes anything (a draft half

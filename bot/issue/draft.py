@@ -525,11 +525,36 @@ def script_placeholders(body: str) -> list[tuple[int, str]]:
             for hit in _PLACEHOLDERS.finditer(line)]
 
 
+# What a draft is built from: when one of these changes after the draft was written (versions
+# or contrast ran, the reduction went on, routing or dedup ran again), the draft is stale.
+DRAFT_INPUTS = ("repro.py", "traceback.txt", "reduction.json", "route.json", "related.json", "versions.json",
+                "contrast.json", "env.json", "requirements.lock")
+
+
+def built_from(repro: ReproDir) -> dict[str, str]:
+    """A digest of each input present now (contents, not times: a copy keeps its verdict)."""
+    out = {}
+    for name in DRAFT_INPUTS:
+        path = repro.path / name
+        if path.is_file():
+            out[name] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return out
+
+
+def newer_inputs(repro: ReproDir, key: str) -> list[str]:
+    """The inputs that changed or appeared since the stored draft was written; a draft written
+    before drafts recorded their inputs counts every input present as newer."""
+    meta = repro.read_json(repro.draft_json(key)) if repro.draft_json(key).is_file() else {}
+    then = meta.get("built_from") if isinstance(meta, dict) else None
+    then = then if isinstance(then, dict) else {}
+    return [name for name, digest in built_from(repro).items() if then.get(name) != digest]
+
+
 def write_draft(folder: str | Path, draft: Draft) -> tuple[Path, Path]:
     repro = ReproDir.open(folder)
     md, js = repro.draft_md(draft.repo_key), repro.draft_json(draft.repo_key)
     write_text_atomic(md, draft.body)
-    write_json_atomic(js, draft.to_json())
+    write_json_atomic(js, {**draft.to_json(), "built_from": built_from(repro)})
     return md, js
 
 
