@@ -18,7 +18,7 @@ from reducer.errors import DeadlineReached, ExitCode, ReprobotError
 from reducer.failure import Failure
 from reducer.gpu import GpuPool, parse_gpus
 from reducer.oracle import Oracle, candidate_memory, candidate_timeout
-from reducer.outcome import TracebackRecord
+from reducer.outcome import Outcome, TracebackRecord
 from reducer.search import Reducer, ReductionResult
 from reducer.signature import find_match
 from reducer.size import count_statements
@@ -85,9 +85,9 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
     result = search(start_source or failure.spec.source, oracle, opts, trace, seen, stats, saver,
                     failure.spec.script, failure.record.message)
     save_search(failure, repro, result, saver)
-    best, record = confirm_cold(failure, repro, oracle, result, saver)
+    best, record, outcome = confirm_cold(failure, repro, oracle, result, saver)
     write_text_atomic(repro.traceback_txt, record.text + "\n")
-    record_repro_run(repro, record)
+    record_repro_run(repro, record, outcome, failure)
     if opts.pin_env:
         capture_environment(failure, repro)
     print_reduced(repro, result, best, record)
@@ -302,29 +302,39 @@ def save_search(failure: Failure, repro: ReproDir, result: ReductionResult, save
 
 
 def cold_verdict(failure: Failure, oracle: Oracle, result: ReductionResult,
-                 saver: Saver) -> tuple[str, TracebackRecord | None]:
+                 saver: Saver) -> tuple[str, TracebackRecord | None, Outcome | None]:
     """The final word comes from a cold run in a clean directory. If the result only fails
-    warm, walk back to the newest earlier result that fails cold."""
-    def fails_cold(source: str) -> TracebackRecord | None:
+    warm, or is heavier than the original (more memory: a default-sized model brought back),
+    walk back to the newest earlier result that fails cold and is not."""
+    def fails_cold(source: str) -> tuple[TracebackRecord | None, Outcome]:
         verdict = oracle.test(source, warm=False)
-        return find_match(verdict.outcome.tracebacks, failure.signature, failure.spec.options,
-                          as_itself=failure.as_itself, raised=failure.raised)
+        record = find_match(verdict.outcome.tracebacks, failure.signature, failure.spec.options,
+                            as_itself=failure.as_itself, raised=failure.raised)
+        return (record if not heavier(verdict.outcome, failure) else None), verdict.outcome
 
-    record = fails_cold(result.best_source)
-    if record is not None or oracle.runner.zygotes is None:
-        return result.best_source, record
-    console.print("[yellow]the result fails warm but not cold: going back to the last result that fails cold[/]")
+    record, outcome = fails_cold(result.best_source)
+    if record is not None or (oracle.runner.zygotes is None and not heavier(outcome, failure)):
+        return result.best_source, record, outcome
+    why = "is heavier than the original" if heavier(outcome, failure) else "fails warm but not cold"
+    console.print(f"[yellow]the result {why}: going back to the last result that fails cold and is not[/]")
     for source in list(reversed(saver.history[:-1]))[:COLD_FALLBACK_TRIES]:
-        record = fails_cold(source)
+        record, outcome = fails_cold(source)
         if record is not None:
-            return source, record
-    return failure.spec.source, None
+            return source, record, outcome
+    return failure.spec.source, None, None
+
+
+def heavier(outcome: Outcome, failure: Failure) -> bool:
+    """More resident memory than the original's heaviest confirmation run, past the sampling's
+    noise (the same script measured twice differs by a few MB)."""
+    original = max((o.peak_rss for o in failure.outcomes), default=0)
+    return original > 0 and outcome.peak_rss > original + max(original // 10, 32 * 1024 ** 2)
 
 
 def confirm_cold(failure: Failure, repro: ReproDir, oracle: Oracle, result: ReductionResult,
-                 saver: Saver) -> tuple[str, TracebackRecord]:
+                 saver: Saver) -> tuple[str, TracebackRecord, Outcome]:
     """The result to keep and its cold traceback; one that never fails cold is flaky."""
-    best, record = cold_verdict(failure, oracle, result, saver)
+    best, record, outcome = cold_verdict(failure, oracle, result, saver)
     if record is None:
         raise ReprobotError(f"the reduced script did not fail the same way when re-run in a clean "
                             f"directory (flaky?): kept in {repro.repro}", ExitCode.FLAKY)
@@ -332,15 +342,19 @@ def confirm_cold(failure: Failure, repro: ReproDir, oracle: Oracle, result: Redu
         saver(best, {**result.stats.to_dict(), "cold_fallback": True}, "done", result.seen)
         console.print(f"[yellow]kept the last result that fails cold ({count_statements(best)} statements); "
                       f"run again with --resume --cold to continue from it[/]")
-    return best, record
+    return best, record, outcome  # type: ignore[return-value]
 
 
-def record_repro_run(repro: ReproDir, record: TracebackRecord) -> None:
-    """The repro's own cold traceback, next to the reduction's figures: routing, cross-links and
-    mentions come from the repro's run, never from frames only the original went through."""
+def record_repro_run(repro: ReproDir, record: TracebackRecord, outcome: Outcome, failure: Failure) -> None:
+    """The repro's own cold traceback and what its run cost, next to the original's: routing,
+    cross-links and mentions come from the repro's run, never from frames only the original went
+    through; the draft can say the repro is lighter than the script."""
     data = repro.read_json(repro.reduction_json) if repro.reduction_json.is_file() else {}
+    first = failure.outcomes[0]
+    cost = {"repro": {"peak_rss": outcome.peak_rss, "wall_time": round(outcome.wall_time, 2)},
+            "original": {"peak_rss": max(o.peak_rss for o in failure.outcomes), "wall_time": round(first.wall_time, 2)}}
     if isinstance(data, dict):
-        write_json_atomic(repro.reduction_json, {**data, "repro_record": record.to_dict()})
+        write_json_atomic(repro.reduction_json, {**data, "repro_record": record.to_dict(), "cost": cost})
 
 
 def print_reduced(repro: ReproDir, result: ReductionResult, best: str, record: TracebackRecord) -> None:
