@@ -70,6 +70,8 @@ class Oracle:
         # The whole command's deadline (time.monotonic()): a run is cut there, and a cut run
         # has no verdict (it must not be cached as "not interesting").
         self.deadline: float | None = None
+        # The GPU set the original's failure was confirmed on (warm check, cold verdicts use it).
+        self.reference_set: tuple[str, ...] | None = None
         self._lock = threading.Lock()
         # where each recent interesting candidate failed (its own lines), for the slicing pass
         self._failure_lines: OrderedDict[str, tuple[int, ...]] = OrderedDict()
@@ -77,8 +79,11 @@ class Oracle:
     def _hit(self, records) -> bool:
         return find_match(records, self.target, self.options, as_itself=self.as_itself, raised=self.raised) is not None
 
-    def test(self, source: str, warm: bool = True) -> Verdict:
-        """``warm=False``: a cold run even when the runner has warm interpreters."""
+    def test(self, source: str, warm: bool = True, gpu_set: tuple[str, ...] | None = None,
+             gpu_count: int | None = None) -> Verdict:
+        """``warm=False``: a cold run even when the runner has warm interpreters. ``gpu_set``: run on
+        exactly that set of the pool (the one the original's failure was confirmed on), waiting
+        for it; ``gpu_count``: only the set's first N GPUs visible (the one-GPU check)."""
         timeout, cut = self.timeout, False
         if self.deadline is not None:
             left = self.deadline - time.monotonic()
@@ -86,10 +91,9 @@ class Oracle:
                 raise DeadlineReached
             if timeout is None or left < timeout:
                 timeout, cut = left, True
-        with self.gpus.acquire() as slot:
+        with self.gpus.acquire(gpu_set) as slot:
             outcome = self.runner.run(
-                source, timeout=timeout,
-                extra_env={"CUDA_VISIBLE_DEVICES": slot.gpu} if slot.gpu is not None else None,
+                source, timeout=timeout, extra_env=slot.env(gpu_count),
                 stop_when=self._hit if self.stop_early else None, max_rss=self.max_rss,
                 stop_grace=self.stop_grace, warm=warm)
             slot.pgid = outcome.pid

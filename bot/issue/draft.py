@@ -379,10 +379,24 @@ def _evidence(repro: ReproDir, sig_data: dict[str, Any], reduction: dict[str, An
         out.append("The script below is the original, not reduced.")
     if runs:
         out.append(f"The original script failed this way in {len(runs)} of {len(runs)} runs before reduction.")
+    needs = _needs_gpus(sig_data, reduction)
+    if needs:
+        one = (sig_data.get("gpus") or {}).get("one_gpu") if isinstance(sig_data.get("gpus"), dict) else None
+        out.append(f"It needs {needs} GPUs: run it with {needs} GPUs visible"
+                   + (f" (on one GPU the original {inline(str(one), 120)} instead)." if one else "."))
     frames = " < ".join(code_span(f) for f in sig.frames)
     out.append(f"Failure signature {code_span(sig.id)}: {code_span(sig.exc_type)}"
                + (f" raised at {frames}" if frames else "") + ".")
     return out
+
+
+def _needs_gpus(sig_data: dict[str, Any], reduction: dict[str, Any] | None) -> int | None:
+    """How many GPUs the failure needs (reduce found that one GPU does not show it), else None."""
+    for data in (reduction or {}, sig_data):
+        n = data.get("needs_gpus")
+        if isinstance(n, int) and not isinstance(n, bool) and n > 1:
+            return n
+    return None
 
 
 def _expected(entry: str | None, record: TracebackRecord, family: str | None = None) -> str:
