@@ -302,7 +302,7 @@ def test_walk_back_skips_results_that_fail_or_hang_on_one_gpu(tmp_path, recorded
     saver = SimpleNamespace(history=history)
     result = SimpleNamespace(best_source=loses)
     before = len(recorded_runs)
-    source, record = cold_verdict(failure, oracle, result, saver)
+    source, record, _ = cold_verdict(failure, oracle, result, saver)
     assert source == keeps and record is not None and SAME_DEVICE in record.message
     tried = [(src, cvd) for src, cvd, _, _ in recorded_runs[before:]]
     assert (hangs, "0") in tried           # the hang on one GPU was run and refused
