@@ -76,8 +76,9 @@ class Oracle:
     def _hit(self, records) -> bool:
         return find_match(records, self.target, self.options, as_itself=self.as_itself, raised=self.raised) is not None
 
-    def test(self, source: str, warm: bool = True) -> Verdict:
-        """``warm=False``: a cold run even when the runner has warm interpreters."""
+    def test(self, source: str, warm: bool = True, alone: bool = False) -> Verdict:
+        """``warm=False``: a cold run even when the runner has warm interpreters; ``alone``: a cold
+        run of the source by itself in an empty folder, offline (``Runner.run``)."""
         timeout, cut = self.timeout, False
         if self.deadline is not None:
             left = self.deadline - time.monotonic()
@@ -90,7 +91,7 @@ class Oracle:
                 source, timeout=timeout,
                 extra_env={"CUDA_VISIBLE_DEVICES": slot.gpu} if slot.gpu is not None else None,
                 stop_when=self._hit if self.stop_early else None, max_rss=self.max_rss,
-                stop_grace=self.stop_grace, warm=warm)
+                stop_grace=self.stop_grace, warm=warm, **({"alone": True} if alone else {}))
             slot.pgid = outcome.pid
         if cut and outcome.timed_out:
             raise DeadlineReached
