@@ -13,6 +13,7 @@ from rich.markup import escape
 from bot.output import console, traceback_tail
 from bot.progress import ReductionProgress
 from bot.scrub import scrub
+from bot.standalone import make_self_contained
 from bot.store import ReproDir, write_json_atomic, write_text_atomic
 from reducer.errors import DeadlineReached, ExitCode, ReprobotError
 from reducer.failure import Failure
@@ -87,6 +88,8 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
                     failure.spec.script, failure.record.message)
     save_search(failure, repro, result, saver)
     best, record, outcome = confirm_cold(failure, repro, oracle, result, saver)
+    # the final word: repro.py alone in an empty folder, offline (bot/standalone.py)
+    best, record = make_self_contained(failure, repro, oracle, best, record)
     write_text_atomic(repro.traceback_txt, record.text + "\n")
     record_repro_run(repro, record, outcome, failure)
     if opts.pin_env:

@@ -80,10 +80,11 @@ class Oracle:
         return find_match(records, self.target, self.options, as_itself=self.as_itself, raised=self.raised) is not None
 
     def test(self, source: str, warm: bool = True, gpu_set: tuple[str, ...] | None = None,
-             gpu_count: int | None = None) -> Verdict:
+             gpu_count: int | None = None, alone: bool = False) -> Verdict:
         """``warm=False``: a cold run even when the runner has warm interpreters. ``gpu_set``: run on
         exactly that set of the pool (the one the original's failure was confirmed on), waiting
-        for it; ``gpu_count``: only the set's first N GPUs visible (the one-GPU check)."""
+        for it; ``gpu_count``: only the set's first N GPUs visible (the one-GPU check); ``alone``:
+        a cold run of the source by itself in an empty folder, offline (``Runner.run``)."""
         timeout, cut = self.timeout, False
         if self.deadline is not None:
             left = self.deadline - time.monotonic()
@@ -95,7 +96,7 @@ class Oracle:
             outcome = self.runner.run(
                 source, timeout=timeout, extra_env=slot.env(gpu_count),
                 stop_when=self._hit if self.stop_early else None, max_rss=self.max_rss,
-                stop_grace=self.stop_grace, warm=warm)
+                stop_grace=self.stop_grace, warm=warm, **({"alone": True} if alone else {}))
             slot.pgid = outcome.pid
         if cut and outcome.timed_out:
             raise DeadlineReached

@@ -399,6 +399,26 @@ def _needs_gpus(sig_data: dict[str, Any], reduction: dict[str, Any] | None) -> i
     return None
 
 
+_NEED_KIND = {"model": "a model folder", "config": "a model config folder", "tokenizer": "a tokenizer folder",
+              "adapter": "a PEFT adapter folder", "data": "a data file"}
+
+
+def _needs_lines(reduction: dict[str, Any] | None) -> list[str]:
+    """One markdown line per local file the repro still reads (reduction.json's ``needs``)."""
+    out = []
+    for need in (reduction or {}).get("needs") or []:
+        if not isinstance(need, dict) or not need.get("path"):
+            continue
+        kind = _NEED_KIND.get(str(need.get("kind")), "a local file")
+        if need.get("folder") == "yes" and kind == "a data file":
+            kind = "a local folder"
+        line = f"{code_span(str(need['path']))}: {kind}, read by {code_span(str(need.get('call', '')) + '(...)')}"
+        if need.get("hint"):
+            line += f"; {inline(str(need['hint']), 200)}"
+        out.append(line)
+    return out
+
+
 def _expected(entry: str | None, record: TracebackRecord, family: str | None = None) -> str:
     """What should have happened, and what happened instead, in the failure's own words: markdown,
     each piece of the failure's text a code span or escaped prose."""
@@ -476,6 +496,9 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
         notes.append("requirements.lock is missing: the environment is not pinned (run `reprobot env`)")
 
     entry = entry_point(record, script, route)
+    # verified alone and offline: the steps are exactly that run's (bot/standalone.py)
+    alone = reduced and (reduction or {}).get("verified") == "alone, offline"
+    run_as = "repro.py" if alone else script
     args = [str(a) for a in sig_data.get("args") or []]
     cross = []
     if route:
@@ -504,8 +527,10 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
         "evidence": _evidence(repro, sig_data, reduction, reduced, sig, notes),
         "script": source,
         "reduced": reduced,
-        "script_name": script,
-        "command": shlex.join(["python", script, *args]),
+        "script_name": run_as,
+        "command": shlex.join(["python", run_as, *args]),
+        "alone": alone,
+        "needs": _needs_lines(reduction if reduced else None),
         "lock": lock,
         "traceback": trim_traceback(record, script),
         "related": _related_items(related),
