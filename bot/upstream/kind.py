@@ -226,14 +226,19 @@ def _usage(ev: Evidence) -> Kind | None:
     validator = bool(func and _VALIDATOR.match(func))
     rule = _first_sentence(message, _RULE)
     at = f" in {where}" if where else ""
-    if fixed and (fixed[0] in _identifiers(message) or fixed[0] in message or validator or remedy):
-        return Kind(USAGE, f"{ev.exc} raised on purpose{at}; the repro passes {fixed[1]}", fixed[1], 0.9)
     if validator and rule:
-        return Kind(USAGE, f"a deliberate check{at} rejected the input: {rule}", remedy or (
-            f"change {', '.join('`%s`' % n for n in names_user)}" if names_user else None), 0.75)
-    if remedy:
-        return Kind(USAGE, f"{ev.exc} raised on purpose{at}, and the message says what to change", remedy, 0.7)
-    return None
+        reason = f"a deliberate check{at} rejected the input: {rule}"
+        fix = remedy or (f"change {', '.join('`%s`' % n for n in names_user)}" if names_user else None)
+        confidence = 0.75
+    elif remedy:
+        reason, fix, confidence = f"{ev.exc} raised on purpose{at}, and the message says what to change", remedy, 0.7
+    elif fixed and (fixed[0] in _identifiers(message) or fixed[0] in message):
+        reason, fix, confidence = f"{ev.exc} raised on purpose{at}, naming `{fixed[0]}`", None, 0.7
+    else:
+        return None
+    if fixed:   # contrast ran it: dropping a keyword the user passed makes it pass
+        fix, confidence = fixed[1], 0.9
+    return Kind(USAGE, reason, fix, confidence)
 
 
 # --- bug -----------------------------------------------------------------------------------------
@@ -256,6 +261,24 @@ def _bug(ev: Evidence) -> Kind:
         return Kind(BUG, behalf, None, 0.65)
     return Kind(BUG, f"{ev.exc}{where}: nothing shows a deliberate check of the caller's input, so it is "
                      "treated as a bug", None, 0.5)
+
+
+def passes_with(kind: Kind, works_with: Iterable[str]) -> str | None:
+    """The contrast change behind a usage verdict's fix, when contrast found it."""
+    return kind.fix if kind.fix and kind.fix in set(works_with) else None
+
+
+def kind_line(kind: Kind, works_with: Iterable[str] = ()) -> str:
+    """The one line a person reads first (plain text: escape it for a terminal or markdown)."""
+    reason = kind.reason.rstrip(".")
+    if kind.kind == USAGE:
+        change = passes_with(kind, works_with) or (kind.fix if kind.fix and kind.fix.startswith("without `") else None)
+        return f"This looks like a usage error: {reason}." + (f" It passes with: {change}." if change else "")
+    if kind.kind == ENVIRONMENT:
+        return (f"This looks like an environment problem: {reason}. Check the installed versions "
+                "(`reprobot env --check`), the CUDA setup (driver, torch.version.cuda) and reinstall the package "
+                "it names before filing.")
+    return f"This looks like a bug: {reason}."
 
 
 def classify(ev: Evidence) -> Kind:
@@ -308,5 +331,6 @@ def classify_repro(repro: Any) -> Kind | None:
     return classify(evidence_from_record(failure.record, repro_source=failure.repro_source, passes_with=works))
 
 
-__all__ = ["Kind", "Evidence", "LibFrame", "classify", "classify_repro", "evidence_from_record",
+__all__ = ["Kind", "Evidence", "LibFrame", "classify", "classify_repro", "evidence_from_record", "kind_line",
+           "passes_with",
            "frames_from_strings", "BUG", "USAGE", "ENVIRONMENT"]
