@@ -48,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--not-a-secret", action="store_true",
                    help="file even when the draft holds a random-looking string the scrubber could not "
                         "tell from a credential, such as a bare 40-hex id (with --yes)")
+    p.add_argument("--anyway", action="store_true",
+                   help="file even when reprobot reads the failure as a usage error or an environment problem "
+                        "rather than a bug (needed with or without --yes)")
     add_python(p, "interpreter whose environment is captured if env.json is missing")
     add_db(p)
     add_no_search(p)
@@ -164,8 +167,15 @@ def _run(args: argparse.Namespace, repro: ReproDir) -> int:
     check = draft.validate()
 
     from bot.rerun.report import notes_for
-    fixed = notes_for(repro).headline()
+    from bot.upstream.kind import classify_repro, kind_line
+    reruns = notes_for(repro)
+    fixed = reruns.headline()
+    kind = classify_repro(repro)
+    not_a_bug = kind is not None and kind.kind != "bug"
     if args.dry_run:
+        if not_a_bug:  # said first: a maintainer would close it as such
+            console.print(f"[bold yellow]{_safe(kind_line(kind, reruns.works_with))}[/]", soft_wrap=True)
+            console.print(f"[yellow]--submit refuses unless --anyway is given[/]")
         dup = likely_duplicate(prep.related, draft.signature_id)
         if dup:
             console.print(f"[bold yellow]likely duplicate:[/] {_safe(duplicate_line(dup))}", soft_wrap=True)
@@ -192,6 +202,8 @@ def _run(args: argparse.Namespace, repro: ReproDir) -> int:
                           f"({_safe(flag.preview)}): --submit asks before filing it (with --yes, refuses without "
                           "--not-a-secret)")
         for note in draft.notes:
+            if not_a_bug and note.startswith("This looks like "):
+                continue  # said first, above
             console.print(f"[yellow]note:[/] {_safe(note)}")
         for fid in check.unconfirmed:
             console.print(f"[yellow]to confirm:[/] {escape(form.field(fid).label)} is reprobot's proposal; "
@@ -222,6 +234,9 @@ def _run(args: argparse.Namespace, repro: ReproDir) -> int:
         raise ReprobotError(f"draft-{key}.md does not fill the {form.repo} form: "
                             + "; ".join(map(str, check.problems)), ExitCode.BAD_INPUT)
     check_safe(draft.title, submission_body(draft))
+    if not_a_bug and not args.anyway:
+        raise ReprobotError(f"not filed: {strip_controls(kind_line(kind, reruns.works_with))} "
+                            "Pass --anyway to file it as a bug report all the same", ExitCode.USAGE)
     uncertain = _uncertain(draft.title, submission_body(draft))
     if uncertain and args.yes and not args.not_a_secret:
         where, first = uncertain[0]

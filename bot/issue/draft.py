@@ -21,6 +21,7 @@ from bot.env.system_info import system_info
 from bot.issue.markdown import code_span, fence, inline, top_level_html
 from bot.issue.templating import environment, templates_dir
 from bot.issue.forms import CONFIRM_MARK, MISSING_MARK, FieldValue, Form, Validation, field_values, get_form, validate
+from bot.upstream.kind import classify_repro, kind_line
 from bot.upstream.targets import get_target, targets
 from bot.scrub import Finding, scrub
 from bot.store import ReproDir, write_json_atomic, write_text_atomic
@@ -77,6 +78,7 @@ class Draft:
     notes: list[str] = field(default_factory=list)
     scrubbed: list[Finding] = field(default_factory=list)
     template: str = "bug-report.yml"
+    kind: dict[str, Any] | None = None     # bug / usage / environment (bot/upstream/kind.py)
 
     @property
     def form(self) -> Form:
@@ -96,7 +98,7 @@ class Draft:
         url = self.prefill_url()
         return {"repo": self.repo, "repo_key": self.repo_key, "template": self.template, "title": self.title,
                 "signature_id": self.signature_id, "fields": self.fields, "notes": self.notes,
-                "scrubbed": [f.to_dict() for f in self.scrubbed],
+                "scrubbed": [f.to_dict() for f in self.scrubbed], "kind": self.kind,
                 "url": url.url, "url_complete": url.complete, "body_sha256": body_digest(self.body)}
 
 
@@ -419,15 +421,19 @@ def _needs_lines(reduction: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def _expected(entry: str | None, record: TracebackRecord, family: str | None = None) -> str:
+def _expected(entry: str | None, record: TracebackRecord, family: str | None = None, kind: str | None = None) -> str:
     """What should have happened, and what happened instead, in the failure's own words: markdown,
-    each piece of the failure's text a code span or escaped prose."""
+    each piece of the failure's text a code span or escaped prose. For a usage error (the library
+    rejected the call on purpose) it never claims the call should succeed."""
     call = code_span(f"{entry}(...)") if entry else "The script"
     on = f" on this {inline(family, 80)} model" if family else ""
     first = re.split(r"(?<=[^.])\.\s", one_line_message(record), maxsplit=1)[0].rstrip(".")
     if len(first) > 200:
         first = first[:199].rsplit(" ", 1)[0] + "\u2026"
     instead = code_span(f"{record.exc_type}: {first}" if first else record.exc_type)
+    if kind == "usage":
+        return (f"{call} rejects this input on purpose{on}: it raises {instead}. Expected: a clearer error "
+                "message, or documented behaviour for this combination of arguments.")
     return f"{call} should complete{on}. Instead it raises {instead}."
 
 
@@ -499,6 +505,10 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
     # verified alone and offline: the steps are exactly that run's (bot/standalone.py)
     alone = reduced and (reduction or {}).get("verified") == "alone, offline"
     run_as = "repro.py" if alone else script
+    kind = classify_repro(repro)
+    if kind is not None and kind.kind != "bug":
+        from bot.rerun.report import notes_for
+        notes.append(kind_line(kind, notes_for(repro).works_with))
     args = [str(a) for a in sig_data.get("args") or []]
     cross = []
     if route:
@@ -537,7 +547,7 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
         "cross_links": cross,
         "marker": marker(sig.id),
         "confirm_mark": CONFIRM_MARK,
-        "expected": _expected(entry, record, (route or {}).get("model_family")),
+        "expected": _expected(entry, record, (route or {}).get("model_family"), kind.kind if kind else None),
         "reruns": _reruns(repro, notes),
     }
     body_raw = _Renderer().render(repo_key, context)
@@ -546,7 +556,8 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
     title = scrub(title_raw, names=names)
     return Draft(repo_key=repo_key, repo=form.repo, title=title.text, body=body.text,
                  fields=field_values(form, body.text), signature_id=sig.id, notes=notes,
-                 scrubbed=title.findings + body.findings, template=form.template)
+                 scrubbed=title.findings + body.findings, template=form.template,
+                 kind=kind.to_dict() if kind else None)
 
 
 _SCRIPT_FENCE = re.compile(r"^(`{3,})python[ \t]*\n(.*?)^\1[ \t]*$", re.DOTALL | re.MULTILINE)
@@ -611,7 +622,8 @@ def load_draft(folder: str | Path, repo_key: str) -> Draft:
     return Draft(repo_key=repo_key, repo=form.repo, title=str(meta.get("title", "")), body=body,
                  fields=field_values(form, body), signature_id=str(meta.get("signature_id", "")),
                  notes=list(meta.get("notes", [])),
-                 scrubbed=[Finding.from_dict(f) for f in meta.get("scrubbed", [])], template=form.template)
+                 scrubbed=[Finding.from_dict(f) for f in meta.get("scrubbed", [])], template=form.template,
+                 kind=meta.get("kind") if isinstance(meta.get("kind"), dict) else None)
 
 
 __all__ = ["Draft", "PrefillURL", "build_draft", "write_draft", "load_draft", "prefill_url", "marker", "carries_marker",
