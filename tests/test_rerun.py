@@ -102,6 +102,8 @@ def test_bisect_finds_the_fixing_release_in_few_runs(world, env_cache, capsys):
     data = json.loads((folder / "versions.json").read_text())
     b = data["bisect"]
     assert (b["first_changed"], b["last_same"]) == ("1.4", "1.3")
+    # 1.6 breaks it with a TypeError after the fix: a second boundary, and a new bug, not this one
+    assert (b["then_changed"], b["then_last"], b["same_bug"]) == ("1.6", "1.5", False)
     assert b["runs"] <= math.ceil(math.log2(7)) + 2
     assert b["sentence"].startswith("first passing: fakelib 1.4 (last failing 1.3)")
     assert "first passing: fakelib 1.4" in capsys.readouterr().out
@@ -249,3 +251,36 @@ def test_cpu_example_repro_still_fails_on_the_latest_peft(tmp_path, monkeypatch,
     latest = rows["peft latest"]
     assert latest["versions"]["peft"] == releases.latest
     assert latest["verdict"]["kind"] == "same failure", latest
+
+
+# fakemsg's story: 1.2 rewords the error (same type, same function), 1.4 fixes it.
+_MSG_BODIES = {
+    "old": 'def compute(x):\n    raise ValueError(f"bad input: {x}")\n',
+    "reworded": 'def compute(x):\n    raise ValueError(f"input out of range: {x}")\n',
+    "fixed": 'def compute(x):\n    return x * 2\n',
+}
+MSG_RELEASES = {"1.0": "old", "1.1": "old", "1.2": "reworded", "1.3": "reworded", "1.4": "fixed", "1.5": "fixed"}
+
+
+def test_bisect_reports_the_reworded_message_and_the_fix(world, env_cache, tmp_path, capsys):
+    root, _, python = world
+    wheels = tmp_path / "msg-wheels"
+    wheels.mkdir()
+    for version, kind in MSG_RELEASES.items():
+        build_wheel(wheels, "fakemsg", version, _MSG_BODIES[kind])
+    site = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                   text=True).strip()
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
+                    "--target", site, "--no-deps", "fakemsg==1.0"], check=True)
+    folder = make_repro(root, python, "import fakemsg\nfakemsg.compute(3)\n", "fakemsg==1.0\n", "msg")
+    assert main(["versions", str(folder), "--python", str(python), "--bisect", "fakemsg",
+                 "--no-index", "--find-links", str(wheels)]) == 0
+    b = json.loads((folder / "versions.json").read_text())["bisect"]
+    assert (b["first_changed"], b["last_same"]) == ("1.2", "1.1")
+    assert (b["then_changed"], b["then_last"], b["first_passing"]) == ("1.4", "1.3", "1.4")
+    assert b["same_bug"] is True
+    assert b["runs"] <= math.ceil(math.log2(len(MSG_RELEASES))) + 3
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("first different failure: fakemsg 1.2 (last failing 1.1) — same bug, message changed; "
+            "first passing: fakemsg 1.4 (last different failure 1.3)") in out
+

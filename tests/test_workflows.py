@@ -18,6 +18,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((REPO_ROOT / ".github" / "workflows").glob("*.yml"))
 DISCUSSION = REPO_ROOT / ".github" / "workflows" / "reprobot-discussion.yml"
+WATCH = REPO_ROOT / ".github" / "workflows" / "reprobot-watch.yml"
 
 # A workflow with the two mistakes the linters must catch: event text in a shell line, and the
 # default (write-all) token. If a linter passes this, its pass on ours means nothing.
@@ -48,7 +49,7 @@ def run(cmd: list[str]) -> subprocess.CompletedProcess:
 
 def test_there_are_workflows() -> None:
     names = {p.name for p in WORKFLOWS}
-    assert {"reprobot-discussion.yml", "ci.yml"} <= names
+    assert {"reprobot-discussion.yml", "ci.yml", "reprobot-watch.yml"} <= names
 
 
 def test_actionlint() -> None:
@@ -143,6 +144,24 @@ def test_no_event_text_in_run_lines_and_actions_pinned() -> None:
                 assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", s["uses"]), s["uses"]
                 if s["uses"].startswith("actions/checkout@"):
                     assert s.get("with", {}).get("persist-credentials") is False, (path.name, job_id)
+
+
+def test_watch_workflow_least_privilege_and_dry_run_by_default() -> None:
+    yaml = pytest.importorskip("yaml")
+    doc = yaml.safe_load(WATCH.read_text())
+    on = doc[True] if True in doc else doc["on"]
+    assert "schedule" in on and doc["permissions"] == {}
+    check, post = doc["jobs"]["check"], doc["jobs"]["post"]
+    assert check["permissions"] == {"contents": "read"}
+    assert post["permissions"] == {"contents": "read", "issues": "write"}
+    assert post["if"] == "vars.REPROBOT_WATCH_COMMENTS == 'true'" and post["needs"] == "check"
+    runs = {job: " ".join(s.get("run", "") for s in doc["jobs"][job]["steps"]) for job in ("check", "post")}
+    assert "reprobot watch" in runs["check"] and "--dry-run" in runs["check"]
+    assert "--post-only" in runs["post"] and "--dry-run" not in runs["post"]
+    # only the posting job ever sees a token
+    assert "github.token" not in yaml.safe_dump(check) and "github.token" in yaml.safe_dump(post)
+    caches = [s for job in (check, post) for s in job["steps"] if s.get("uses", "").startswith("actions/cache@")]
+    assert all(".reprobot-watch" in s["with"]["path"] for s in caches) and len(caches) == 2
 
 
 # --- the job scripts as written, run the way the runner runs them ----------------------------

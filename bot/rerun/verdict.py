@@ -23,6 +23,10 @@ class Verdict:
     detail: str = ""               # the other failure's one-line signature, or why it could not run
     signature_id: str | None = None
     wall_time: float | None = None
+    # a different failure's exception type and innermost library frames: with the target's, they
+    # tell "the same bug, its message changed" from a new bug (bot/rerun/versions.py same_bug)
+    exc_type: str | None = None
+    frames: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -34,11 +38,13 @@ class Verdict:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["kind"] = self.kind.value
+        d["frames"] = list(self.frames)
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "Verdict":
-        return cls(Kind(d["kind"]), d.get("detail", ""), d.get("signature_id"), d.get("wall_time"))
+        return cls(Kind(d["kind"]), d.get("detail", ""), d.get("signature_id"), d.get("wall_time"),
+                   d.get("exc_type"), tuple(d.get("frames") or ()))
 
 
 def classify(outcome: Outcome, target: Signature, options: MatchOptions) -> Verdict:
@@ -52,7 +58,7 @@ def classify(outcome: Outcome, target: Signature, options: MatchOptions) -> Verd
     others = distinct_failures(outcome, options)
     if others:
         sig = others[0][0]
-        return Verdict(Kind.DIFFERENT, sig.one_line(), sig.id, wall)
+        return Verdict(Kind.DIFFERENT, sig.one_line(), sig.id, wall, sig.exc_type, sig.frames)
     if outcome.returncode != 0:
         how = outcome.signal or f"exit {outcome.returncode}"
         return Verdict(Kind.DIFFERENT, f"{how} without a traceback", None, wall)

@@ -44,25 +44,50 @@ class Row:
 
 @dataclass
 class Bisection:
+    """Up to two boundaries: where the outcome first changed from the low end's, and, when the
+    latest release's outcome is yet another (a fix after the message changed, a new break after a
+    fix), where that one first appears. ``same_bug``: the first change is the target's exception
+    type raised at the same frames with another message."""
     package: str
     tried: list[tuple[str, Verdict]]       # in the order they ran
     first_changed: str | None
     last_same: str | None
     releases_in_range: int
     note: str = ""
+    then_changed: str | None = None        # the second boundary: first release with the latest's outcome
+    then_last: str | None = None
+    same_bug: bool = False
+
+    def _span(self, first: str | None, last: str | None, lead: str = "first") -> str | None:
+        results = dict(self.tried)
+        changed, before = results.get(first or ""), results.get(last or "")
+        if changed is None or before is None:
+            return None
+        return f"{lead} {_word(changed)}: {self.package} {first} (last {_word(before)} {last})"
 
     def sentence(self) -> str:
         if self.note:
             return self.note
-        results = dict(self.tried)
-        changed, same = results.get(self.first_changed or ""), results.get(self.last_same or "")
-        if changed is None or same is None:
+        first = self._span(self.first_changed, self.last_same)
+        if first is None:
             return f"{self.package}: no change in the range"
-        return (f"first {_word(changed)}: {self.package} {self.first_changed} "
-                f"(last {_word(same)} {self.last_same}), {len(self.tried)} runs")
+        if self.same_bug:
+            first += " — same bug, message changed"
+        second = self._span(self.then_changed, self.then_last)
+        return first + (f"; {second}" if second else "") + f", {len(self.tried)} runs"
+
+    @property
+    def first_passing(self) -> str | None:
+        results = dict(self.tried)
+        for v in (self.first_changed, self.then_changed):
+            if v and results.get(v) is not None and results[v].kind is Kind.PASS:
+                return v
+        return None
 
     def to_dict(self) -> dict:
         return {"package": self.package, "first_changed": self.first_changed, "last_same": self.last_same,
+                "then_changed": self.then_changed, "then_last": self.then_last, "same_bug": self.same_bug,
+                "first_passing": self.first_passing,
                 "releases_in_range": self.releases_in_range, "runs": len(self.tried), "note": self.note,
                 "sentence": self.sentence(),
                 "tried": [{"version": v, "verdict": r.to_dict()} for v, r in self.tried]}
@@ -172,19 +197,40 @@ class VersionRunner:
             return Bisection(package, tried, None, versions[last], len(versions),
                              note=f"{package}: the outcome is the same from {versions[0]} to {versions[last]} "
                                   f"({reference.label()}), {len(tried)} runs")
-        lo, hi = 0, last
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            probe_at = _installable_near(mid, lo, hi, at)
+        final = at(last)
+        # Outcomes are taken to run reference... -> other... -> final... in release order (one
+        # change, or two: a message that changed before the fix). lo1/hi1 bracket the first
+        # change, lo2/hi2 the first release with the final outcome; every run narrows both.
+        lo1, hi1, lo2, hi2 = 0, last, 0, last
+        while hi1 - lo1 > 1 or hi2 - lo2 > 1:
+            lo, hi = (lo1, hi1) if hi1 - lo1 >= hi2 - lo2 else (lo2, hi2)
+            probe_at = _installable_near((lo + hi) // 2, lo, hi, at)
             if probe_at is None:
                 break
-            if _same(at(probe_at), reference):
-                lo = probe_at
+            v = at(probe_at)
+            if _same(v, reference):
+                lo1, lo2 = max(lo1, probe_at), max(lo2, probe_at)
+            elif _same(v, final):
+                hi1, hi2 = min(hi1, probe_at), min(hi2, probe_at)
             else:
-                hi = probe_at
-        note = "" if hi - lo == 1 else (f"{package}: releases between {versions[lo]} and {versions[hi]} "
-                                        f"did not install; the change is somewhere in that range")
-        return Bisection(package, tried, versions[hi], versions[lo], len(versions), note=note)
+                hi1, lo2 = min(hi1, probe_at), max(lo2, probe_at)
+        gaps = [(a, b) for a, b in ((lo1, hi1), (lo2, hi2)) if b - a > 1]
+        note = "" if not gaps else (f"{package}: releases between {versions[gaps[0][0]]} and {versions[gaps[0][1]]} "
+                                    f"did not install; the change is somewhere in that range")
+        two = hi2 != hi1
+        first = cache[hi1]
+        same_bug = (reference.kind is Kind.SAME and first.kind is Kind.DIFFERENT
+                    and same_bug_as(first, self.runner.repro.target))
+        return Bisection(package, tried, versions[hi1], versions[lo1], len(versions), note=note,
+                         then_changed=versions[hi2] if two else None, then_last=versions[lo2] if two else None,
+                         same_bug=same_bug)
+
+
+def same_bug_as(verdict: Verdict, target) -> bool:
+    """The same exception type raised at the same innermost library frames, another message: a
+    release that reworded the error, not a new bug."""
+    return (verdict.exc_type == target.exc_type and tuple(verdict.frames) == tuple(target.frames)
+            and verdict.signature_id != target.id)
 
 
 def _word(v: Verdict) -> str:
@@ -205,5 +251,5 @@ def _installable_near(mid: int, lo: int, hi: int, at: Callable[[int], Verdict]) 
 
 
 def bisect_bound(n: int) -> int:
-    """Runs a bisection over n releases should take at most (both ends, then halving)."""
+    """Runs a one-boundary bisection over n releases should take at most (both ends, then halving)."""
     return math.ceil(math.log2(max(n, 2))) + 2
