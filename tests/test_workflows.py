@@ -204,7 +204,7 @@ def test_reproduce_and_publish_steps_as_written(wf: dict, tmp_path: Path) -> Non
         proc = run_step(step_named(wf, "reproduce", "Extract the script and reduce it"), {
             "REPROBOT_LABEL": "needs-repro", "REPROBOT_GATE_ALLOWED": "true", "REPROBOT_PYTHON": "",
             "REPROBOT_MAX_TIME": "60", "REPROBOT_TIMEOUT": "30", "REPROBOT_INSTALL_DEPS": "true",
-            "REPROBOT_OFFLINE": "true"}, runner)
+            "REPROBOT_OFFLINE": "true", "REPROBOT_SHARE": "/usr/share:/opt"}, runner)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         result = json.loads((tmp_path / "reprobot-artifact" / "result.json").read_text())
         assert result["status"] == "syntax-error"
