@@ -491,7 +491,7 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
         "script": source,
         "reduced": reduced,
         "script_name": script,
-        "command": shlex.join(["python", script, *args]),
+        "command": _command(sig_data, script, args),
         "lock": lock,
         "traceback": trim_traceback(record, script),
         "related": _related_items(related),
@@ -552,3 +552,12 @@ def load_draft(folder: str | Path, repo_key: str) -> Draft:
 
 __all__ = ["Draft", "PrefillURL", "build_draft", "write_draft", "load_draft", "prefill_url", "marker", "carries_marker",
            "make_title", "entry_point", "trim_traceback", "fence"]
+
+
+def _command(sig_data: dict, script: str, args: list[str]) -> str:
+    """How to run the repro: the launch line the failure was reduced under (torchrun, accelerate
+    launch, python -m), else ``python SCRIPT ARGS``."""
+    run = (sig_data.get("launch") or {}).get("run") if isinstance(sig_data.get("launch"), dict) else None
+    if isinstance(run, list) and run and all(isinstance(t, str) for t in run):
+        return shlex.join(run)
+    return shlex.join(["python", script, *args])

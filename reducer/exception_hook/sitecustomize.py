@@ -199,4 +199,10 @@ try:
     _install()
 except BaseException:
     pass
+if os.environ.get("REPROBOT_RENDEZVOUS"):
+    # This run's own rendezvous port and file (reducer/rendezvous.py).
+    try:
+        import reprobot_rendezvous  # noqa: F401
+    except BaseException:
+        pass
 _chain_user_sitecustomize()
