@@ -320,3 +320,22 @@ def test_a_hanging_rank_is_killed_and_the_run_is_a_timeout_not_a_match(tmp_path)
     assert any(r.exc_type == "KeyError" for r in verdict.outcome.tracebacks)   # it did show the failure
     assert not verdict.interesting                                            # but a hang is no match
     assert _processes_with(token) == []                                       # every rank was killed
+
+
+def test_run_time_patch_gives_the_script_the_runs_port_and_file(tmp_path):
+    """In an interpreter of a run, the script's own MASTER_PORT and init_method give way to the run's."""
+    from reducer.raised import HOOK_DIR
+    probe = ('import os, reprobot_rendezvous as r\n'
+             'os.environ["MASTER_PORT"] = "12355"\n'
+             'os.environ.setdefault("MASTER_PORT", "29500")\n'
+             'print(os.environ["MASTER_PORT"])\n'
+             'print(r._rewrite("tcp://localhost:12355?world_size=2"))\n'
+             'print(r._rewrite("tcp://[::1]:12355"))\n'
+             'print(r._rewrite("file:///tmp/shared_init"))\n')
+    env = dict(os.environ, PYTHONPATH=str(HOOK_DIR), REPROBOT_RENDEZVOUS="1", REPROBOT_MASTER_PORT="23456",
+               TMPDIR=str(tmp_path))
+    env.pop("MASTER_PORT", None)
+    out = subprocess.run([PY, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "23456"
+    assert out[1] == "tcp://localhost:23456?world_size=2" and out[2] == "tcp://[::1]:23456"
+    assert out[3] == f"file://{tmp_path}/reprobot-rdzv-23456-shared_init"
