@@ -13,12 +13,13 @@ from rich.markup import escape
 from bot.output import console, traceback_tail
 from bot.progress import ReductionProgress
 from bot.scrub import scrub
+from bot.standalone import make_self_contained
 from bot.store import ReproDir, write_json_atomic, write_text_atomic
 from reducer.errors import DeadlineReached, ExitCode, ReprobotError
 from reducer.failure import Failure
 from reducer.gpu import GpuPool, parse_gpus
 from reducer.oracle import Oracle, candidate_memory, candidate_timeout
-from reducer.outcome import TracebackRecord
+from reducer.outcome import Outcome, TracebackRecord
 from reducer.search import Reducer, ReductionResult
 from reducer.signature import find_match
 from reducer.size import count_statements
@@ -62,7 +63,7 @@ def reduce_failure(failure: Failure, repro: ReproDir, opts: Options | None = Non
     opts = opts or Options(**kwargs)
     if opts.resume and finished(repro):
         return 0
-    pool = gpu_pool(opts)
+    pool = gpu_pool(opts, failure)
     oracle = make_oracle(failure, pool, command_deadline(opts))
     try:
         return _reduce(failure, repro, opts, pool, oracle)
@@ -78,15 +79,19 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
     except DeadlineReached:
         raise time_limit(repro)
     warm = warm_up(failure, oracle, opts)
-    trace = trace_data(failure, repro, start_source is not None) if opts.trace else None
+    trace = trace_data(failure, repro, start_source is not None, oracle) if opts.trace else None
     saver = Saver(repro, oracle, pool, warm, opts.jobs)
+    saver.plan = failure.gpu
     max_time = None if oracle.deadline is None else max(0.0, oracle.deadline - time.monotonic())
     opts.max_time = max_time
     result = search(start_source or failure.spec.source, oracle, opts, trace, seen, stats, saver,
                     failure.spec.script, failure.record.message)
     save_search(failure, repro, result, saver)
-    best, record = confirm_cold(failure, repro, oracle, result, saver)
+    best, record, outcome = confirm_cold(failure, repro, oracle, result, saver)
+    # the final word: repro.py alone in an empty folder, offline (bot/standalone.py)
+    best, record = make_self_contained(failure, repro, oracle, best, record)
     write_text_atomic(repro.traceback_txt, record.text + "\n")
+    record_repro_run(repro, record, outcome, failure)
     if opts.pin_env:
         capture_environment(failure, repro)
     print_reduced(repro, result, best, record)
@@ -94,12 +99,29 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
 
 
 # ---- steps ---------------------------------------------------------------------------------
-def gpu_pool(opts: Options) -> GpuPool:
-    pool = GpuPool(parse_gpus(opts.gpus), per_gpu=opts.jobs_per_gpu)
+def gpu_pool(opts: Options, failure: Failure | None = None) -> GpuPool:
+    """Disjoint GPU sets of as many GPUs as the original used (failure.gpu.per_job); the first is
+    the set the failure was confirmed on."""
+    plan = failure.gpu if failure is not None else None
+    gpus = failure.spec.gpus if failure is not None and failure.spec.gpus is not None else parse_gpus(opts.gpus)
+    pool = GpuPool(gpus, per_gpu=opts.jobs_per_gpu, per_job=plan.per_job if plan else 1)
+    if plan is not None and plan.set and pool.sets and pool.sets[0] != plan.set:
+        raise ReprobotError(f"GPU set {plan.set} of the confirmation runs is not the pool's first set "
+                            f"{pool.sets[0]}", ExitCode.USAGE)
+    if plan is not None and plan.per_job > 1:
+        console.print(f"GPU sets of {plan.per_job} per job ({plan.source}): "
+                      + ", ".join("{" + ",".join(s) + "}" for s in pool.sets)
+                      + (f"; needs {plan.needs_gpus} GPUs: on one it {plan.one_gpu}" if plan.needs_gpus else
+                         ("; it fails the same way on one GPU" if plan.one_gpu else "")))
     if len(pool) and opts.jobs > pool.slots:
         console.print(f"[yellow]--jobs {opts.jobs} > {pool.slots} GPU slots: candidates queue for a free GPU "
                       f"(--jobs-per-gpu lets small candidates share one)[/]")
     return pool
+
+
+def reference_set(failure: Failure) -> tuple[str, ...] | None:
+    """The GPU set the failure was confirmed on: the warm check and the final verification use it."""
+    return failure.gpu.set or None
 
 
 def command_deadline(opts: Options) -> float | None:
@@ -115,6 +137,7 @@ def make_oracle(failure: Failure, pool: GpuPool, deadline: float | None) -> Orac
                     max_rss=candidate_memory(failure.peak_rss), allow_hang=failure.hangs,
                     stop_grace=max(2.0, 0.25 * failure.wall_time), as_itself=failure.as_itself, raised=failure.raised)
     oracle.deadline = deadline
+    oracle.reference_set = reference_set(failure)
     return oracle
 
 
@@ -159,7 +182,7 @@ def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
     runner.zygotes = pool
     try:
         pool.release(pool.start_one())
-        verdict = oracle.test(failure.spec.source, warm=True)
+        verdict = oracle.test(failure.spec.source, warm=True, gpu_set=reference_set(failure))
     except ZygoteError as e:
         report.why_not = str(e)
     except DeadlineReached:
@@ -212,7 +235,7 @@ def resume(repro: ReproDir, oracle: Oracle,
     if saved.get("status") == "done":      # done, but repro.py is gone: again from the original
         return None, seen, None
     best = repro.repro.read_text(encoding="utf-8") if repro.repro.is_file() else None
-    if best is not None and not oracle.test(best, warm=False).interesting:
+    if best is not None and not oracle.test(best, warm=False, gpu_set=oracle.reference_set).interesting:
         console.print("[yellow]repro.py no longer fails the same way here: starting again from the original "
                       "(the cache of earlier runs is kept)[/]")
         best = None
@@ -221,7 +244,19 @@ def resume(repro: ReproDir, oracle: Oracle,
     return best, seen, saved
 
 
-def trace_data(failure: Failure, repro: ReproDir, resumed: bool):
+def pinned_run_fn(oracle: Oracle, warm: bool | None = None, gpu_set: tuple[str, ...] | None = None):
+    """reducer.trace's run function, on a GPU set of the pool like every candidate (a traced run
+    that saw every GPU would not be the run the candidates make)."""
+    def run(source: str, launcher: list[str], env: dict[str, str]):
+        with oracle.gpus.acquire(gpu_set) as slot:
+            outcome = oracle.runner.run(source, launcher=launcher, extra_env={**(env or {}), **(slot.env() or {})},
+                                        warm=warm)
+            slot.pgid = outcome.pid
+            return outcome
+    return run
+
+
+def trace_data(failure: Failure, repro: ReproDir, resumed: bool, oracle: Oracle | None = None):
     from reducer.trace import TraceData, runner_run_fn, trace_run
     trace_file = repro.path / "trace.json"
     if failure.runner.launched:
@@ -230,7 +265,8 @@ def trace_data(failure: Failure, repro: ReproDir, resumed: bool):
     if resumed and trace_file.is_file():
         return TraceData.from_dict(failure.spec.source, repro.read_json(trace_file))
     try:
-        data = trace_run(failure.spec.source, runner_run_fn(failure.runner))
+        run = runner_run_fn(failure.runner) if oracle is None else pinned_run_fn(oracle, None, reference_set(failure))
+        data = trace_run(failure.spec.source, run)
     except Exception as e:  # tracing is an optimisation: never let it stop a reduction
         console.print(f"[yellow]trace-guided first cut skipped:[/] {escape(str(e))[:200]}")
         return None
@@ -243,8 +279,8 @@ def trace_data(failure: Failure, repro: ReproDir, resumed: bool):
 def retracer(oracle: Oracle):
     """Traced runs of a changed best, warm where candidates run warm: they only suggest
     candidates, and every candidate is then judged by a run of its own."""
-    from reducer.trace import runner_run_fn, trace_run
-    run = runner_run_fn(oracle.runner, warm=True)
+    from reducer.trace import trace_run
+    run = pinned_run_fn(oracle, warm=True)
     return lambda source: trace_run(source, run)
 
 
@@ -255,6 +291,7 @@ class Saver:
     def __init__(self, repro: ReproDir, oracle: Oracle, pool: GpuPool, warm: WarmReport, jobs: int) -> None:
         self.repro, self.oracle, self.pool, self.warm, self.jobs = repro, oracle, pool, warm, jobs
         self.reducer: Reducer | None = None
+        self.plan = None      # the failure's GpuPlan, for reduction.json
         self.history: list[str] = []
         self.started = time.monotonic()
 
@@ -269,6 +306,11 @@ class Saver:
             data["status"] = status
         data["seen"] = seen if seen is not None else (self.reducer.seen if self.reducer else {})
         data["gpus"] = self.pool.gpus
+        data["gpu_sets"] = [list(s) for s in self.pool.sets]
+        if self.plan is not None:
+            data["gpus_per_job"] = self.plan.per_job
+            data["gpu_plan"] = self.plan.to_dict()
+            data["needs_gpus"] = self.plan.needs_gpus
         data["gpu_not_released"] = self.pool.unreleased
         data["oracle_run_seconds"] = round(self.oracle.run_seconds, 3)
         runner = self.oracle.runner
@@ -306,38 +348,90 @@ def save_search(failure: Failure, repro: ReproDir, result: ReductionResult, save
     saver(result.best_source, result.stats.to_dict(), status, result.seen)
 
 
-def cold_verdict(failure: Failure, oracle: Oracle, result: ReductionResult,
-                 saver: Saver) -> tuple[str, TracebackRecord | None]:
-    """The final word comes from a cold run in a clean directory. If the result only fails
-    warm, walk back to the newest earlier result that fails cold."""
-    def fails_cold(source: str) -> TracebackRecord | None:
-        verdict = oracle.test(source, warm=False)
-        return find_match(verdict.outcome.tracebacks, failure.signature, failure.spec.options,
-                          as_itself=failure.as_itself, raised=failure.raised)
+def keeps_needing_gpus(failure: Failure, oracle: Oracle, source: str) -> bool:
+    """A failure that needs its GPU set (failure.gpu.needs_gpus) must still not fail the same way
+    on the set's first GPU alone, and must not hang there where the original did not."""
+    if not failure.gpu.needs_gpus:
+        return True
+    verdict = oracle.test(source, warm=False, gpu_set=reference_set(failure), gpu_count=1)
+    if find_match(verdict.outcome.tracebacks, failure.signature, failure.spec.options,
+                  raised=failure.raised) is not None:
+        return False
+    return failure.gpu.one_gpu_hangs or not verdict.outcome.timed_out
 
-    record = fails_cold(result.best_source)
-    if record is not None or oracle.runner.zygotes is None:
-        return result.best_source, record
-    console.print("[yellow]the result fails warm but not cold: going back to the last result that fails cold[/]")
+
+def cold_verdict(failure: Failure, oracle: Oracle, result: ReductionResult,
+                 saver: Saver) -> tuple[str, TracebackRecord | None, Outcome | None]:
+    """The final word comes from a cold run in a clean directory, on the GPU set the failure was
+    confirmed on. If the result only fails warm, is heavier than the original (a default-sized
+    model brought back), or no longer needs its GPU set (it fails the same way on one GPU), walk
+    back to the newest earlier result that passes all three."""
+    lost: list[str] = []
+
+    def fails_cold(source: str) -> tuple[TracebackRecord | None, Outcome]:
+        verdict = oracle.test(source, warm=False, gpu_set=reference_set(failure))
+        record = find_match(verdict.outcome.tracebacks, failure.signature, failure.spec.options,
+                            as_itself=failure.as_itself, raised=failure.raised)
+        if record is not None and heavier(verdict.outcome, failure):
+            return None, verdict.outcome
+        if record is not None and not keeps_needing_gpus(failure, oracle, source):
+            lost.append(source)
+            return None, verdict.outcome
+        return record, verdict.outcome
+
+    record, outcome = fails_cold(result.best_source)
+    if record is not None or (oracle.runner.zygotes is None and not lost and not heavier(outcome, failure)):
+        return result.best_source, record, outcome
+    if lost:
+        console.print(f"[yellow]the result fails the same way on one GPU too (the original needs "
+                      f"{failure.gpu.needs_gpus}): going back to the last result that needs them[/]")
+    elif heavier(outcome, failure):
+        console.print("[yellow]the result is heavier than the original: going back to the last result that "
+                      "is not[/]")
+    else:
+        console.print("[yellow]the result fails warm but not cold: going back to the last result that fails cold[/]")
     for source in list(reversed(saver.history[:-1]))[:COLD_FALLBACK_TRIES]:
-        record = fails_cold(source)
+        record, outcome = fails_cold(source)
         if record is not None:
-            return source, record
-    return failure.spec.source, None
+            return source, record, outcome
+    # The original was confirmed on the set, and checked on one GPU, by find_failure.
+    if lost and failure.gpu.needs_gpus:
+        return failure.spec.source, failure.record, failure.outcomes[0]
+    return failure.spec.source, None, None
+
+
+def heavier(outcome: Outcome, failure: Failure) -> bool:
+    """More resident memory than the original's heaviest confirmation run, past the sampling's
+    noise (the same script measured twice differs by a few MB)."""
+    original = max((o.peak_rss for o in failure.outcomes), default=0)
+    return original > 0 and outcome.peak_rss > original + max(original // 10, 32 * 1024 ** 2)
 
 
 def confirm_cold(failure: Failure, repro: ReproDir, oracle: Oracle, result: ReductionResult,
-                 saver: Saver) -> tuple[str, TracebackRecord]:
+                 saver: Saver) -> tuple[str, TracebackRecord, Outcome]:
     """The result to keep and its cold traceback; one that never fails cold is flaky."""
-    best, record = cold_verdict(failure, oracle, result, saver)
+    best, record, outcome = cold_verdict(failure, oracle, result, saver)
     if record is None:
         raise ReprobotError(f"the reduced script did not fail the same way when re-run in a clean "
                             f"directory (flaky?): kept in {repro.repro}", ExitCode.FLAKY)
     if best != result.best_source:
         saver(best, {**result.stats.to_dict(), "cold_fallback": True}, "done", result.seen)
-        console.print(f"[yellow]kept the last result that fails cold ({count_statements(best)} statements); "
-                      f"run again with --resume --cold to continue from it[/]")
-    return best, record
+        console.print(f"[yellow]kept the last result that fails cold" +
+                      (f" and still needs {failure.gpu.needs_gpus} GPUs" if failure.gpu.needs_gpus else "") +
+                      f" ({count_statements(best)} statements); run again with --resume --cold to continue from it[/]")
+    return best, record, outcome  # type: ignore[return-value]
+
+
+def record_repro_run(repro: ReproDir, record: TracebackRecord, outcome: Outcome, failure: Failure) -> None:
+    """The repro's own cold traceback and what its run cost, next to the original's: routing,
+    cross-links and mentions come from the repro's run, never from frames only the original went
+    through; the draft can say the repro is lighter than the script."""
+    data = repro.read_json(repro.reduction_json) if repro.reduction_json.is_file() else {}
+    first = failure.outcomes[0]
+    cost = {"repro": {"peak_rss": outcome.peak_rss, "wall_time": round(outcome.wall_time, 2)},
+            "original": {"peak_rss": max(o.peak_rss for o in failure.outcomes), "wall_time": round(first.wall_time, 2)}}
+    if isinstance(data, dict):
+        write_json_atomic(repro.reduction_json, {**data, "repro_record": record.to_dict(), "cost": cost})
 
 
 def print_reduced(repro: ReproDir, result: ReductionResult, best: str, record: TracebackRecord) -> None:

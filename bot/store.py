@@ -134,6 +134,9 @@ def record_failure(failure: "Failure", root: Path = DEFAULT_ROOT) -> ReproDir:
                   "timed_out": o.timed_out, "peak_rss": o.peak_rss} for o in failure.outcomes],
         "choices": [s.to_dict() for s, _ in failure.choices],
         "as_itself": failure.as_itself,
+        # the GPU set it was confirmed on, how many the original used, and whether one is enough
+        "gpus": failure.gpu.to_dict(),
+        "needs_gpus": failure.gpu.needs_gpus,
     })
     write_text_atomic(d.traceback_txt, record.text + "\n")
     return d

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -12,7 +13,9 @@ from typing import Callable, Iterator
 
 import libcst as cst
 
+from reducer.devices import DEVICES_ENV, DeviceUse, read_devices
 from reducer.errors import ExitCode, ReprobotError
+from reducer.gpu import split_sets, visible_value
 from reducer.launch import LaunchLine
 from reducer.limits import RunLimits
 from reducer.outcome import Outcome, TracebackRecord
@@ -62,10 +65,66 @@ class FailureSpec:
     timeout: float = 900.0
     env: dict[str, str] = field(default_factory=dict)
     gpu: str | None = None
+    # GPUs the runs may use (--gpus; None: nothing is pinned). The first run of the original sees
+    # all of them; the rest, and every later run, a set of as many as it used.
+    gpus: list[str] | None = None
+    gpus_per_job: int | None = None    # --gpus-per-job; None: as many as the original used
     clean_env: bool = False
     deadline: float | None = None      # time.monotonic() at which the whole command stops
     limits: RunLimits = field(default_factory=RunLimits)
     launch: LaunchLine | None = None   # torchrun / accelerate launch / python -m (reducer/launch.py)
+
+
+@dataclass
+class GpuPlan:
+    """How the original used GPUs, and the one set its failure is judged on.
+
+    ``set`` is CUDA_VISIBLE_DEVICES of the confirmation runs, and later of the warm-vs-cold check
+    and the final verification, so a difference in pinning is never taken for anything else.
+    ``needs_gpus``: the original, given only the set's first GPU, did not fail the same way (it
+    passed, failed differently or hung: ``one_gpu`` says which), so the failure needs that many."""
+
+    set: tuple[str, ...] = ()
+    per_job: int = 1
+    source: str = "default"            # "measured", "--gpus-per-job", "default" (nothing known)
+    measured: dict = field(default_factory=dict)
+    needs_gpus: int | None = None
+    one_gpu: str | None = None
+    one_gpu_hangs: bool = False
+
+    def to_dict(self) -> dict:
+        return {"set": list(self.set), "per_job": self.per_job, "source": self.source,
+                "measured": self.measured, "needs_gpus": self.needs_gpus, "one_gpu": self.one_gpu,
+                "one_gpu_hangs": self.one_gpu_hangs}
+
+    @classmethod
+    def from_dict(cls, d: dict | None, gpus: list[str] | None) -> "GpuPlan":
+        """As stored; the set is taken again from this run's GPUs (--gpus may differ)."""
+        d = d or {}
+        per_job = int(d.get("per_job") or 1)
+        needs = d.get("needs_gpus")
+        return cls(set=split_sets(gpus, per_job)[0] if gpus else (), per_job=per_job,
+                   source=str(d.get("source") or "default"), measured=dict(d.get("measured") or {}),
+                   needs_gpus=needs if isinstance(needs, int) else None, one_gpu=d.get("one_gpu"),
+                   one_gpu_hangs=bool(d.get("one_gpu_hangs")))
+
+    def env(self, count: int | None = None) -> dict[str, str]:
+        return {"CUDA_VISIBLE_DEVICES": visible_value(self.set[:count] if count else self.set)} if self.set else {}
+
+
+def plan_gpus(spec: "FailureSpec", use: DeviceUse) -> GpuPlan:
+    """A job gets as many GPUs as the original used (``use``, measured in its first run), or
+    --gpus-per-job; one when nothing is known."""
+    if not spec.gpus:
+        return GpuPlan(measured=use.to_dict())
+    if spec.gpus_per_job:
+        per_job, source = spec.gpus_per_job, "--gpus-per-job"
+    elif use.used:
+        per_job, source = min(len(use.used), len(spec.gpus)), "measured"
+    else:
+        per_job, source = 1, "default"
+    return GpuPlan(set=split_sets(spec.gpus, per_job)[0], per_job=per_job, source=source,
+                   measured=use.to_dict())
 
 
 @dataclass
@@ -80,6 +139,7 @@ class Failure:
     runner: Runner
     # The original reported the target as itself (not only as another exception's context).
     as_itself: bool = False
+    gpu: GpuPlan = field(default_factory=GpuPlan)
 
     @property
     def raised(self) -> bool:
@@ -109,9 +169,11 @@ def _describe(outcome: Outcome) -> str:
     return "failed with " + "; ".join(r.headline.splitlines()[0][:120] for r in outcome.tracebacks[:2])
 
 
-def _timed_run(runner: Runner, spec: FailureSpec) -> Outcome:
+def _timed_run(runner: Runner, spec: FailureSpec, extra_env: dict[str, str] | None = None,
+               timeout: float | None = None) -> Outcome:
     """One run of the original, cut at the command's deadline (which then ends the command)."""
-    timeout = spec.timeout
+    timeout = spec.timeout if timeout is None else min(timeout, spec.timeout)
+    own = timeout
     if spec.deadline is not None:
         left = spec.deadline - time.monotonic()
         if left <= 0:
@@ -119,8 +181,8 @@ def _timed_run(runner: Runner, spec: FailureSpec) -> Outcome:
                                 ExitCode.TIME_LIMIT)
         timeout = min(timeout, left)
     cap = original_memory_cap()
-    outcome = runner.run(spec.source, timeout=timeout, warm=False, max_rss=cap)
-    if outcome.timed_out and timeout < spec.timeout:
+    outcome = runner.run(spec.source, timeout=timeout, warm=False, max_rss=cap, extra_env=extra_env)
+    if outcome.timed_out and timeout < own:
         raise ReprobotError("stopped at the time limit (--max-time) before the failure was confirmed",
                             ExitCode.TIME_LIMIT)
     _refuse_out_of_memory(spec, outcome, cap)
@@ -168,14 +230,16 @@ def make_runner(spec: FailureSpec) -> Runner:
 
 
 def stored_failure(spec: FailureSpec, signature: Signature, record: TracebackRecord,
-                   runs: list[dict], as_itself: bool = False) -> Failure:
+                   runs: list[dict], as_itself: bool = False, gpus: dict | None = None) -> Failure:
     """The failure as an earlier `reduce` established it, trusted without running it again
     (--resume): its signature, and the wall time and memory of the runs that confirmed it."""
     outcomes = [Outcome(returncode=r.get("returncode"), wall_time=float(r.get("wall_time") or 0.0),
                         stdout="", stderr="", timed_out=bool(r.get("timed_out")),
                         peak_rss=int(r.get("peak_rss") or 0)) for r in runs] or \
         [Outcome(returncode=1, wall_time=spec.timeout / 3, stdout="", stderr="", timed_out=False)]
-    return Failure(spec, signature, record, [(signature, record)], outcomes, make_runner(spec), as_itself)
+    return Failure(spec, signature, record, [(signature, record)], outcomes, make_runner(spec), as_itself,
+                   GpuPlan.from_dict({**(gpus or {}), **({"per_job": spec.gpus_per_job, "source": "--gpus-per-job"}
+                                                         if spec.gpus_per_job else {})}, spec.gpus))
 
 
 HEARTBEAT = 30.0
@@ -200,15 +264,31 @@ def _heartbeat(say: Callable[[str], None], what: str, every: float | None = None
         done.set()
 
 
+def _no_traceback(spec: FailureSpec, outcome: Outcome) -> str:
+    """One line: what the script said on its way out (argparse's usage error, a sys.exit message)
+    and, when it stopped with an error code, how to give it its arguments."""
+    said = [ln.strip() for ln in (outcome.stderr or outcome.stdout).splitlines() if ln.strip()][-2:]
+    line = f"{spec.script}: ran to completion (exit {outcome.returncode}) without any traceback: nothing to reduce"
+    if said:
+        line += " — it printed: " + " / ".join(s[:200] for s in said)
+    if outcome.returncode not in (0, None):
+        line += f"; if it needs arguments, pass them after --: reprobot reduce {spec.script.name} -- ARGS"
+    else:
+        line += ("; if it fails only some of the time, run `reprobot reduce` again (--runs sets how many runs "
+                 "must fail)")
+    return line
+
+
 def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None) -> Failure:
     """Run the original until its failure is established (``spec.runs`` matching runs);
     ``notify`` hears one line before each run and one every 30 s while it goes on, so a long or
     hanging script is not silent."""
     runner = make_runner(spec)
     say = notify or (lambda _msg: None)
-    say(f"running {spec.script.name} (run 1 of {spec.runs}, up to {spec.timeout:.0f}s)")
+    say(f"running {spec.script.name} (run 1 of {spec.runs}, up to {spec.timeout:.0f}s"
+        + (f", GPUs {visible_value(spec.gpus)}" if spec.gpus else "") + ")")
     with _heartbeat(say, spec.script.name) if notify else contextlib.nullcontext():
-        first = _timed_run(runner, spec)
+        first, use = _measured_run(runner, spec)
     choices = distinct_failures(first, spec.options)
     if not choices:
         if first.timed_out and first.timeout_reason != "wall clock":
@@ -217,9 +297,7 @@ def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None)
         if first.timed_out:
             raise ReprobotError(f"{spec.script}: timed out after {spec.timeout:.0f}s without a traceback "
                                 f"(raise --timeout, or make it fail sooner)", ExitCode.TIMEOUT)
-        raise ReprobotError(f"{spec.script}: ran to completion (exit {first.returncode}) without any "
-                            f"traceback: nothing to reduce (if it fails only some of the time, run "
-                            f"`reprobot reduce` again; --runs sets how many runs must fail)", ExitCode.NO_FAILURE)
+        raise ReprobotError(_no_traceback(spec, first), ExitCode.NO_FAILURE)
     if not 1 <= spec.pick <= len(choices):
         raise ReprobotError(f"--pick {spec.pick}: the run showed {len(choices)} distinct "
                             f"failure{'s' if len(choices) > 1 else ''}", ExitCode.USAGE)
@@ -228,16 +306,64 @@ def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None)
         raise ReprobotError(f"{spec.script}: {describe_wrapper(record)}; the child's own traceback is not in "
                             f"the output (let the child print it, or run it without the pool)",
                             ExitCode.NO_FAILURE)
+    plan = plan_gpus(spec, use)
     outcomes = [first]
-    for n in range(2, spec.runs + 1):
-        say(f"confirming the failure (run {n} of {spec.runs}, {first.wall_time:.0f}s the first time)")
+    # The confirmation runs see the set every later run will see; when that is not what run 1
+    # saw, at least one of them runs whatever --runs says.
+    runs = max(spec.runs, 2) if plan.set and plan.set != tuple(spec.gpus or ()) else spec.runs
+    on = f" on GPU{'s' if len(plan.set) > 1 else ''} {visible_value(plan.set)}" if plan.set else ""
+    for n in range(2, runs + 1):
+        say(f"confirming the failure (run {n} of {runs}{on}, {first.wall_time:.0f}s the first time)")
         with _heartbeat(say, spec.script.name) if notify else contextlib.nullcontext():
-            again = _timed_run(runner, spec)
+            again = _timed_run(runner, spec, plan.env())
         outcomes.append(again)
         if find_match(again.tracebacks, signature, spec.options, raised=record.origin == RAISED) is None:
+            hint = ""
+            if plan.set and plan.set != tuple(spec.gpus or ()):
+                hint = (f" (run 1 saw GPUs {visible_value(spec.gpus or [])}, run {n} only {visible_value(plan.set)}, "
+                        f"{plan.per_job} per job [{plan.source}]: --gpus-per-job {len(spec.gpus or [])} gives every "
+                        f"run all of them)")
             raise ReprobotError(f"{spec.script}: flaky: run 1 failed with {signature.one_line()[:150]} "
-                                f"but run {n} {_describe(again)}", ExitCode.FLAKY)
+                                f"but run {n} {_describe(again)}{hint}", ExitCode.FLAKY)
     as_itself = all(find_match(o.tracebacks, signature, spec.options, as_itself=True,
                                raised=record.origin == RAISED) is not None
                     for o in outcomes)
-    return Failure(spec, signature, record, choices, outcomes, runner, as_itself)
+    failure = Failure(spec, signature, record, choices, outcomes, runner, as_itself, plan)
+    if len(plan.set) >= 2:
+        say(f"checking whether it fails on one GPU ({plan.set[0]} of {visible_value(plan.set)})")
+        check_one_gpu(failure)
+    return failure
+
+
+def _measured_run(runner: Runner, spec: FailureSpec) -> tuple[Outcome, DeviceUse]:
+    """Run 1 of the original, with every GPU of --gpus visible, recording which it used."""
+    fd, name = tempfile.mkstemp(prefix="reprobot-devices-", suffix=".jsonl")
+    os.close(fd)
+    path = Path(name)
+    try:
+        env = {DEVICES_ENV: str(path)}
+        if spec.gpus:
+            env["CUDA_VISIBLE_DEVICES"] = visible_value(spec.gpus)
+        outcome = _timed_run(runner, spec, env)
+        return outcome, read_devices(path)
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def fails_on_one_gpu(failure: Failure, outcome: Outcome) -> bool:
+    return find_match(outcome.tracebacks, failure.signature, failure.spec.options, raised=failure.raised) is not None
+
+
+def check_one_gpu(failure: Failure) -> None:
+    """Run the original once more with only the set's first GPU visible. Unless it fails the
+    same way there, the failure needs the whole set: ``failure.gpu.needs_gpus``."""
+    from reducer.oracle import candidate_timeout
+    plan = failure.gpu
+    outcome = _timed_run(failure.runner, failure.spec, plan.env(1), timeout=candidate_timeout(failure.wall_time))
+    if fails_on_one_gpu(failure, outcome):
+        plan.needs_gpus, plan.one_gpu, plan.one_gpu_hangs = None, "fails the same way", False
+        return
+    plan.needs_gpus = len(plan.set)
+    plan.one_gpu = _describe(outcome) if outcome.tracebacks or outcome.timed_out else (
+        "passes" if outcome.returncode == 0 else _describe(outcome))
+    plan.one_gpu_hangs = outcome.timed_out

@@ -1,11 +1,12 @@
-"""GPUs for candidate runs: which are visible, one per parallel job, and proof that a
-killed candidate's memory is gone before the next candidate starts on that GPU."""
+"""GPUs for candidate runs: which are visible, one disjoint set of them per parallel job (as many
+GPUs as the original used), and proof that a killed candidate's memory is gone before the next
+candidate starts on that GPU."""
 from __future__ import annotations
 
 import os
-import queue
 import shutil
 import subprocess
+import threading
 import time
 from contextlib import contextmanager
 from typing import Iterator
@@ -103,45 +104,87 @@ def wait_released(gpu: str, baseline: set[int] | None, killed_pgid: int | None =
         time.sleep(0.2)
 
 
-class Slot:
-    """One candidate's claim on a GPU; the oracle notes the process group it ran in."""
+def split_sets(gpus: list[str], per_job: int) -> list[tuple[str, ...]]:
+    """Disjoint GPU sets of ``per_job`` devices each, in the order given: 4 GPUs, 2 per job →
+    (0, 1), (2, 3). GPUs left over (5 GPUs, 2 per job: GPU 4) are not used."""
+    per_job = max(1, per_job)
+    if per_job > len(gpus):
+        raise ReprobotError(f"a job needs {per_job} GPUs but only {len(gpus)} are given "
+                            f"({', '.join(gpus) or 'none'}): pass more with --gpus, or fewer with --gpus-per-job",
+                            ExitCode.USAGE)
+    return [tuple(gpus[i:i + per_job]) for i in range(0, len(gpus) - per_job + 1, per_job)]
 
-    def __init__(self, gpu: str | None) -> None:
-        self.gpu = gpu
+
+def visible_value(gpus: tuple[str, ...] | list[str]) -> str:
+    """CUDA_VISIBLE_DEVICES for a set, in its order."""
+    return ",".join(gpus)
+
+
+class Slot:
+    """One candidate's claim on a GPU set; the oracle notes the process group it ran in."""
+
+    def __init__(self, gpus: tuple[str, ...] | None) -> None:
+        self.gpus = tuple(gpus) if gpus else ()
         self.pgid: int | None = None
+
+    @property
+    def gpu(self) -> str | None:
+        """CUDA_VISIBLE_DEVICES for this slot ("0", "2,3"), None when nothing is pinned."""
+        return visible_value(self.gpus) if self.gpus else None
+
+    def env(self, count: int | None = None) -> dict[str, str] | None:
+        """The run's pinning: the slot's set, or only its first ``count`` GPUs."""
+        if not self.gpus:
+            return None
+        return {"CUDA_VISIBLE_DEVICES": visible_value(self.gpus[:count] if count else self.gpus)}
 
 
 class GpuPool:
-    """Hands each concurrent candidate a GPU; a slot goes back only once its memory is released.
+    """Hands each concurrent candidate a GPU set; a set goes back only once its memory is released.
 
-    ``per_gpu`` > 1 lets several small candidates share one GPU (a tiny model on an 80 GB
-    card); the default gives each parallel job its own GPU.
+    ``per_job`` GPUs make one set (a failure that needs its model split over two cards runs on
+    two); sets are disjoint. ``per_gpu`` > 1 lets several small candidates share one set (a tiny
+    model on an 80 GB card); the default gives each parallel job its own set.
     """
 
-    def __init__(self, gpus: list[str], per_gpu: int = 1) -> None:
+    def __init__(self, gpus: list[str], per_gpu: int = 1, per_job: int = 1) -> None:
         self.gpus = list(gpus)
-        self._free: queue.Queue[str] = queue.Queue()
+        self.per_job = max(1, per_job)
+        self.sets: list[tuple[str, ...]] = split_sets(self.gpus, self.per_job) if self.gpus else []
         self._baseline: dict[str, set[int] | None] = {}
-        for g in self.gpus:
-            self._baseline[g] = compute_pids(g)
-        for _ in range(max(1, per_gpu)):
-            for g in self.gpus:
-                self._free.put(g)
-        self.slots = len(self.gpus) * max(1, per_gpu)
+        for s in self.sets:
+            for g in s:
+                self._baseline[g] = compute_pids(g)
+        self._cond = threading.Condition()
+        # one token per job a set may take at a time, in hand-out order: every set once, then again
+        self._free: list[tuple[str, ...]] = [s for _ in range(max(1, per_gpu)) for s in self.sets]
+        self.slots = len(self._free)
         self.unreleased = 0
 
     def __len__(self) -> int:
         return len(self.gpus)
 
     @contextmanager
-    def acquire(self) -> Iterator[Slot]:
-        if not self.gpus:
+    def acquire(self, want: tuple[str, ...] | None = None) -> Iterator[Slot]:
+        """A free set (the one first in line), or with ``want`` exactly that set (the set the
+        original's failure was confirmed on), waiting until it is free."""
+        if not self.sets:
             yield Slot(None)
             return
-        slot = Slot(self._free.get())
+        want = tuple(want) if want else None
+        if want is not None and want not in self.sets:
+            raise ValueError(f"GPU set {want} is not one of the pool's {self.sets}")
+        with self._cond:
+            while not (self._free if want is None else want in self._free):
+                self._cond.wait()
+            taken = self._free.pop(0 if want is None else self._free.index(want))
+        slot = Slot(taken)
         try:
             yield slot
         finally:
-            if not wait_released(slot.gpu, self._baseline[slot.gpu], slot.pgid):
-                self.unreleased += 1  # counted and reported in reduction.json; the GPU is reused
-            self._free.put(slot.gpu)
+            for g in taken:
+                if not wait_released(g, self._baseline[g], slot.pgid):
+                    self.unreleased += 1  # counted and reported in reduction.json; the GPU is reused
+            with self._cond:
+                self._free.append(taken)
+                self._cond.notify_all()

@@ -33,11 +33,12 @@ def candidate_memory(original_peak_rss: int) -> int | None:
 
     A repro is never heavier than the script it comes from: shrinking ``hidden_size=32`` away
     brings back a default-sized model (a 768-wide, 16-layer vision tower took a 0.43 GB example
-    to 1.73 GB), which is not a simplification a maintainer wants to run. The slack covers the
-    sampling and the allocator, not a bigger model."""
+    to 1.73 GB; a dropped ``num_hidden_layers`` took a 422 MB script to 544 MB), which is not a
+    simplification a maintainer wants to run. The slack covers the sampling and the allocator, not
+    a bigger model; the final verification is stricter still (bot/reduction.py ``heavier``)."""
     if original_peak_rss <= 0:
         return None
-    return max(original_peak_rss * 3 // 2, original_peak_rss + 512 * 1024 ** 2)
+    return original_peak_rss + max(original_peak_rss // 5, 96 * 1024 ** 2)
 
 
 @dataclass
@@ -74,6 +75,8 @@ class Oracle:
         # The whole command's deadline (time.monotonic()): a run is cut there, and a cut run
         # has no verdict (it must not be cached as "not interesting").
         self.deadline: float | None = None
+        # The GPU set the original's failure was confirmed on (warm check, cold verdicts use it).
+        self.reference_set: tuple[str, ...] | None = None
         self._lock = threading.Lock()
         # where each recent interesting candidate failed (its own lines), for the slicing pass
         self._failure_lines: OrderedDict[str, tuple[int, ...]] = OrderedDict()
@@ -86,8 +89,12 @@ class Oracle:
     def _hit(self, records) -> bool:
         return find_match(records, self.target, self.options, as_itself=self.as_itself, raised=self.raised) is not None
 
-    def test(self, source: str, warm: bool = True) -> Verdict:
-        """``warm=False``: a cold run even when the runner has warm interpreters."""
+    def test(self, source: str, warm: bool = True, gpu_set: tuple[str, ...] | None = None,
+             gpu_count: int | None = None, alone: bool = False) -> Verdict:
+        """``warm=False``: a cold run even when the runner has warm interpreters. ``gpu_set``: run on
+        exactly that set of the pool (the one the original's failure was confirmed on), waiting
+        for it; ``gpu_count``: only the set's first N GPUs visible (the one-GPU check); ``alone``:
+        a cold run of the source by itself in an empty folder, offline (``Runner.run``)."""
         timeout, cut = self.timeout, False
         if self.deadline is not None:
             left = self.deadline - time.monotonic()
@@ -96,12 +103,11 @@ class Oracle:
             if timeout is None or left < timeout:
                 timeout, cut = left, True
         for attempt in range(COLLISION_RETRIES + 1):
-            with self.gpus.acquire() as slot:
+            with self.gpus.acquire(gpu_set) as slot:
                 outcome = self.runner.run(
-                    source, timeout=timeout,
-                    extra_env={"CUDA_VISIBLE_DEVICES": slot.gpu} if slot.gpu is not None else None,
+                    source, timeout=timeout, extra_env=slot.env(gpu_count),
                     stop_when=self._hit if self.stop_early else None, max_rss=self.max_rss,
-                    stop_grace=self.stop_grace, warm=warm)
+                    stop_grace=self.stop_grace, warm=warm, **({"alone": True} if alone else {}))
                 slot.pgid = outcome.pid
             if cut and outcome.timed_out:
                 raise DeadlineReached

@@ -259,6 +259,23 @@ def _signal_name(returncode: int | None) -> str | None:
         return f"signal {-returncode}"
 
 
+# What "offline" means to the Hugging Face libraries: the Hub is never asked, only the cache.
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+
+
+def alone_environment(env: dict[str, str], source: str) -> dict[str, str]:
+    """A run's environment as a maintainer's would be: offline, without the variables the
+    script reads (they point at the user's files), reprobot's own run variables kept."""
+    from reducer.artefacts import env_names
+    out = {k: v for k, v in env.items() if k not in env_names(source) or k in _RUN_VARIABLES}
+    out.update(OFFLINE_ENV)
+    return out
+
+
+_RUN_VARIABLES = {"TMPDIR", "TEMP", "TMP", "PYTHONPATH", "PATH", "HOME", "CUDA_VISIBLE_DEVICES", RUN_TAG_ENV,
+                  EXCEPTIONS_ENV}
+
+
 class Runner:
     """Runs candidates of one script. Thread-safe: each run has its own scratch dir.
 
@@ -305,12 +322,12 @@ class Runner:
                             if p.name not in _SKIP_DIRS]
         return files
 
-    def _make_scratch(self, keep_dir: Path | None) -> Path:
+    def _make_scratch(self, keep_dir: Path | None, alone: bool = False) -> Path:
         scratch = Path(tempfile.mkdtemp(prefix="reprobot-run-")) if keep_dir is None else keep_dir
         work = scratch / "work"
         work.mkdir(parents=True, exist_ok=True)
         (scratch / "tmp").mkdir(exist_ok=True)
-        for rel, link in self._files:
+        for rel, link in ([] if alone else self._files):
             dst = work / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
             src = self.script_dir / rel
@@ -361,15 +378,19 @@ class Runner:
             extra_env: dict[str, str] | None = None, timeout: float | None = None,
             stop_when: Callable[[list[TracebackRecord]], bool] | None = None,
             keep_dir: Path | None = None, max_rss: int | None = None,
-            stop_grace: float = 2.0, warm: bool | None = None) -> Outcome:
+            stop_grace: float = 2.0, warm: bool | None = None, alone: bool = False) -> Outcome:
         """Warm when the runner has warm interpreters, except: ``warm=False`` forces a cold run,
         and a run with a launcher is cold unless ``warm=True`` says the launcher is a script
-        (interpreter flags such as ``-S`` cannot be forked from a running interpreter)."""
+        (interpreter flags such as ``-S`` cannot be forked from a running interpreter).
+
+        ``alone``: the way a maintainer runs a repro (always cold): ``repro.py`` by itself in an
+        empty folder, the Hub offline, and none of the environment variables it names (a
+        maintainer has no ``DATA_DIR`` of the user's)."""
         timeout = self.spec.timeout if timeout is None else timeout
-        scratch = self._make_scratch(keep_dir)
+        scratch = self._make_scratch(keep_dir, alone)
         port = PORTS.acquire() if self.spec.rendezvous else None
         try:
-            target = scratch / "work" / self.script_rel
+            target = scratch / "work" / ("repro.py" if alone else self.script_rel)
             if target.is_symlink():
                 target.unlink()
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -377,9 +398,13 @@ class Runner:
             if port is not None:
                 extra_env = {**(extra_env or {}), **run_environment(port)}
             env = self._environment(scratch, extra_env)
+            if alone:
+                env = alone_environment(env, source)
+                warm = False
             if self.launched:
                 # The same launch line for every run; its ranks start their own interpreters.
-                cmd = self.spec.launch.command(self.python, script_argument(self.script_rel), port)
+                rel = target.relative_to(scratch / "work").as_posix()
+                cmd = self.spec.launch.command(self.python, script_argument(rel), port)
                 return self._execute(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace)
             cmd = [self.python, *(launcher or []), script_argument(target.name), *self.spec.args]
             if self.zygotes is not None and (warm or (warm is None and launcher is None)):

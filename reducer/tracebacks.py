@@ -20,7 +20,10 @@ _FRAME = re.compile(rf"^(?P<indent>\s*)File {_Q}(?P<path>.+?){_Q}, line (?P<line
 _FAULT_FRAME = re.compile(rf"^\s*File {_Q}(?P<path>.+?){_Q}, line (?P<lineno>\d+) in (?P<func>.+?)\s*$")
 _CARETS = re.compile(r"^\s*[\^~\-]+\s*$")
 _REPEATED = re.compile(r"^\s*\[?Previous line repeated \d+ more times?\]?")
-_EXC = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*_*[A-Z]\w*)(?::(?P<msg>.*))?$")
+# Exception names are capitalised, except a few of the standard library's module-level ones
+# (zlib.error, struct.error, re.error, socket.timeout, socket.gaierror), always qualified.
+_EXC = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*_*[A-Z]\w*|(?:[A-Za-z_]\w*\.)+(?:error|timeout|herror|gaierror))"
+                  r"(?::(?P<msg>.*))?$")
 _CHAIN = re.compile(
     r"^\s*(During handling of the above exception, another exception occurred:"
     r"|The above exception was the direct cause of the following exception:)\s*$")
@@ -34,7 +37,7 @@ _WHAT = re.compile(r"^\s*what\(\):\s*(?P<msg>.*)$")
 _LOG_START = re.compile(
     r"^\s*(\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[\d{4}-\d\d-\d\d|(DEBUG|INFO|WARNING|ERROR|CRITICAL)[:\s]|"
     r"\[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\]|[\w.\-]+ (DEBUG|INFO|WARNING|ERROR|CRITICAL) )")
-_EXC_SUFFIXES = ("Error", "Exception", "Interrupt", "Exit", "Warning", "Iteration", "Failure")
+_EXC_SUFFIXES = ("Error", "Exception", "Interrupt", "Exit", "Warning", "Iteration", "Failure", "error", "timeout")
 _MAX_MESSAGE_LINES = 60
 
 

@@ -245,3 +245,26 @@ def test_candidates_get_file_size_disk_and_process_limits(tmp_path: Path) -> Non
     assert m.group(2) == "No-space-left-on-device", m.group(0)
     # RLIMIT_NPROC counts the user's processes now plus the budget (root is exempt from it).
     assert 200 < int(m.group(3)) < 200 + 100_000, m.group(0)
+
+
+GPU_SCRIPT = r'''
+import torch
+x = torch.ones(4, device="cuda")
+name = torch.cuda.get_device_name(0)
+raise RuntimeError(f"gpu ok: {torch.cuda.device_count()} device(s), sum {int(x.sum())}, {name}")
+'''
+
+
+@pytest.mark.gpu
+@needs_namespaces
+def test_the_gpu_works_inside_the_sandbox(tmp_path: Path) -> None:
+    """The sandbox's /dev holds only plain device nodes and the GPU's: CUDA must still work."""
+    pytest.importorskip("torch")
+    import torch
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU here")
+    ev = dataclasses.replace(load_event(EVENTS / "labeled_failing.json"), body=f"```python\n{GPU_SCRIPT}```\n")
+    opts = ReproduceOptions(out=tmp_path / "artifact", scratch_root=tmp_path / "scratch", max_time=120, runs=1)
+    result = reproduce(ev, opts, environ={**os.environ, "REPROBOT_GATE_ALLOWED": "true"})
+    blob = "\n".join(p.read_text(errors="replace") for p in (tmp_path / "artifact").rglob("*") if p.is_file())
+    assert re.search(r"gpu ok: \d+ device\(s\), sum 4", blob), (result.status, result.detail, blob[-2000:])

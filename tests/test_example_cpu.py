@@ -127,6 +127,7 @@ def test_readme_demo_reduces_the_quick_example_and_previews_the_issue(tmp_path):
         original = json.loads((folder / "signature.json").read_text(encoding="utf-8"))["record"]["message"]
         last = parse_tracebacks((folder / "traceback.txt").read_text(encoding="utf-8"), "stderr")[-1]
         assert last.message == original
+        _assert_runs_alone_offline(folder, repro, tmp_path)
     preview = subprocess.run([sys.executable, "-m", "bot", "file", "--dry-run"], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=600)
     out = " ".join(preview.stdout.split())
@@ -135,3 +136,22 @@ def test_readme_demo_reduces_the_quick_example_and_previews_the_issue(tmp_path):
     assert "huggingface/peft: issue preview" in out and "get_peft_model" in out
     assert "valid against the huggingface/peft bug-report form" in out
     assert sorted(p.name for p in folder.glob("draft-*.md")) == ["draft-peft.md"]
+
+
+def _assert_runs_alone_offline(folder: Path, repro: str, tmp_path: Path) -> None:
+    """The demo's repro no longer names the example's `tiny-gemma4` folder: saved alone as
+    repro.py in an empty folder, with the Hub offline, it fails with the same signature (#30)."""
+    reduction = json.loads((folder / "reduction.json").read_text(encoding="utf-8"))
+    assert reduction["verified"] == "alone, offline" and reduction["needs"] == [], reduction.get("standalone")
+    assert "tiny-gemma4'" not in repro and "from_pretrained" not in repro, repro
+    empty = tmp_path / "maintainer"
+    empty.mkdir()
+    (empty / "repro.py").write_text(repro, encoding="utf-8")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TMPDIR": str(empty)}
+    proc = subprocess.run([sys.executable, "repro.py"], cwd=empty, env=env, capture_output=True, text=True,
+                          timeout=300)
+    stored = json.loads((folder / "signature.json").read_text(encoding="utf-8"))
+    options = MatchOptions.from_dict(stored["options"])
+    last = parse_tracebacks(proc.stderr, "stderr")[-1]
+    assert proc.returncode != 0 and signature_of(last, options) == Signature.from_dict(stored["signature"]), \
+        proc.stderr[-3000:]

@@ -127,7 +127,8 @@ def fresh(reduced: Path, tmp_path: Path) -> Path:
 
 
 def test_file_dry_run_right_after_reduce_runs_the_missing_steps(reduced: Path, offline: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+                                                                capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     folder = fresh(reduced, offline)
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith(("route", "related", "draft", "env"))) == []
     assert main(["file", str(folder), "--dry-run"]) == 0
@@ -154,6 +155,10 @@ def test_file_dry_run_right_after_reduce_runs_the_missing_steps(reduced: Path, o
     again = " ".join(capsys.readouterr().out.split())
     assert "route: file at huggingface/peft" in again and "(route.json)" in again
     assert "draft: draft-peft.md (kept" in again
+    # Inside the repro folder, no argument is needed: that folder is the one previewed.
+    monkeypatch.chdir(folder)
+    assert main(["file", "--dry-run"]) == 0
+    assert "huggingface/peft: issue preview" in " ".join(capsys.readouterr().out.split())
 
 
 def _same_issue_body() -> str:
@@ -306,3 +311,28 @@ def test_the_search_phrase_sent_to_github_carries_nothing_private() -> None:
     token = "hf_" + "Ab3" * 12
     assert phrase(f"401 Unauthorized for token {token} while loading the tokenizer files") in (
         None, "while loading the tokenizer files")
+
+
+def test_a_draft_older_than_the_results_is_rebuilt_unless_edited_by_hand(reduced: Path, offline: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    folder = fresh(reduced, offline)
+    assert main(["file", str(folder), "--dry-run"]) == 0
+    capsys.readouterr()
+    # contrast ran after the draft: the next preview rebuilds it, with what contrast found.
+    contrast = {"changes": [{"change": "without `target_modules=['clip']`",
+                             "verdict": {"kind": "PASS", "detail": "exit 0"}}]}
+    (folder / "contrast.json").write_text(json.dumps(contrast))
+    assert main(["file", str(folder), "--dry-run"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "draft: draft-peft.md rebuilt (newer: contrast.json)" in out, out
+    assert "target_modules=['clip']" in (folder / "draft-peft.md").read_text()
+    # A person edited the draft; then contrast changed again: the edit is kept and the line says
+    # which result is newer than it.
+    md = folder / "draft-peft.md"
+    md.write_text(md.read_text() + "\nMy own note.\n")
+    contrast["changes"][0]["change"] = "without `r=8`"
+    (folder / "contrast.json").write_text(json.dumps(contrast))
+    assert main(["file", str(folder), "--dry-run"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "kept: edited by hand; newer than it: contrast.json" in out, out
+    assert "My own note." in md.read_text()

@@ -121,3 +121,61 @@ with ThreadPoolExecutor(2) as executor:
 '''
     out = reduce_with(src, shows("DuplicateOptionError: While reading from '<string>' [line  3]"), "call_directly")
     assert "executor.map" not in out and "map(parse, [" in out
+
+
+QUEUE_WORKER = '''
+import multiprocessing as mp
+
+def worker_loop(requests, limit):
+    while True:
+        req = requests.get()
+        if req is None:
+            return
+        if len(req) > limit:
+            raise ValueError(f"request of {len(req)} tokens exceeds the limit of {limit}")
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    proc = ctx.Process(target=worker_loop, args=(q, 4))
+    proc.start()
+    q.put("abc")
+    q.put("abcdefgh")
+    q.put(None)
+    proc.join()
+'''
+
+
+def shows_as_file(text: str):
+    """Like ``shows``, but the source runs as a script file: a spawned child re-imports it."""
+    import subprocess
+    import sys
+    import tempfile
+
+    def predicate(source: str) -> bool:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = f"{tmp}/worker.py"
+            with open(path, "w") as fh:
+                fh.write(source)
+            proc = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=60)
+        return text in proc.stderr
+    return predicate
+
+
+def test_bring_home_calls_a_spawned_target_where_the_parent_joins_it() -> None:
+    """Called where the process was created, the target would wait on a queue nobody has filled
+    yet; where the parent joins it, the requests are there and the failure shows in-process."""
+    target = shows_as_file("ValueError: request of 8 tokens exceeds the limit of 4")
+    assert target(QUEUE_WORKER)            # the original fails in its child
+    out = reduce_with(QUEUE_WORKER, target, "bring_home")
+    assert "worker_loop(q, 4)" in out and "proc.start()" not in out and "proc.join()" not in out
+    start, put, call = out.index("ctx.Process"), out.index('q.put(None)'), out.index("worker_loop(q, 4)")
+    assert start < put < call
+
+
+def test_bring_home_keeps_the_child_when_the_failure_needs_it() -> None:
+    src = QUEUE_WORKER.replace("if len(req) > limit:", "if len(req) > limit and mp.parent_process() is not None:")
+    target = shows_as_file("ValueError: request of 8 tokens")
+    assert target(src)
+    out = reduce_with(src, target, "bring_home")
+    assert out.strip() == src.strip()

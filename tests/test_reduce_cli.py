@@ -258,3 +258,45 @@ def test_resume_on_a_finished_reduction_says_so_and_runs_nothing(tmp_path):
     assert again.returncode == 0, again.stdout + again.stderr
     assert "already reduced" in " ".join(again.stdout.split())
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+
+
+def test_a_script_that_needs_arguments_shows_its_error_and_the_dash_dash_hint(tmp_path):
+    write(tmp_path / "train.py", """
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument("--data", required=True)
+        args = p.parse_args()
+        raise KeyError(args.data)
+    """)
+    proc = reprobot("reduce", "train.py", "--no-reduce", "--out", "store", cwd=tmp_path)
+    assert proc.returncode == ExitCode.NO_FAILURE
+    err = " ".join(proc.stderr.split())
+    assert "the following arguments are required: --data" in err, proc.stderr
+    assert "reprobot reduce train.py -- ARGS" in err
+    # And with its arguments after --, the same script's failure is found.
+    proc = reprobot("reduce", "train.py", "--no-reduce", "--out", "store", "--", "--data", "x", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_reduction_json_says_what_the_repro_and_the_original_cost(tmp_path):
+    """The final cold run's peak memory and wall time next to the original's."""
+    write(tmp_path / "payloads.py", """
+        import time
+        import zlib
+
+        def build(size=400_000):
+            payload = bytes(size)
+            time.sleep(1.0)
+            return payload
+
+        payload = build(size=64)
+        extra = [1, 2, 3]
+        zlib.decompress(payload)
+    """)
+    proc = reprobot("reduce", "payloads.py", "--out", "store", "--no-env", cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    (folder,) = (tmp_path / "store").iterdir()
+    assert "zlib.decompress" in (folder / "repro.py").read_text()
+    cost = json.loads((folder / "reduction.json").read_text())["cost"]
+    assert 0 < cost["repro"]["peak_rss"] <= cost["original"]["peak_rss"] * 1.1 + 32 * 1024 ** 2, cost
+    assert cost["repro"]["wall_time"] < cost["original"]["wall_time"], cost    # the sleep is gone

@@ -175,3 +175,42 @@ def test_editable_source_checkout_frames_are_library_frames() -> None:
     r = route(failure_from_text(text))
     assert r.target == "huggingface/transformers" and r.raised_in == "transformers"
     assert r.boundary and "torch" in r.boundary
+
+
+ORIGINAL_VIA_PEFT = """Traceback (most recent call last):
+  File "/home/u/train.py", line 9, in <module>
+    model = get_peft_model(base, config)
+  File "/venv/lib/python3.11/site-packages/peft/mapping.py", line 12, in get_peft_model
+    return PeftModel(model, config)
+  File "/venv/lib/python3.11/site-packages/transformers/modeling_utils.py", line 40, in resize_token_embeddings
+    raise ValueError("new_num_tokens must be positive")
+ValueError: new_num_tokens must be positive
+"""
+REPRO_DIRECT = """Traceback (most recent call last):
+  File "/tmp/x/repro.py", line 3, in <module>
+    model.resize_token_embeddings(0)
+  File "/venv/lib/python3.11/site-packages/transformers/modeling_utils.py", line 40, in resize_token_embeddings
+    raise ValueError("new_num_tokens must be positive")
+ValueError: new_num_tokens must be positive
+"""
+
+
+def test_cross_links_come_from_the_repros_own_run(tmp_path: Path) -> None:
+    """The original went through peft; the reduced repro calls transformers directly. Routing a
+    repro folder reads the repro's recorded run, so peft is neither cross-linked nor mentioned."""
+    from bot.upstream.failure import failure_from_repro
+
+    original = parse_tracebacks(ORIGINAL_VIA_PEFT)[0]
+    folder = tmp_path / "repro"
+    folder.mkdir()
+    sig = signature_of(original, MatchOptions())
+    write_json_atomic(folder / "signature.json", {"signature": sig.to_dict(), "record": original.to_dict()})
+    (folder / "repro.py").write_text("from transformers import AutoModel\nmodel = AutoModel.from_config(cfg)\n"
+                                     "model.resize_token_embeddings(0)\n")
+    before = route(failure_from_repro(folder))
+    assert "huggingface/peft" in before.cross_links + ([before.target] if before.target else [])
+    write_json_atomic(folder / "reduction.json", {"status": "done",
+                                                  "repro_record": parse_tracebacks(REPRO_DIRECT)[0].to_dict()})
+    after = route(failure_from_repro(folder))
+    assert after.target == "huggingface/transformers"
+    assert "huggingface/peft" not in after.cross_links and "huggingface/peft" not in after.who_can_help_by_repo

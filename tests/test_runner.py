@@ -326,6 +326,10 @@ def test_a_candidate_heavier_than_the_original_is_not_kept(tmp_path):
     heavier = src.replace("100 * 1024 * 1024", "1000 * 1024 * 1024")
     verdict = oracle.test(heavier)
     assert not verdict.interesting and verdict.outcome.over_memory
+    # a third bigger (a default-sized model where the script had a tiny one): over the cap too
+    # (the cap used to be 1.5x or +512 MB, which let a 422 MB example come back at 544 MB)
+    third = src.replace("100 * 1024 * 1024", "300 * 1024 * 1024")
+    assert not oracle.test(third).interesting
     assert oracle.test(src).interesting
 
 
@@ -353,3 +357,17 @@ def test_a_run_is_stopped_when_its_cancel_event_is_set(tmp_path):
     (tmp_path / "b").mkdir()
     runner2, quick = make_runner(tmp_path / "b", "print('ok')\n")
     assert runner2.run(quick).returncode == 0
+
+
+def test_the_final_result_is_never_heavier_than_the_original() -> None:
+    from types import SimpleNamespace
+
+    from bot.reduction import heavier
+    from reducer.outcome import Outcome
+
+    def run(mb: int) -> Outcome:
+        return Outcome(returncode=1, wall_time=1.0, stdout="", stderr="", timed_out=False, peak_rss=mb * 1024 ** 2)
+
+    failure = SimpleNamespace(outcomes=[run(422), run(419)])
+    assert heavier(run(544), failure)            # the #30 report: a default 32-layer Llama came back
+    assert not heavier(run(440), failure) and not heavier(run(300), failure)

@@ -190,3 +190,10 @@ def test_a_thread_named_log_line_ends_the_traceback():
                             "RuntimeError: CUDA error: device-side assert triggered\n"
                             "CUDA kernel errors might be asynchronously reported\n")[0]
     assert kept.text.endswith("CUDA kernel errors might be asynchronously reported")
+
+
+def test_the_standard_librarys_lowercase_exceptions_are_exceptions() -> None:
+    text = ("Traceback (most recent call last):\n  File \"/w/x.py\", line 3, in <module>\n    zlib.decompress(p)\n"
+            "zlib.error: Error -3 while decompressing data: unknown compression method\n")
+    (rec,) = parse_tracebacks(text)
+    assert rec.exc_type == "zlib.error" and rec.message.startswith("Error -3 while decompressing")

@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from bot.action.event import DEFAULT_LABEL, load_event
 from bot.action.reproduce import DEFAULT_MAX_BODY, DEFAULT_MAX_TIME, DEFAULT_TIMEOUT
+from bot.action.sandbox import Limits
 from bot.commands._options import add_api_url, add_offline, add_python
 from reducer.errors import ExitCode, ReprobotError
 
@@ -64,6 +65,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run the posted code in Linux namespaces (no network, own /proc, the runner's "
                         "credentials hidden) and refuse when that is unavailable (default); 'none' only on a "
                         "runner that is itself a sandbox")
+    r.add_argument("--read-only", action="append", default=[], metavar="PATH",
+                   help="share this host folder read-only with the sandbox (a model cache); the runner's own "
+                        "folders stay hidden even inside it")
+    r.add_argument("--max-procs", type=_positive(int), default=Limits.procs,
+                   help=f"processes and threads the posted code may add (default: {Limits.procs})")
+    r.add_argument("--max-disk-mb", type=_positive(int), default=Limits.disk >> 20,
+                   help=f"scratch space for the runs, MiB (default: {Limits.disk >> 20})")
+    r.add_argument("--max-file-mb", type=_positive(int), default=Limits.file_size >> 20,
+                   help=f"largest file a run may write, MiB (default: {Limits.file_size >> 20})")
     r.set_defaults(func=run_reproduce)
 
     u = steps.add_parser("publish", help="post (or edit) the reply from an artifact folder")
@@ -94,7 +104,10 @@ def run_reproduce(args: argparse.Namespace) -> int:
     opts = ReproduceOptions(out=args.out, label=args.label, max_body=args.max_body, max_time=args.max_time,
                             timeout=args.timeout, runs=args.runs, install_deps=args.install_deps,
                             python=args.python, pass_env=tuple(args.pass_env), keep_scratch=args.keep_scratch,
-                            offline=args.offline, isolation=args.isolation)
+                            offline=args.offline, isolation=args.isolation,
+                            read_only=tuple(str(Path(p).resolve()) for p in args.read_only),
+                            limits=Limits(procs=args.max_procs, disk=args.max_disk_mb << 20,
+                                          file_size=args.max_file_mb << 20))
     result = reproduce(event, opts)
     console.print(f"status: [bold]{result.status}[/]" + (f" ({escape(result.detail)})" if result.detail else ""))
     console.print(f"artifact: {escape(str(args.out))}")

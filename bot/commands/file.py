@@ -15,7 +15,8 @@ from rich.prompt import Confirm
 from rich.rule import Rule
 
 from bot.commands._options import add_api_url, add_db, add_no_search, add_python
-from bot.issue.draft import Draft, build_draft, load_draft, script_placeholders, write_draft
+from bot.issue.draft import (Draft, build_draft, edited_by_hand, load_draft, newer_inputs, script_placeholders,
+                             write_draft)
 from bot.issue.filing import already_filed, check_safe, submission_body, submit
 from bot.issue.forms import REPO_KEYS, field_values, get_form
 from bot.prepare import Prepared, duplicate_line, likely_duplicate, prepare, search_related
@@ -32,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "repository's form, with the pre-filled URL (--dry-run); or create the "
                                    "issue on GitHub (--submit, needs GITHUB_TOKEN and your confirmation).")
     p.add_argument("repro_dir", type=Path, nargs="?", default=None,
-                   help="a repro folder (default: the most recent one under ./repros)")
+                   help="a repro folder (default: the current folder when it is one, else the most recent "
+                        "one under ./repros)")
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--dry-run", action="store_true",
                       help="preview only; nothing is filed (with GITHUB_TOKEN, GitHub search is read for "
@@ -46,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--not-a-secret", action="store_true",
                    help="file even when the draft holds a random-looking string the scrubber could not "
                         "tell from a credential, such as a bare 40-hex id (with --yes)")
+    p.add_argument("--anyway", action="store_true",
+                   help="file even when reprobot reads the failure as a usage error or an environment problem "
+                        "rather than a bug (needed with or without --yes)")
     add_python(p, "interpreter whose environment is captured if env.json is missing")
     add_db(p)
     add_no_search(p)
@@ -59,6 +64,12 @@ def latest_repro(root: Path = DEFAULT_ROOT) -> Path:
         raise ReprobotError(f"no repro folder under {root}/; pass one, or run `reprobot reduce` first",
                             ExitCode.FILE_MISSING)
     return max(folders, key=lambda p: (p / "signature.json").stat().st_mtime)
+
+
+def _here_or_latest() -> Path:
+    """Inside a repro folder, that one; else the newest under ./repros."""
+    here = Path.cwd()
+    return here if (here / "signature.json").is_file() else latest_repro()
 
 
 def pick_repo(repro: ReproDir, requested: str | None, prep: Prepared) -> str:
@@ -78,13 +89,19 @@ def pick_repo(repro: ReproDir, requested: str | None, prep: Prepared) -> str:
 def prepared(repro: ReproDir, key: str) -> tuple[Draft, list[Finding], list[Finding]]:
     """The draft to show or file: the stored one (a person may have edited it) or a fresh one.
     Returns (draft with private details scrubbed again, scrubbed now, secrets in the stored text)."""
-    if repro.draft_md(key).is_file() and repro.draft_json(key).is_file():
+    stored = repro.draft_md(key).is_file() and repro.draft_json(key).is_file()
+    newer = newer_inputs(repro, key) if stored else []
+    if stored and (not newer or edited_by_hand(repro, key)):
         draft = load_draft(repro.path, key)
-        _step(f"draft: {repro.draft_md(key).name} (kept; `reprobot draft --force` writes it again)")
+        if newer:
+            _step(f"draft: {repro.draft_md(key).name} (kept: edited by hand; newer than it: {', '.join(newer)} — "
+                  f"`reprobot draft --force` rebuilds it, then carry your edits over)")
+        else:
+            _step(f"draft: {repro.draft_md(key).name} (kept; `reprobot draft --force` writes it again)")
     else:
         draft = build_draft(repro.path, key)
         md, _ = write_draft(repro.path, draft)
-        _step(f"draft: {md.name} written")
+        _step(f"draft: {md.name} " + (f"rebuilt (newer: {', '.join(newer)})" if newer else "written"))
     again = scrub(draft.body)
     title = scrub(draft.title)
     secrets = title.secrets + again.secrets
@@ -125,7 +142,7 @@ def _confirm_uncertain(uncertain: list[tuple[str, Finding]]) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    repro = ReproDir.open(args.repro_dir if args.repro_dir is not None else latest_repro())
+    repro = ReproDir.open(args.repro_dir if args.repro_dir is not None else _here_or_latest())
     if not args.submit:
         return _run(args, repro)
     # Two --submit on one folder: the second stops before it writes anything (a draft half
@@ -150,8 +167,15 @@ def _run(args: argparse.Namespace, repro: ReproDir) -> int:
     check = draft.validate()
 
     from bot.rerun.report import notes_for
-    fixed = notes_for(repro).headline()
+    from bot.upstream.kind import classify_repro, kind_line
+    reruns = notes_for(repro)
+    fixed = reruns.headline()
+    kind = classify_repro(repro)
+    not_a_bug = kind is not None and kind.kind != "bug"
     if args.dry_run:
+        if not_a_bug:  # said first: a maintainer would close it as such
+            console.print(f"[bold yellow]{_safe(kind_line(kind, reruns.works_with))}[/]", soft_wrap=True)
+            console.print(f"[yellow]--submit refuses unless --anyway is given[/]")
         dup = likely_duplicate(prep.related, draft.signature_id)
         if dup:
             console.print(f"[bold yellow]likely duplicate:[/] {_safe(duplicate_line(dup))}", soft_wrap=True)
@@ -178,6 +202,8 @@ def _run(args: argparse.Namespace, repro: ReproDir) -> int:
                           f"({_safe(flag.preview)}): --submit asks before filing it (with --yes, refuses without "
                           "--not-a-secret)")
         for note in draft.notes:
+            if not_a_bug and note.startswith("This looks like "):
+                continue  # said first, above
             console.print(f"[yellow]note:[/] {_safe(note)}")
         for fid in check.unconfirmed:
             console.print(f"[yellow]to confirm:[/] {escape(form.field(fid).label)} is reprobot's proposal; "
@@ -208,6 +234,9 @@ def _run(args: argparse.Namespace, repro: ReproDir) -> int:
         raise ReprobotError(f"draft-{key}.md does not fill the {form.repo} form: "
                             + "; ".join(map(str, check.problems)), ExitCode.BAD_INPUT)
     check_safe(draft.title, submission_body(draft))
+    if not_a_bug and not args.anyway:
+        raise ReprobotError(f"not filed: {strip_controls(kind_line(kind, reruns.works_with))} "
+                            "Pass --anyway to file it as a bug report all the same", ExitCode.USAGE)
     uncertain = _uncertain(draft.title, submission_body(draft))
     if uncertain and args.yes and not args.not_a_secret:
         where, first = uncertain[0]

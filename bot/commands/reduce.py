@@ -42,7 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="start every run from a fresh interpreter (default: fork runs from a warm "
                         "interpreter that imported the script's stack once; the result is verified cold)")
     p.add_argument("--gpus", default=None,
-                   help="GPUs for candidate runs, e.g. 0,1 (default: all visible); each job is pinned to one")
+                   help="GPUs for candidate runs, e.g. 0,1 (default: all visible; none: no pinning); each job "
+                        "is pinned to a set of as many as the original used")
+    p.add_argument("--gpus-per-job", type=int, default=None, metavar="N",
+                   help="GPUs each job gets (default: as many as the original used, measured in its first run)")
     p.add_argument("--jobs-per-gpu", type=int, default=1,
                    help="candidates that may share one GPU at a time (default: 1)")
     p.add_argument("--max-time", type=float, default=None,
@@ -114,7 +117,8 @@ def _run(args: argparse.Namespace):
         script=args.script, source=source, python=args.python, args=tuple(script_args),
         options=MatchOptions(args.frames, args.ignore_message, args.normalize_devices),
         pick=args.pick, runs=args.runs, timeout=args.timeout, deadline=deadline,
-        limits=RunLimits(args.max_processes, args.max_file_size), launch=launch)
+        limits=RunLimits(args.max_processes, args.max_file_size), gpus=_gpus(args),
+        gpus_per_job=args.gpus_per_job, launch=launch)
     stored = find_stored(args.out, spec) if args.resume else None
     if stored is not None:
         failure, repro = stored
@@ -136,6 +140,13 @@ def _run(args: argparse.Namespace):
         _rerun(repro, args)
     console.print(f"next: [bold]reprobot file --dry-run {repro.path}[/] previews the issue it would file")
     return 0
+
+
+def _gpus(args: argparse.Namespace) -> list[str]:
+    from reducer.gpu import parse_gpus
+    if args.gpus_per_job is not None and args.gpus_per_job < 1:
+        raise ReprobotError("--gpus-per-job: expected 1 or more", ExitCode.USAGE)
+    return parse_gpus(args.gpus)
 
 
 def find_stored(root: Path, spec: FailureSpec):
@@ -173,7 +184,7 @@ def find_stored(root: Path, spec: FailureSpec):
     except (KeyError, TypeError, ValueError):
         return None
     return stored_failure(spec, signature, record, list(data.get("runs") or []),
-                          bool(data.get("as_itself"))), folder
+                          bool(data.get("as_itself")), data.get("gpus")), folder
 
 
 def _rerun(repro, args: argparse.Namespace) -> None:

@@ -21,6 +21,7 @@ from bot.env.system_info import system_info
 from bot.issue.markdown import code_span, fence, inline, top_level_html
 from bot.issue.templating import environment, templates_dir
 from bot.issue.forms import CONFIRM_MARK, MISSING_MARK, FieldValue, Form, Validation, field_values, get_form, validate
+from bot.upstream.kind import classify_repro, kind_line
 from bot.upstream.targets import get_target, targets
 from bot.scrub import Finding, scrub
 from bot.store import ReproDir, write_json_atomic, write_text_atomic
@@ -77,6 +78,7 @@ class Draft:
     notes: list[str] = field(default_factory=list)
     scrubbed: list[Finding] = field(default_factory=list)
     template: str = "bug-report.yml"
+    kind: dict[str, Any] | None = None     # bug / usage / environment (bot/upstream/kind.py)
 
     @property
     def form(self) -> Form:
@@ -96,7 +98,7 @@ class Draft:
         url = self.prefill_url()
         return {"repo": self.repo, "repo_key": self.repo_key, "template": self.template, "title": self.title,
                 "signature_id": self.signature_id, "fields": self.fields, "notes": self.notes,
-                "scrubbed": [f.to_dict() for f in self.scrubbed],
+                "scrubbed": [f.to_dict() for f in self.scrubbed], "kind": self.kind,
                 "url": url.url, "url_complete": url.complete, "body_sha256": body_digest(self.body)}
 
 
@@ -379,21 +381,59 @@ def _evidence(repro: ReproDir, sig_data: dict[str, Any], reduction: dict[str, An
         out.append("The script below is the original, not reduced.")
     if runs:
         out.append(f"The original script failed this way in {len(runs)} of {len(runs)} runs before reduction.")
+    needs = _needs_gpus(sig_data, reduction)
+    if needs:
+        one = (sig_data.get("gpus") or {}).get("one_gpu") if isinstance(sig_data.get("gpus"), dict) else None
+        out.append(f"It needs {needs} GPUs: run it with {needs} GPUs visible"
+                   + (f" (on one GPU the original {inline(str(one), 120)} instead)." if one else "."))
     frames = " < ".join(code_span(f) for f in sig.frames)
     out.append(f"Failure signature {code_span(sig.id)}: {code_span(sig.exc_type)}"
                + (f" raised at {frames}" if frames else "") + ".")
     return out
 
 
-def _expected(entry: str | None, record: TracebackRecord, family: str | None = None) -> str:
+def _needs_gpus(sig_data: dict[str, Any], reduction: dict[str, Any] | None) -> int | None:
+    """How many GPUs the failure needs (reduce found that one GPU does not show it), else None."""
+    for data in (reduction or {}, sig_data):
+        n = data.get("needs_gpus")
+        if isinstance(n, int) and not isinstance(n, bool) and n > 1:
+            return n
+    return None
+
+
+_NEED_KIND = {"model": "a model folder", "config": "a model config folder", "tokenizer": "a tokenizer folder",
+              "adapter": "a PEFT adapter folder", "data": "a data file"}
+
+
+def _needs_lines(reduction: dict[str, Any] | None) -> list[str]:
+    """One markdown line per local file the repro still reads (reduction.json's ``needs``)."""
+    out = []
+    for need in (reduction or {}).get("needs") or []:
+        if not isinstance(need, dict) or not need.get("path"):
+            continue
+        kind = _NEED_KIND.get(str(need.get("kind")), "a local file")
+        if need.get("folder") == "yes" and kind == "a data file":
+            kind = "a local folder"
+        line = f"{code_span(str(need['path']))}: {kind}, read by {code_span(str(need.get('call', '')) + '(...)')}"
+        if need.get("hint"):
+            line += f"; {inline(str(need['hint']), 200)}"
+        out.append(line)
+    return out
+
+
+def _expected(entry: str | None, record: TracebackRecord, family: str | None = None, kind: str | None = None) -> str:
     """What should have happened, and what happened instead, in the failure's own words: markdown,
-    each piece of the failure's text a code span or escaped prose."""
+    each piece of the failure's text a code span or escaped prose. For a usage error (the library
+    rejected the call on purpose) it never claims the call should succeed."""
     call = code_span(f"{entry}(...)") if entry else "The script"
     on = f" on this {inline(family, 80)} model" if family else ""
     first = re.split(r"(?<=[^.])\.\s", one_line_message(record), maxsplit=1)[0].rstrip(".")
     if len(first) > 200:
         first = first[:199].rsplit(" ", 1)[0] + "\u2026"
     instead = code_span(f"{record.exc_type}: {first}" if first else record.exc_type)
+    if kind == "usage":
+        return (f"{call} rejects this input on purpose{on}: it raises {instead}. Expected: a clearer error "
+                "message, or documented behaviour for this combination of arguments.")
     return f"{call} should complete{on}. Instead it raises {instead}."
 
 
@@ -462,6 +502,13 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
         notes.append("requirements.lock is missing: the environment is not pinned (run `reprobot env`)")
 
     entry = entry_point(record, script, route)
+    # verified alone and offline: the steps are exactly that run's (bot/standalone.py)
+    alone = reduced and (reduction or {}).get("verified") == "alone, offline"
+    run_as = "repro.py" if alone else script
+    kind = classify_repro(repro)
+    if kind is not None and kind.kind != "bug":
+        from bot.rerun.report import notes_for
+        notes.append(kind_line(kind, notes_for(repro).works_with))
     args = [str(a) for a in sig_data.get("args") or []]
     cross = []
     if route:
@@ -490,15 +537,17 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
         "evidence": _evidence(repro, sig_data, reduction, reduced, sig, notes),
         "script": source,
         "reduced": reduced,
-        "script_name": script,
-        "command": _command(sig_data, script, args),
+        "script_name": run_as,
+        "command": _command(sig_data, run_as, args),
+        "alone": alone,
+        "needs": _needs_lines(reduction if reduced else None),
         "lock": lock,
         "traceback": trim_traceback(record, script),
         "related": _related_items(related),
         "cross_links": cross,
         "marker": marker(sig.id),
         "confirm_mark": CONFIRM_MARK,
-        "expected": _expected(entry, record, (route or {}).get("model_family")),
+        "expected": _expected(entry, record, (route or {}).get("model_family"), kind.kind if kind else None),
         "reruns": _reruns(repro, notes),
     }
     body_raw = _Renderer().render(repo_key, context)
@@ -507,7 +556,8 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
     title = scrub(title_raw, names=names)
     return Draft(repo_key=repo_key, repo=form.repo, title=title.text, body=body.text,
                  fields=field_values(form, body.text), signature_id=sig.id, notes=notes,
-                 scrubbed=title.findings + body.findings, template=form.template)
+                 scrubbed=title.findings + body.findings, template=form.template,
+                 kind=kind.to_dict() if kind else None)
 
 
 _SCRIPT_FENCE = re.compile(r"^(`{3,})python[ \t]*\n(.*?)^\1[ \t]*$", re.DOTALL | re.MULTILINE)
@@ -525,11 +575,36 @@ def script_placeholders(body: str) -> list[tuple[int, str]]:
             for hit in _PLACEHOLDERS.finditer(line)]
 
 
+# What a draft is built from: when one of these changes after the draft was written (versions
+# or contrast ran, the reduction went on, routing or dedup ran again), the draft is stale.
+DRAFT_INPUTS = ("repro.py", "traceback.txt", "reduction.json", "route.json", "related.json", "versions.json",
+                "contrast.json", "env.json", "requirements.lock")
+
+
+def built_from(repro: ReproDir) -> dict[str, str]:
+    """A digest of each input present now (contents, not times: a copy keeps its verdict)."""
+    out = {}
+    for name in DRAFT_INPUTS:
+        path = repro.path / name
+        if path.is_file():
+            out[name] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return out
+
+
+def newer_inputs(repro: ReproDir, key: str) -> list[str]:
+    """The inputs that changed or appeared since the stored draft was written; a draft written
+    before drafts recorded their inputs counts every input present as newer."""
+    meta = repro.read_json(repro.draft_json(key)) if repro.draft_json(key).is_file() else {}
+    then = meta.get("built_from") if isinstance(meta, dict) else None
+    then = then if isinstance(then, dict) else {}
+    return [name for name, digest in built_from(repro).items() if then.get(name) != digest]
+
+
 def write_draft(folder: str | Path, draft: Draft) -> tuple[Path, Path]:
     repro = ReproDir.open(folder)
     md, js = repro.draft_md(draft.repo_key), repro.draft_json(draft.repo_key)
     write_text_atomic(md, draft.body)
-    write_json_atomic(js, draft.to_json())
+    write_json_atomic(js, {**draft.to_json(), "built_from": built_from(repro)})
     return md, js
 
 
@@ -547,7 +622,8 @@ def load_draft(folder: str | Path, repo_key: str) -> Draft:
     return Draft(repo_key=repo_key, repo=form.repo, title=str(meta.get("title", "")), body=body,
                  fields=field_values(form, body), signature_id=str(meta.get("signature_id", "")),
                  notes=list(meta.get("notes", [])),
-                 scrubbed=[Finding.from_dict(f) for f in meta.get("scrubbed", [])], template=form.template)
+                 scrubbed=[Finding.from_dict(f) for f in meta.get("scrubbed", [])], template=form.template,
+                 kind=meta.get("kind") if isinstance(meta.get("kind"), dict) else None)
 
 
 __all__ = ["Draft", "PrefillURL", "build_draft", "write_draft", "load_draft", "prefill_url", "marker", "carries_marker",
@@ -559,5 +635,5 @@ def _command(sig_data: dict, script: str, args: list[str]) -> str:
     launch, python -m), else ``python SCRIPT ARGS``."""
     run = (sig_data.get("launch") or {}).get("run") if isinstance(sig_data.get("launch"), dict) else None
     if isinstance(run, list) and run and all(isinstance(t, str) for t in run):
-        return shlex.join(run)
+        return shlex.join([script if t == sig_data.get("script") else t for t in run])
     return shlex.join(["python", script, *args])

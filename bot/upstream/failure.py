@@ -110,8 +110,23 @@ def failure_from_repro(path: str | Path) -> FailureReport:
     except (KeyError, TypeError, ValueError) as e:
         raise ReprobotError(f"{d.signature_json}: malformed record ({e})", ExitCode.BAD_INPUT) from None
     repro = d.repro.read_text(encoding="utf-8") if d.repro.is_file() else None
+    if repro is not None:
+        record = _repro_record(d) or record
     versions = env_versions(d.read_json(d.env_json)) if d.env_json.is_file() else {}
     return FailureReport(record, "repro folder", repro, versions, d.path)
+
+
+def _repro_record(d: Any) -> TracebackRecord | None:
+    """The reduced repro's own traceback (reduction.json), when the reduction recorded one: the
+    original may have passed through packages the repro no longer touches."""
+    data = d.read_json(d.reduction_json) if d.reduction_json.is_file() else None
+    raw = data.get("repro_record") if isinstance(data, dict) else None
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return TracebackRecord.from_dict(raw)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def load_failure(path: str | None, traceback_arg: str | None) -> FailureReport:

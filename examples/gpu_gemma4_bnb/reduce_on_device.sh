@@ -3,7 +3,7 @@
 # results/RESULTS.md. Wheels are carried in from the workspace (see the device README):
 #   .whl/        bitsandbytes (CUDA 13 + CPU libraries only)
 #   .whl-tools/  reprobot's own dependencies missing from the image (libcst, PyGithub, pip-tools, ...)
-# Usage: reduce_on_device.sh SECONDS [STATE_DIR [EXTRA_FLAGS...]]
+# Usage: [REPRO_SCRIPT=examples/gpu_gemma4_bnb/spawn_worker.py] reduce_on_device.sh SECONDS [STATE_DIR [EXTRA_FLAGS...]]
 #   SECONDS      --max-time for this session of the reduction
 #   STATE_DIR    a repros/<id>/ folder from an earlier session to --resume from ("" for none)
 #   EXTRA_FLAGS  more `reprobot reduce` flags (e.g. --no-env for an intermediate session)
@@ -29,6 +29,6 @@ fi
 # The tiny checkpoint and adapter are built next to the script, in each run's own scratch copy of
 # this folder: every candidate (and so the final repro) has to build them itself, nothing is left
 # over from an earlier run.
-python3 -m bot reduce examples/gpu_gemma4_bnb/inference_worker.py --out "$OUT/repros" "${RESUME[@]}" \
+python3 -m bot reduce "${REPRO_SCRIPT:-examples/gpu_gemma4_bnb/inference_worker.py}" --out "$OUT/repros" "${RESUME[@]}" \
   --jobs 8 --jobs-per-gpu 8 --max-time "$MAX_TIME" "$@" 2>&1 | tee "$OUT/reduce.log" | tail -40
 tar -C "$OUT" -czf "$OUT/repros.tgz" repros && rm -rf "$OUT/repros"

@@ -195,8 +195,37 @@ def _chain_user_sitecustomize():
             sys.modules["sitecustomize"] = saved
 
 
+def _record_devices():
+    """At exit, while REPROBOT_DEVICES names a file: which GPUs this process's torch held memory
+    on (reducer/devices.py). Never imports torch, never initialises CUDA."""
+    path = os.environ.get("REPROBOT_DEVICES")
+    if not path:
+        return
+    try:
+        import json
+        row = {"pid": os.getpid(), "cuda": False, "visible": os.environ.get("CUDA_VISIBLE_DEVICES")}
+        cuda = getattr(sys.modules.get("torch"), "cuda", None)
+        if cuda is not None and cuda.is_initialized():
+            count = cuda.device_count()
+            row.update(cuda=True, count=count, used=[
+                i for i in range(count) if cuda.max_memory_allocated(i) > 0 or cuda.memory_reserved(i) > 0])
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (json.dumps(row) + "\n").encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except BaseException:
+        pass
+
+
 try:
     _install()
+except BaseException:
+    pass
+try:
+    import atexit
+    # Registered first, so it runs last: after the script's own atexit handlers.
+    atexit.register(_record_devices)
 except BaseException:
     pass
 if os.environ.get("REPROBOT_RENDEZVOUS"):

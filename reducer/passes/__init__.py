@@ -7,8 +7,9 @@ from reducer.passes import (arguments, classes, cleanup, constants, direct, inli
 from reducer.passes.base import Pass
 from reducer.passes.first_cut import first_cut
 
-# Once, before the phases: the trace-guided first cut (the original minus what never ran).
-PRELUDE: list[Pass] = [Pass("first_cut", first_cut)]
+# Once, before the phases: a child process's work brought into the parent (every later run is
+# then in-process), then the trace-guided first cut (the original minus what never ran).
+PRELUDE: list[Pass] = [Pass("bring_home", direct.bring_home), Pass("first_cut", first_cut)]
 
 # Two phases, coarse to fine. STRUCTURE passes remove statements (the measure a maintainer reads
 # and the one that frees whole helpers); they are repeated to a fixpoint before any FINE pass

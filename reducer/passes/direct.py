@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from reducer.passes.base import Gate, collect, replace, run_targets, safe
+from reducer.passes.base import Gate, collect, parse, replace, run_targets, safe
 from reducer.passes.single import one_step
 
 _SUBMIT = {"submit"}
@@ -232,3 +232,71 @@ def map_rewrites(module: cst.Module, site: MapSite) -> list[tuple[cst.CSTNode, c
 def _map_alternatives(module: cst.Module, site: MapSite) -> Iterable[str | None]:
     for old, new in map_rewrites(module, site):
         yield safe(lambda old=old, new=new: replace(module, old, new))
+
+
+# ---- bring the failure home: a child's target called in the parent, where it would be joined ---
+_PROCESSES = {"Process"}
+
+
+@dataclass(frozen=True)
+class Child:
+    """``name = ctx.Process(target=fn, args=...)``, with its ``name.start()`` and ``name.join()``
+    statements (the join may be missing)."""
+
+    create: cst.Call
+    start: cst.SimpleStatementLine
+    join: cst.SimpleStatementLine | None
+
+
+def _method_statement(stmt: cst.CSTNode, obj: str, method: str) -> bool:
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return False
+    expr = stmt.body[0]
+    call = expr.value if isinstance(expr, cst.Expr) else None
+    return (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == method
+            and isinstance(call.func.value, cst.Name) and call.func.value.value == obj)
+
+
+def _children(module: cst.Module) -> list[Child]:
+    creations: dict[str, cst.Call] = {}
+    for stmt in collect(module, lambda n: isinstance(n, cst.Assign) and len(n.targets) == 1
+                        and isinstance(n.targets[0].target, cst.Name) and isinstance(n.value, cst.Call)
+                        and _name(n.value.func) in _PROCESSES and _keyword(n.value, "target") is not None):
+        creations[stmt.targets[0].target.value] = stmt.value  # type: ignore[union-attr]
+    found = []
+    for name, call in creations.items():
+        starts = collect(module, lambda n, name=name: _method_statement(n, name, "start"))
+        joins = collect(module, lambda n, name=name: _method_statement(n, name, "join"))
+        if len(starts) == 1 and len(joins) <= 1:
+            found.append(Child(call, starts[0], joins[0] if joins else None))
+    return found
+
+
+def _home(module: cst.Module, child: Child) -> str | None:
+    """The target called where the parent waits for the child (its join), after everything the
+    parent hands it (a queue filled after start) is in place; the start goes."""
+    direct = direct_call(child.create)
+    if direct is None:
+        return None
+    call = cst.SimpleStatementLine([cst.Expr(direct)])
+    if child.join is None:
+        return safe(lambda: replace(module, child.start, call))
+    without_start = safe(lambda: replace(module, child.start, cst.RemoveFromParent()))
+    if without_start is None:
+        return None
+    again = parse(without_start)
+    joins = collect(again, lambda n: isinstance(n, cst.SimpleStatementLine) and again.code_for_node(n)
+                    == module.code_for_node(child.join))
+    return safe(lambda: replace(again, joins[0], call)) if len(joins) == 1 else None
+
+
+def bring_home(gate: Gate) -> None:
+    """Before anything else, when the script starts its work in a child process: one candidate
+    per child that runs the child's target in the parent instead. If the failure still shows
+    (the signature's library frames do not need the process), every later candidate runs at
+    in-process speed, without a second interpreter's imports and model build."""
+    module = parse(gate.best)
+    for child in _children(module):
+        source = _home(module, child)
+        if source is not None and gate.consider(source):
+            return

@@ -1,0 +1,336 @@
+"""Bug, usage error or environment: what kind of failure this is, before a maintainer has to say.
+
+A maintainer closes three kinds of report without a fix: a usage error (the library rejected the
+call on purpose and said what to change), an environment problem (the install: a library that did
+not load, a GPU the binary was not built for, a checkpoint or script written for another release),
+and a real bug. The evidence, in the order it is read:
+
+- environment: an import that failed, or a message about the install (CUDA setup, no kernel
+  image, a missing package, a version requirement), or a config saved by another release;
+- usage: the raising frame is a deliberate check of the caller's input — a ``raise`` whose message
+  says what to change ("please pass", "make sure", "you need to"), or a raise inside a validation
+  function (``validate``, ``_validate_*``, ``check*``, ``__post_init__``) whose message names the
+  rule ("must", "not supported", "got 3"), or Python rejecting the user's own call's keywords —
+  and nothing says the library made that call on the user's behalf; ``contrast`` finding that
+  dropping a keyword the user passed makes it pass confirms it and names the fix;
+- bug: everything else, and always when unsure: a real bug called a usage error is the costly
+  mistake, so a deliberate-looking raise alone (a "not supported" inside library internals) is not
+  enough.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from bot.upstream.raise_sites import raisers
+
+BUG, USAGE, ENVIRONMENT = "bug", "usage", "environment"
+STACK = ("transformers", "peft", "accelerate", "bitsandbytes", "trl", "torch", "diffusers", "safetensors",
+         "tokenizers", "huggingface_hub")
+
+
+@dataclass(frozen=True)
+class Kind:
+    kind: str                 # "bug" | "usage" | "environment"
+    reason: str               # one sentence, plain text (may quote the failure: escape it in markdown)
+    fix: str | None = None    # what makes it pass, when known ("without `num_return_sequences=3`")
+    confidence: float = 0.5
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "reason": self.reason, "fix": self.fix, "confidence": self.confidence}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> "Kind | None":
+        if not isinstance(d, dict) or d.get("kind") not in (BUG, USAGE, ENVIRONMENT):
+            return None
+        return cls(str(d["kind"]), str(d.get("reason") or ""), d.get("fix") if isinstance(d.get("fix"), str) else None,
+                   float(d.get("confidence") or 0.5))
+
+
+@dataclass(frozen=True)
+class LibFrame:
+    package: str | None       # None: the user's code
+    rel: str | None           # "transformers/generation/utils.py"
+    func: str
+    line: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.rel}:{self.func}"
+
+
+@dataclass
+class Evidence:
+    """What the classifier reads: the error line, the frames (outermost first), the user's call
+    line that led into the libraries, and what ``contrast`` found makes it pass."""
+    exc_type: str
+    message: str
+    frames: list[LibFrame] = field(default_factory=list)
+    user_line: str | None = None
+    passes_with: list[str] = field(default_factory=list)   # contrast descriptions that pass
+    whole: bool = False       # a traceback reprobot ran itself (not a paste cut anywhere)
+
+    @property
+    def exc(self) -> str:
+        return (self.exc_type or "").rsplit(".", 1)[-1]
+
+    @property
+    def lib(self) -> list[LibFrame]:
+        return [f for f in self.frames if f.package]
+
+    @property
+    def raiser(self) -> LibFrame | None:
+        """The innermost frame, when it is library code (a user frame raising is the user's own)."""
+        return self.frames[-1] if self.frames and self.frames[-1].package else None
+
+
+# --- environment ---------------------------------------------------------------------------------
+
+_IMPORT_EXC = {"ImportError", "ModuleNotFoundError", "PackageNotFoundError"}
+_ENV_MESSAGE = [
+    (re.compile(r"no kernel image is available", re.I), "the installed binary was not built for this GPU"),
+    (re.compile(r"CUDA Setup failed|CUDA SETUP|libcudart|CUDA binary not found|compiled without GPU support|"
+                r"not compiled with CUDA|Torch not compiled with CUDA|CUDA driver|NVIDIA driver|"
+                r"Found no NVIDIA|CUDA_HOME", re.I), "CUDA is not set up the way the installed build expects"),
+    (re.compile(r"Could not find module .*\.dll|DLL load failed|cannot open shared object|undefined symbol|"
+                r"GLIBC\w*_\d", re.I), "a compiled library could not be loaded"),
+    (re.compile(r"Failed to import [\w.]+ because of the following error", re.I),
+     "a module of the stack failed to import (the error above it says which dependency)"),
+    (re.compile(r"requires the [\w .-]+ library but it was not found|was not found in your environment|"
+                r"\bpip install\b|\brequires [\w.-]+ ?(?:>=|==|>)\s?\d|\bversion [\d.]+ (?:or higher|is required)|"
+                r"(?:upgrade|update) (?:your )?(?:installation of )?[\w-]+|install [\w-]+ from source", re.I),
+     "the message names a package or version to install"),
+    (re.compile(r"name 'str2optimizer\w*' is not defined|'NoneType' object has no attribute 'c(?:adam|quantize|"
+                r"dequantize|get_|igemm|optimizer)\w*'", re.I),
+     "bitsandbytes' compiled library did not load (the CPU-only fallback was used)"),
+]
+_CONFIG_KWARG = re.compile(r"\b(\w*Config)\.__init__\(\) got an unexpected keyword argument '(\w+)'")
+
+
+def _environment(ev: Evidence) -> Kind | None:
+    if ev.exc in _IMPORT_EXC:
+        return Kind(ENVIRONMENT, f"{ev.exc}: a package or a name in it is not importable in this environment "
+                                 "(not installed, or another release than the code expects)",
+                    "check the installed versions (pip list) and install the release the code was written for",
+                    0.85)
+    for pattern, why in _ENV_MESSAGE:
+        if pattern.search(ev.message or ""):
+            return Kind(ENVIRONMENT, why, "check the versions, the CUDA setup and reinstall the package the "
+                                          "message names", 0.8)
+    m = _CONFIG_KWARG.search(ev.message or "")
+    if m and ev.exc == "TypeError":
+        return Kind(ENVIRONMENT, f"{m.group(1)} does not know `{m.group(2)}`: a saved config written by another "
+                                 "release than the installed one",
+                    "load it with the release that saved it, or upgrade the installed one", 0.6)
+    if ev.exc == "KeyError" and any((f.rel or "").endswith("models/auto/configuration_auto.py") for f in ev.lib):
+        return Kind(ENVIRONMENT, "the installed transformers does not know this model type",
+                    "upgrade transformers", 0.6)
+    return None
+
+
+# --- usage ---------------------------------------------------------------------------------------
+
+# A message that tells the caller what to change.
+_REMEDY = re.compile(r"\bplease (?:select|pass|set|use|rerun|re-run|specify|provide|make|check|add|remove|call|"
+                     r"choose|change|pick|define|ensure)\b|\bmake sure\b|\byou (?:need|have|should|must|can) (?:to )?"
+                     r"\w+|\bpass(?:ing)? `|\bset `|\binstead\b|\bdid you mean\b|\bconsider (?:using|passing|setting)\b"
+                     r"|\(note: typos\b", re.I)
+# A message that states the rule the input broke (read only together with a validation function).
+_RULE = re.compile(r"\bmust\b|\bshould\b|\bnot supported\b|\bdo(?:es)? not support\b|\bonly\b.*\bsupport|"
+                   r"\(got [^)]*\)|\bgot\b|\bexpected\b|\bplease\b|\byou need\b|\brequires?\b|\binvalid\b|"
+                   r"\bnot (?:allowed|valid|used)\b|\bhas to be\b|\bcan only\b", re.I)
+_VALIDATOR = re.compile(r"^(?:_*validate\w*|_*check\w*|_*verify\w*|__post_init__|_*sanity\w*)$")
+_PREPARE = re.compile(r"^_*prepare\w*$")
+_DELIBERATE = {"ValueError", "TypeError", "NotImplementedError"}
+# Raised on purpose too, but for many reasons (a file missing on disk as much as a wrong repo id):
+# only a message that says what to change makes one of these a usage error.
+_DELIBERATE_WITH_REMEDY = {"OSError", "EnvironmentError", "FileNotFoundError", "RuntimeError"}
+_SIGNATURE = re.compile(r"(?P<func>[\w.]+)\(\) (?:got an unexpected keyword argument '(?P<kw>\w+)'|"
+                        r"got multiple values for argument '(?P<kw2>\w+)'|missing \d+ required (?:positional |keyword-only )?"
+                        r"arguments?: (?P<miss>.+)|takes \d+ positional arguments? but \d+ (?:were|was) given)")
+_KEYWORD = re.compile(r"^without `(?P<kw>\w+)=(?P<value>.*)` \(the default\)$")
+_QUOTED = re.compile(r"`([^`]{1,80})`|'([A-Za-z_][\w.]{1,60})'|\"([A-Za-z_][\w.]{1,60})\"")
+
+
+def _identifiers(text: str) -> set[str]:
+    out = set()
+    for m in _QUOTED.finditer(text or ""):
+        for w in re.findall(r"[A-Za-z_]\w{2,}", next(g for g in m.groups() if g)):
+            out.add(w)
+    return out
+
+
+def _first_sentence(text: str, pattern: re.Pattern[str]) -> str | None:
+    for sentence in re.split(r"(?<=[.!?])\s+|\n", text or ""):
+        if pattern.search(sentence):
+            return sentence.strip()[:200]
+    return None
+
+
+def _on_behalf(ev: Evidence) -> str | None:
+    """The library made the rejected call, not the script: the raising frame is a public method
+    (``to``, ``cuda``) that another package of the stack called between the user's call and it."""
+    raiser = ev.raiser
+    if raiser is None or raiser.func.startswith("_") or _VALIDATOR.match(raiser.func) or _PREPARE.match(raiser.func):
+        return None
+    if ev.user_line and re.search(rf"\b{re.escape(raiser.func)}\s*\(", ev.user_line):
+        return None
+    lib = ev.lib
+    between = [f for f in lib[:-1] if f.package != raiser.package]
+    if between:
+        b = between[-1]
+        return f"{b.package}'s {b.func} called {raiser.package}'s {raiser.func}, which raised: the library made the call"
+    return None
+
+
+def _contrast_fix(ev: Evidence) -> tuple[str, str] | None:
+    """(keyword, description) of a contrast change that drops a keyword the user passed and passes."""
+    for desc in ev.passes_with:
+        m = _KEYWORD.match(desc.strip())
+        if m:
+            return m.group("kw"), desc.strip()
+    return None
+
+
+def _usage(ev: Evidence) -> Kind | None:
+    message = ev.message or ""
+    raiser = ev.raiser
+    behalf = _on_behalf(ev)
+    if behalf:
+        return None
+    sites = raisers(ev.exc_type, message) if raiser is None else {}
+    deliberate_site = next((s for s in sites.values()
+                            if s.exc in _DELIBERATE | _DELIBERATE_WITH_REMEDY and s.same_exc), None)
+    func = raiser.func if raiser is not None else (deliberate_site.site.rsplit(":", 1)[-1] if deliberate_site else None)
+    where = raiser.key if raiser is not None else (deliberate_site.site if deliberate_site else None)
+    names_user = sorted(w for w in _identifiers(message) if ev.user_line and re.search(rf"\b{re.escape(w)}\b", ev.user_line))
+    fixed = _contrast_fix(ev)
+    library_raise = raiser is not None or deliberate_site is not None
+
+    # Python rejected the call's own keywords: the innermost frame is the user's line (a paste
+    # without frames: a constructor), never a library frame passing keywords on.
+    sig = _SIGNATURE.search(message)
+    if ev.exc == "TypeError" and sig and raiser is None and (ev.frames or sig.group("func").endswith("__init__")):
+        kw = sig.group("kw") or sig.group("kw2")
+        fix = fixed[1] if fixed else (f"drop or rename `{kw}`" if kw else "check the call's arguments against its signature")
+        return Kind(USAGE, f"the call's own arguments do not match the signature of {sig.group('func')}()", fix,
+                    0.85 if fixed else 0.7)
+    if ev.exc not in _DELIBERATE | _DELIBERATE_WITH_REMEDY or not library_raise:
+        return None
+    remedy = _first_sentence(message, _REMEDY)
+    if ev.exc in _DELIBERATE_WITH_REMEDY:
+        return Kind(USAGE, f"{ev.exc} raised on purpose{' in ' + where if where else ''}, and the message says "
+                           "what to change", remedy, 0.65) if remedy else None
+
+    validator = bool(func and _VALIDATOR.match(func))
+    rule = _first_sentence(message, _RULE)
+    at = f" in {where}" if where else ""
+    if validator and rule:
+        reason = f"a deliberate check{at} rejected the input: {rule}"
+        fix = remedy or (f"change {', '.join('`%s`' % n for n in names_user)}" if names_user else None)
+        confidence = 0.75
+    elif remedy:
+        reason, fix, confidence = f"{ev.exc} raised on purpose{at}, and the message says what to change", remedy, 0.7
+    elif fixed and (fixed[0] in _identifiers(message) or fixed[0] in message):
+        reason, fix, confidence = f"{ev.exc} raised on purpose{at}, naming `{fixed[0]}`", None, 0.7
+    else:
+        return None
+    if fixed:   # contrast ran it: dropping a keyword the user passed makes it pass
+        fix, confidence = fixed[1], 0.9
+    return Kind(USAGE, reason, fix, confidence)
+
+
+# --- bug -----------------------------------------------------------------------------------------
+
+_INTERNAL_EXC = {"AttributeError", "KeyError", "IndexError", "NameError", "UnboundLocalError", "AssertionError",
+                 "RecursionError", "ZeroDivisionError"}
+_INTERNAL_MESSAGE = re.compile(r"meta tensor|illegal memory access|device-side assert|CUBLAS_STATUS|"
+                               r"shape .* is invalid|size of tensor|must match the size|shapes cannot be multiplied|"
+                               r"Expected all tensors to be on the same device|segmentation fault", re.I)
+
+
+def _bug(ev: Evidence) -> Kind:
+    where = f" in {ev.raiser.key}" if ev.raiser else ""
+    if ev.exc in _INTERNAL_EXC:
+        return Kind(BUG, f"{ev.exc}{where}: library internals failed, not a check of the caller's input", None, 0.8)
+    if _INTERNAL_MESSAGE.search(ev.message or ""):
+        return Kind(BUG, f"{ev.exc}{where}: a tensor/device failure inside library code", None, 0.75)
+    behalf = _on_behalf(ev)
+    if behalf:
+        return Kind(BUG, behalf, None, 0.65)
+    return Kind(BUG, f"{ev.exc}{where}: nothing shows a deliberate check of the caller's input, so it is "
+                     "treated as a bug", None, 0.5)
+
+
+def passes_with(kind: Kind, works_with: Iterable[str]) -> str | None:
+    """The contrast change behind a usage verdict's fix, when contrast found it."""
+    return kind.fix if kind.fix and kind.fix in set(works_with) else None
+
+
+def kind_line(kind: Kind, works_with: Iterable[str] = ()) -> str:
+    """The one line a person reads first (plain text: escape it for a terminal or markdown)."""
+    reason = kind.reason.rstrip(".")
+    if kind.kind == USAGE:
+        change = passes_with(kind, works_with) or (kind.fix if kind.fix and kind.fix.startswith("without `") else None)
+        return f"This looks like a usage error: {reason}." + (f" It passes with: {change}." if change else "")
+    if kind.kind == ENVIRONMENT:
+        return (f"This looks like an environment problem: {reason}. Check the installed versions "
+                "(`reprobot env --check`), the CUDA setup (driver, torch.version.cuda) and reinstall the package "
+                "it names before filing.")
+    return f"This looks like a bug: {reason}."
+
+
+def classify(ev: Evidence) -> Kind:
+    """Environment, then usage, else bug (the default when unsure)."""
+    return _environment(ev) or _usage(ev) or _bug(ev)
+
+
+# --- evidence from what reprobot has -------------------------------------------------------------
+
+def frames_from_strings(frames: Iterable[str]) -> list[LibFrame]:
+    """``"peft/tuners/lora/model.py:_create_new_module"`` -> LibFrame (the labelled sets' form)."""
+    out = []
+    for s in frames:
+        rel, _, func = s.rpartition(":")
+        pkg = rel.split("/", 1)[0] if rel and "/" in rel else None
+        out.append(LibFrame(pkg, rel or None, func))
+    return out
+
+
+def evidence_from_record(record: Any, *, repro_source: str | None = None, passes_with: Iterable[str] = (),
+                         whole: bool = True) -> Evidence:
+    """Evidence from a TracebackRecord (a repro's signature.json or a paste)."""
+    from bot.upstream.failure import path_frames
+
+    frames = []
+    for pf in path_frames(record):
+        line = pf.frame.line or ""
+        if not line and repro_source and pf.package is None and pf.frame.lineno and \
+                re.split(r"[\\/]", pf.frame.path)[-1] == "repro.py":
+            rows = repro_source.splitlines()
+            line = rows[pf.frame.lineno - 1] if 0 < pf.frame.lineno <= len(rows) else ""
+        frames.append(LibFrame(pf.package, pf.rel, pf.frame.func, line.strip()))
+    first_lib = next((i for i, f in enumerate(frames) if f.package), len(frames))
+    user_line = frames[first_lib - 1].line if 0 < first_lib <= len(frames) else None
+    if first_lib == len(frames) and frames:
+        user_line = frames[-1].line
+    return Evidence(record.exc_type, record.message or "", frames, user_line or None, list(passes_with), whole)
+
+
+def classify_repro(repro: Any) -> Kind | None:
+    """The kind of a repro folder's failure (signature.json, repro.py, contrast.json)."""
+    from bot.rerun.report import notes_for
+    from bot.upstream.failure import failure_from_repro
+
+    try:
+        failure = failure_from_repro(repro.path)
+    except Exception:
+        return None
+    works = notes_for(repro).works_with
+    return classify(evidence_from_record(failure.record, repro_source=failure.repro_source, passes_with=works))
+
+
+__all__ = ["Kind", "Evidence", "LibFrame", "classify", "classify_repro", "evidence_from_record", "kind_line",
+           "passes_with",
+           "frames_from_strings", "BUG", "USAGE", "ENVIRONMENT"]

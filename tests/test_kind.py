@@ -1,0 +1,259 @@
+"""Bug, usage error or environment (issue #30): the classifier on representative failures, the
+draft's Expected behavior for a usage error, the preview's first line, and --submit refusing a
+usage error without --anyway (real `reduce` runs of a fake `peft`; a local fake GitHub)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.upstream.failure import failure_from_text
+from bot.upstream.kind import (BUG, ENVIRONMENT, USAGE, Evidence, classify, evidence_from_record, frames_from_strings,
+                               kind_line)
+from reducer.errors import ExitCode
+from tests.fakegithub import FakeGitHub
+from tests.test_file_flow import reprobot, write
+
+SITE = "/home/u/venv/lib/python3.11/site-packages"
+GREEDY = ("Greedy methods (do_sample != True) without beam search do not support `num_return_sequences` "
+          "different than 1 (got 3).")
+
+
+def _traceback(user_line: str, frames: list[tuple[str, str, str]], error: str) -> str:
+    lines = ["Traceback (most recent call last):", '  File "repro.py", line 5, in <module>', f"    {user_line}"]
+    for n, (rel, func, line) in enumerate(frames, 10):
+        lines += [f'  File "{SITE}/{rel}", line {n}, in {func}', f"    {line}"]
+    return "\n".join(lines + [error]) + "\n"
+
+
+def _kind(text: str, passes_with: list[str] = ()) -> object:
+    failure = failure_from_text(text)
+    return classify(evidence_from_record(failure.record, passes_with=passes_with))
+
+
+GENERATE = [("transformers/generation/utils.py", "generate", "generation_config, model_kwargs = self._prepare_generation_config(generation_config, **kwargs)"),
+            ("transformers/generation/utils.py", "_prepare_generation_config", "model_kwargs = generation_config.update(**kwargs)"),
+            ("transformers/generation/configuration_utils.py", "update", "self.validate(user_set_attributes=set(to_remove))"),
+            ("transformers/generation/configuration_utils.py", "validate", "raise ValueError(")]
+
+
+def test_num_return_sequences_with_greedy_decoding_is_a_usage_error() -> None:
+    text = _traceback("out = model.generate(ids, do_sample=False, num_return_sequences=3)", GENERATE,
+                      f"ValueError: {GREEDY}")
+    k = _kind(text)
+    assert k.kind == USAGE and "deliberate check" in k.reason and "validate" in k.reason
+    # contrast found the keyword whose removal makes it pass: that is the fix, said with confidence
+    k = _kind(text, ["without `num_return_sequences=3` (the default)"])
+    assert k.kind == USAGE and k.fix == "without `num_return_sequences=3` (the default)" and k.confidence >= 0.9
+    assert kind_line(k, ["without `num_return_sequences=3` (the default)"]).startswith(
+        "This looks like a usage error: ") and "It passes with: without `num_return_sequences=3`" in kind_line(k)
+
+
+def test_the_error_line_alone_is_read_through_the_raise_site_catalogue() -> None:
+    # A paste cut above the library frames: the catalogue says transformers raises it in `validate`.
+    k = classify(Evidence("ValueError", GREEDY))
+    assert k.kind == USAGE and "configuration_utils.py:validate" in k.reason
+
+
+def test_a_meta_tensor_item_inside_accelerate_is_a_bug() -> None:
+    text = _traceback("model = load_checkpoint_and_dispatch(model, path, device_map='auto')",
+                      [("accelerate/big_modeling.py", "load_checkpoint_and_dispatch", "load_checkpoint_in_model("),
+                       ("accelerate/utils/modeling.py", "load_checkpoint_in_model", "if value.abs().max().item() > 0:")],
+                      "RuntimeError: Tensor.item() cannot be called on meta tensors")
+    assert _kind(text).kind == BUG
+
+
+def test_a_missing_bitsandbytes_is_the_environment() -> None:
+    text = _traceback("import bitsandbytes as bnb", [], "ModuleNotFoundError: No module named 'bitsandbytes'")
+    k = _kind(text)
+    assert k.kind == ENVIRONMENT and "ModuleNotFoundError" in k.reason
+    assert classify(Evidence("RuntimeError", "CUDA error: no kernel image is available for execution on the "
+                                             "device")).kind == ENVIRONMENT
+    assert "environment problem" in kind_line(k) and "reinstall" in kind_line(k)
+
+
+@pytest.mark.parametrize("exc,message,frames,user_line", [
+    # a "not supported" deep in library internals: a real bug in the labelled set (peft#2388)
+    ("ValueError", "Target module Qwen2_5_VisionTransformerPretrainedModel is not supported. Currently, only the "
+                   "following modules are supported: `torch.nn.Linear`.",
+     ["peft/mapping.py:get_peft_model", "peft/tuners/lora/model.py:_create_new_module"], "get_peft_model(model, config)"),
+    # a deliberate check with a remedy, reached through another package's call on the user's behalf
+    ("ValueError", "`.to` is not supported for `4-bit` or `8-bit` bitsandbytes models. Please use the model as it is, "
+                   "since the model has already been set to the correct devices and casted to the correct `dtype`.",
+     ["transformers/modeling_utils.py:from_pretrained", "accelerate/big_modeling.py:dispatch_model",
+      "transformers/modeling_utils.py:to"], "AutoModelForCausalLM.from_pretrained(mid, device_map='cuda:0')"),
+    # Python rejecting a keyword that library code passed on
+    ("TypeError", "Linear.forward() got an unexpected keyword argument 'lora_scale'",
+     ["torch/nn/modules/module.py:_call_impl", "peft/tuners/lora/layer.py:forward"], "unet(x)"),
+    ("KeyError", "'input_ids'", ["peft/peft_model.py:prepare_inputs_for_generation"], "model.generate(**batch)"),
+])
+def test_deliberate_looking_raises_inside_the_library_stay_bugs(exc, message, frames, user_line) -> None:
+    assert classify(Evidence(exc, message, frames_from_strings(frames), user_line, whole=True)).kind == BUG
+
+
+def test_a_keyword_the_users_own_call_does_not_take_is_usage() -> None:
+    k = classify(Evidence("TypeError", "__init__() got an unexpected keyword argument 'fp16'"))
+    assert k.kind == USAGE and "fp16" in (k.fix or "")
+    # a config class that does not know a saved field: written by another release
+    assert classify(Evidence("TypeError", "LoraConfig.__init__() got an unexpected keyword argument "
+                                          "'layer_replication'")).kind == ENVIRONMENT
+
+
+def test_expected_behavior_for_a_usage_error_does_not_claim_the_call_should_complete() -> None:
+    from bot.issue.draft import _expected
+    record = failure_from_text(f"ValueError: {GREEDY}").record
+    usage = _expected("model.generate", record, None, "usage")
+    assert "should complete" not in usage and "a clearer error message, or documented behaviour" in usage
+    assert "should complete" in _expected("model.generate", record, None, "bug")
+
+
+# --- the CLI: a real reduce of a script whose fake peft rejects a config on purpose -----------
+
+FAKE_PEFT = {
+    "peft/__init__.py": "from peft.config import LoraConfig\nfrom peft.mapping import get_peft_model\n",
+    "peft/config.py": """
+        class LoraConfig:
+            def __init__(self, r=8, target_modules=None, use_dora=False, layers_pattern=None):
+                self.r = r
+                self.target_modules = list(target_modules or [])
+                self.use_dora = use_dora
+                self.layers_pattern = layers_pattern
+                self.__post_init__()
+
+            def __post_init__(self):
+                if self.use_dora and self.layers_pattern is not None:
+                    raise ValueError("DoRA does not support `layers_pattern` (got "
+                                     f"{self.layers_pattern!r}); pass one or the other.")
+    """,
+    "peft/mapping.py": """
+        def get_peft_model(model, config):
+            return model
+    """,
+}
+
+SCRIPT = """
+    from peft import LoraConfig, get_peft_model
+
+    SETTINGS = {"rank": 8, "targets": ["q_proj", "v_proj"]}
+
+
+    def main():
+        print("settings:", SETTINGS)
+        model = {"q_proj": "Linear", "v_proj": "Linear"}
+        config = LoraConfig(r=SETTINGS["rank"], target_modules=SETTINGS["targets"], use_dora=True,
+                            layers_pattern="layers")
+        get_peft_model(model, config)
+
+
+    main()
+"""
+
+
+@pytest.fixture(scope="module")
+def usage_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("kindflow")
+    site = work.parent / (work.name + "-venv") / "lib" / "python3" / "site-packages"
+    for rel, text in FAKE_PEFT.items():
+        write(site / rel, text)
+    write(work / "dora_job.py", SCRIPT)
+    env = {"PYTHONPATH": f"{Path(__file__).resolve().parents[1]}{os.pathsep}{site}"}
+    proc = reprobot("reduce", "dora_job.py", "--out", "repros", "--no-env", "--max-time", "240", cwd=work, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (folder,) = (work / "repros").iterdir()
+    proc = reprobot("contrast", str(folder), cwd=work, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return folder
+
+
+@pytest.fixture
+def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    monkeypatch.delenv("REPROBOT_GITHUB_API", raising=False)
+    monkeypatch.setenv("REPROBOT_INDEX_DB", str(tmp_path / "index.db"))
+    monkeypatch.setenv("REPROBOT_OFFLINE", "1")
+    return tmp_path
+
+
+def _copy(folder: Path, tmp_path: Path) -> Path:
+    dest = tmp_path / "repros" / folder.name
+    shutil.copytree(folder, dest)
+    return dest
+
+
+def test_preview_says_usage_error_first_and_submit_needs_anyway(
+        usage_folder: Path, offline: Path, fake_github: FakeGitHub, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _copy(usage_folder, offline)
+    fake_github.add_repo("huggingface/peft")
+    assert main(["file", str(folder), "--dry-run"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    line = "This looks like a usage error: a deliberate check in peft/config.py:__post_init__ rejected the input"
+    assert line in out, out
+    assert "It passes with: without `" in out
+    assert out.index(line) < out.index("issue preview")          # said first
+    assert "--submit refuses unless --anyway is given" in out
+    draft = json.loads((folder / "draft-peft.json").read_text())
+    assert draft["kind"]["kind"] == USAGE
+    body = (folder / "draft-peft.md").read_text()
+    expected = body.split("### Expected behavior", 1)[1].split("###", 1)[0]
+    assert "should complete" not in expected and "rejects this input on purpose" in expected
+    # --submit refuses a usage error, with or without --yes ...
+    assert main(["file", str(folder), "--submit", "--yes", "--not-a-duplicate"]) == ExitCode.USAGE
+    err = " ".join(capsys.readouterr().err.split())
+    assert "not filed: This looks like a usage error" in err and "--anyway" in err
+    assert not fake_github.issues["huggingface/peft"]
+    # ... and files it when the person says so
+    assert main(["file", str(folder), "--submit", "--yes", "--not-a-duplicate", "--anyway"]) == 0
+    assert len(fake_github.issues["huggingface/peft"]) == 1
+
+
+# --- the real stack: a tiny GPT-2 built from a config (no download) ---------------------------
+
+GPT2_SCRIPT = """
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    SETTINGS = {"layers": 2, "heads": 2, "width": 32}
+
+
+    def build():
+        config = GPT2Config(n_layer=SETTINGS["layers"], n_head=SETTINGS["heads"], n_embd=SETTINGS["width"],
+                            vocab_size=100, n_positions=64)
+        torch.manual_seed(0)
+        return GPT2LMHeadModel(config).eval()
+
+
+    def main():
+        model = build()
+        ids = torch.tensor([[1, 2, 3, 4]])
+        print("prompt", ids.shape)
+        out = model.generate(ids, max_new_tokens=4, do_sample=False, num_return_sequences=3, pad_token_id=0)
+        print(out)
+
+
+    main()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None or importlib.util.find_spec("torch") is None,
+                    reason="needs torch and transformers")
+def test_reduce_and_preview_of_greedy_generate_with_three_sequences(tmp_path: Path) -> None:
+    write(tmp_path / "gen_many.py", GPT2_SCRIPT)
+    env = {"REPROBOT_OFFLINE": "1", "REPROBOT_INDEX_DB": str(tmp_path / "index.db")}
+    proc = reprobot("reduce", "gen_many.py", "--out", "repros", "--no-env", "--max-time", "300", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (folder,) = (tmp_path / "repros").iterdir()
+    proc = reprobot("file", "--dry-run", str(folder), cwd=tmp_path, env=env)
+    out = " ".join(proc.stdout.split())
+    assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
+    line = "This looks like a usage error: a deliberate check in transformers/generation/configuration_utils.py:validate"
+    assert line in out and out.index(line) < out.index("issue preview"), out[:3000]
+    body = (folder / "draft-transformers.md").read_text()
+    expected = body.split("### Expected behavior", 1)[1].split("###", 1)[0]
+    assert "should complete" not in expected and "a clearer error message" in expected, expected
