@@ -94,7 +94,8 @@ class Result:
 def load_manifest(corpus: Path = CORPUS) -> list[Entry]:
     data = json.loads((corpus / "MANIFEST.json").read_text(encoding="utf-8"))
     return [Entry(Path(s["file"]).stem, corpus / s["file"], list(s.get("args", [])),
-                  s.get("max_statements"), s.get("ideal_statements")) for s in data["scripts"]]
+                  s.get("max_statements"), s.get("ideal_statements")) for s in data["scripts"]
+            if not s.get("requires")]   # the issue-29 shapes need torch and a launch line
 
 
 def example_entry() -> Entry:

@@ -170,8 +170,11 @@ def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
     what the script does: then every run stays cold."""
     from reducer.zygote import ZygoteError, ZygotePool, warm_imports
     runner = failure.runner
-    modules = warm_imports(failure.spec.source, runner.script_dir)
     report = WarmReport(original_cold_seconds=round(failure.wall_time, 3))
+    if runner.launched:
+        report.why_not = f"run by a launch line ({failure.spec.launch.kind}): its processes start their own interpreters"
+        return report
+    modules = warm_imports(failure.spec.source, runner.script_dir)
     if not modules:
         report.why_not = "the script imports nothing worth importing ahead"
         return report
@@ -256,6 +259,9 @@ def pinned_run_fn(oracle: Oracle, warm: bool | None = None, gpu_set: tuple[str, 
 def trace_data(failure: Failure, repro: ReproDir, resumed: bool, oracle: Oracle | None = None):
     from reducer.trace import TraceData, runner_run_fn, trace_run
     trace_file = repro.path / "trace.json"
+    if failure.runner.launched:
+        console.print("[dim]trace-guided first cut skipped: the script runs under a launch line[/]")
+        return None
     if resumed and trace_file.is_file():
         return TraceData.from_dict(failure.spec.source, repro.read_json(trace_file))
     try:

@@ -119,13 +119,17 @@ def record_failure(failure: "Failure", root: Path = DEFAULT_ROOT) -> ReproDir:
     # leaves the machine (drafts, previews, replies) is scrubbed on its way out.
     write_text_atomic(d.original, failure.spec.source)
     record = failure.record
+    launch = failure.spec.launch
     write_json_atomic(d.signature_json, {
         "signature": failure.signature.to_dict(),
         "options": failure.spec.options.to_dict(),
         "record": record.to_dict(),
-        "script": failure.spec.script.name,
-        "args": list(failure.spec.args),
-        "command": " ".join(["python", script_argument(failure.spec.script.name), *failure.spec.args]),
+        "script": launch.relpath if launch is not None else failure.spec.script.name,
+        "args": list(launch.args) if launch is not None else list(failure.spec.args),
+        "command": (launch.display() if launch is not None else
+                    " ".join(["python", script_argument(failure.spec.script.name), *failure.spec.args])),
+        # the launch line every run used (torchrun, accelerate launch, python -m), as typed
+        **({"launch": launch.to_dict()} if launch is not None else {}),
         "runs": [{"wall_time": round(o.wall_time, 3), "returncode": o.returncode,
                   "timed_out": o.timed_out, "peak_rss": o.peak_rss} for o in failure.outcomes],
         "choices": [s.to_dict() for s, _ in failure.choices],

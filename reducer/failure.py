@@ -16,9 +16,11 @@ import libcst as cst
 from reducer.devices import DEVICES_ENV, DeviceUse, read_devices
 from reducer.errors import ExitCode, ReprobotError
 from reducer.gpu import split_sets, visible_value
+from reducer.launch import LaunchLine
 from reducer.limits import RunLimits
 from reducer.outcome import Outcome, TracebackRecord
 from reducer.raised import RAISED
+from reducer.ranks import WRAPPER, describe_wrapper, role
 from reducer.runner import Runner, RunSpec
 from reducer.signature import MatchOptions, Signature, distinct_failures, find_match
 
@@ -70,6 +72,7 @@ class FailureSpec:
     clean_env: bool = False
     deadline: float | None = None      # time.monotonic() at which the whole command stops
     limits: RunLimits = field(default_factory=RunLimits)
+    launch: LaunchLine | None = None   # torchrun / accelerate launch / python -m (reducer/launch.py)
 
 
 @dataclass
@@ -223,7 +226,7 @@ def _refuse_out_of_memory(spec: FailureSpec, outcome: Outcome, cap: int | None) 
 def make_runner(spec: FailureSpec) -> Runner:
     return Runner(RunSpec(script=spec.script, python=spec.python, args=spec.args,
                           timeout=spec.timeout, env=dict(spec.env), gpu=spec.gpu,
-                          clean_env=spec.clean_env, limits=spec.limits.resolved()))
+                          clean_env=spec.clean_env, limits=spec.limits.resolved(), launch=spec.launch))
 
 
 def stored_failure(spec: FailureSpec, signature: Signature, record: TracebackRecord,
@@ -299,6 +302,10 @@ def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None)
         raise ReprobotError(f"--pick {spec.pick}: the run showed {len(choices)} distinct "
                             f"failure{'s' if len(choices) > 1 else ''}", ExitCode.USAGE)
     signature, record = choices[spec.pick - 1]
+    if role(record) == WRAPPER:
+        raise ReprobotError(f"{spec.script}: {describe_wrapper(record)}; the child's own traceback is not in "
+                            f"the output (let the child print it, or run it without the pool)",
+                            ExitCode.NO_FAILURE)
     plan = plan_gpus(spec, use)
     outcomes = [first]
     # The confirmation runs see the set every later run will see; when that is not what run 1

@@ -13,7 +13,10 @@ from reducer.gpu import GpuPool
 from reducer.normalize import library_path
 from reducer.outcome import Outcome
 from reducer.slots import CandidateRunner
+from reducer.ranks import _COLLISION as _COLLISION_TEXT, is_collision
 from reducer.signature import MatchOptions, Signature, find_match
+
+COLLISION_RETRIES = 2
 
 # A candidate may legitimately run somewhat slower than the original (noise, a cold
 # cache), but one that makes the model 100x bigger is rejected, not waited on.
@@ -66,6 +69,8 @@ class Oracle:
         self.timeout = timeout
         self.stop_early = stop_early
         self.runs = 0
+        self.collisions = 0   # runs repeated because their rendezvous port was taken
+        self._target_is_collision = bool(_COLLISION_TEXT.search(f"{target.exc_type}: {target.message or ''}"))
         self.run_seconds = 0.0
         # The whole command's deadline (time.monotonic()): a run is cut there, and a cut run
         # has no verdict (it must not be cached as "not interesting").
@@ -75,6 +80,11 @@ class Oracle:
         self._lock = threading.Lock()
         # where each recent interesting candidate failed (its own lines), for the slicing pass
         self._failure_lines: OrderedDict[str, tuple[int, ...]] = OrderedDict()
+
+    def _collided(self, outcome: Outcome) -> bool:
+        if self._target_is_collision:
+            return False
+        return any(is_collision(r) for r in outcome.tracebacks)
 
     def _hit(self, records) -> bool:
         return find_match(records, self.target, self.options, as_itself=self.as_itself, raised=self.raised) is not None
@@ -92,21 +102,28 @@ class Oracle:
                 raise DeadlineReached
             if timeout is None or left < timeout:
                 timeout, cut = left, True
-        with self.gpus.acquire(gpu_set) as slot:
-            outcome = self.runner.run(
-                source, timeout=timeout, extra_env=slot.env(gpu_count),
-                stop_when=self._hit if self.stop_early else None, max_rss=self.max_rss,
-                stop_grace=self.stop_grace, warm=warm, **({"alone": True} if alone else {}))
-            slot.pgid = outcome.pid
-        if cut and outcome.timed_out:
-            raise DeadlineReached
+        for attempt in range(COLLISION_RETRIES + 1):
+            with self.gpus.acquire(gpu_set) as slot:
+                outcome = self.runner.run(
+                    source, timeout=timeout, extra_env=slot.env(gpu_count),
+                    stop_when=self._hit if self.stop_early else None, max_rss=self.max_rss,
+                    stop_grace=self.stop_grace, warm=warm, **({"alone": True} if alone else {}))
+                slot.pgid = outcome.pid
+            if cut and outcome.timed_out:
+                raise DeadlineReached
+            # A rendezvous port some other process took (EADDRINUSE) says nothing about the
+            # candidate: it is run again on a fresh port, and never counted as a match.
+            if not self._collided(outcome):
+                break
+            with self._lock:
+                self.collisions += 1
         with self._lock:
             self.runs += 1
             self.run_seconds += outcome.wall_time
         hangs = outcome.stopped_early or outcome.timed_out
         record = find_match(outcome.tracebacks, self.target, self.options, as_itself=self.as_itself,
                             raised=self.raised)
-        interesting = record is not None and (self.allow_hang or not hangs)
+        interesting = record is not None and (self.allow_hang or not hangs) and not self._collided(outcome)
         if interesting:
             self._remember(source, record)
         return Verdict(interesting, outcome)

@@ -20,13 +20,17 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
+
+if TYPE_CHECKING:
+    from reducer.launch import LaunchLine
 
 from reducer.errors import ExitCode, ReprobotError
 from reducer.limits import RunLimits, apply_limits
 from reducer.outcome import Outcome, TracebackRecord
 from reducer.processes import kill_group, resolve_python, script_argument
 from reducer.raised import EXCEPTIONS_ENV, hook_environment, mark, read_raised
+from reducer.rendezvous import PORTS, RENDEZVOUS_ENV, needs_rendezvous, run_environment
 from reducer.tracebacks import parse_tracebacks
 
 # Directories never copied into a scratch dir: they are big, or they are ours.
@@ -56,6 +60,11 @@ class RunSpec:
     clean_env: bool = False
     # rlimits of every run (reducer/limits.py): resolved once, so all runs get the same ones
     limits: dict[str, int] = field(default_factory=lambda: RunLimits().resolved())
+    # A launch line (torchrun, accelerate launch, python -m): every run runs it with the
+    # candidate in the script's place (reducer/launch.py).
+    launch: "LaunchLine | None" = None
+    # Each run gets its own rendezvous port (reducer/rendezvous.py); None: decided from the script.
+    rendezvous: bool | None = None
 
 
 class _BoundedBuffer:
@@ -278,7 +287,16 @@ class Runner:
             raise ReprobotError(f"{spec.script}: no such file", ExitCode.FILE_MISSING)
         self.spec = spec
         self.python = resolve_python(spec.python)
-        self.script_dir = spec.script.resolve().parent
+        launch = spec.launch
+        self.script_dir = launch.root.resolve() if launch is not None else spec.script.resolve().parent
+        # where the candidate goes, relative to the run's cwd (a package's module for python -m)
+        self.script_rel = launch.relpath if launch is not None else spec.script.name
+        if spec.rendezvous is None:
+            try:
+                text = spec.script.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                text = ""
+            spec.rendezvous = (launch is not None and launch.needs_launcher) or needs_rendezvous(text)
         self._files = self._scan()
         self.zygotes = zygotes
         self.warm_runs = 0
@@ -322,6 +340,11 @@ class Runner:
                     continue
         return scratch
 
+    @property
+    def launched(self) -> bool:
+        """Runs go through a launcher (torchrun, accelerate launch, python -m): always cold."""
+        return self.spec.launch is not None and self.spec.launch.needs_launcher
+
     def base_environment(self) -> dict[str, str]:
         """The environment every run shares (what a warm interpreter starts with)."""
         env = self._environment(Path(tempfile.gettempdir()), None)
@@ -344,6 +367,8 @@ class Runner:
             "TERM": "dumb", "NO_COLOR": "1",
         })
         env.pop("PYTHONSTARTUP", None)
+        if self.spec.rendezvous:
+            env[RENDEZVOUS_ENV] = "1"
         hook_environment(env, scratch / "exceptions.jsonl")
         if self.spec.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.spec.gpu
@@ -363,16 +388,25 @@ class Runner:
         maintainer has no ``DATA_DIR`` of the user's)."""
         timeout = self.spec.timeout if timeout is None else timeout
         scratch = self._make_scratch(keep_dir, alone)
+        port = PORTS.acquire() if self.spec.rendezvous else None
         try:
-            target = scratch / "work" / ("repro.py" if alone else self.spec.script.name)
+            target = scratch / "work" / ("repro.py" if alone else self.script_rel)
             if target.is_symlink():
                 target.unlink()
+            target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(source, encoding="utf-8")
-            cmd = [self.python, *(launcher or []), script_argument(target.name), *self.spec.args]
+            if port is not None:
+                extra_env = {**(extra_env or {}), **run_environment(port)}
             env = self._environment(scratch, extra_env)
             if alone:
                 env = alone_environment(env, source)
                 warm = False
+            if self.launched:
+                # The same launch line for every run; its ranks start their own interpreters.
+                rel = target.relative_to(scratch / "work").as_posix()
+                cmd = self.spec.launch.command(self.python, script_argument(rel), port)
+                return self._execute(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace)
+            cmd = [self.python, *(launcher or []), script_argument(target.name), *self.spec.args]
             if self.zygotes is not None and (warm or (warm is None and launcher is None)):
                 from reducer.zygote import ZygoteError
                 zygote = None
@@ -390,6 +424,8 @@ class Runner:
                     self.warm_fallbacks += 1
             return self._execute(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace)
         finally:
+            if port is not None:
+                PORTS.release(port)
             if keep_dir is None:
                 shutil.rmtree(scratch, ignore_errors=True)
 

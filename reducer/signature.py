@@ -110,10 +110,15 @@ def signature_of(record: TracebackRecord, options: MatchOptions = MatchOptions()
 
 def distinct_failures(outcome: Outcome, options: MatchOptions = MatchOptions()) -> list[tuple[Signature, TracebackRecord]]:
     """The distinct failures of a run, one record each: first-seen order, except that
-    exceptions the run raised come before tracebacks it only printed (reducer/raised.py)."""
+    exceptions the run raised come before tracebacks it only printed (reducer/raised.py), and a
+    process's own failure comes before the other ranks' secondary failures, and those before a
+    parent's wrapper that only says a child failed (reducer/ranks.py: a wrapper is never a
+    target)."""
+    from reducer.ranks import role
     seen: dict[Signature, TracebackRecord] = {}
     records = list(all_records(outcome.tracebacks))
-    for record in [r for r in records if r.origin != PRINTED] + [r for r in records if r.origin == PRINTED]:
+    records.sort(key=lambda r: (role(r), r.origin == PRINTED))  # stable: first-seen order otherwise
+    for record in records:
         sig = signature_of(record, options)
         seen.setdefault(sig, record)
     return list(seen.items())

@@ -212,8 +212,33 @@ def _unchained(record: TracebackRecord) -> TracebackRecord:
                            record.stream, record.kind)
 
 
+_RANK_PREFIX = re.compile(r"^\[(?:rank|default)\d+\]:", re.MULTILINE)
+
+
+def _by_rank(text: str) -> list[str] | None:
+    """torchrun prefixes each line a rank writes with ``[rankN]:``; ranks that fail at once
+    interleave their lines. One text per rank (and one for unprefixed lines), ordered by where
+    each first shows a traceback; None when no line is prefixed."""
+    if not _RANK_PREFIX.search(text):
+        return None
+    groups: dict[str, list[str]] = {}
+    first: dict[str, int] = {}
+    for n, line in enumerate(text.splitlines()):
+        m = _RANK_PREFIX.match(line)
+        key = m.group(0) if m else ""
+        groups.setdefault(key, []).append(line)
+        if key not in first and _HEADER in line:
+            first[key] = n
+    order = sorted(groups, key=lambda k: first.get(k, 1 << 60))
+    return ["\n".join(groups[k]) for k in order]
+
+
 def parse_tracebacks(text: str, stream: str = "stderr") -> list[TracebackRecord]:
-    """Every traceback in ``text``, in the order printed; chained ones folded into the last."""
+    """Every traceback in ``text``, in the order printed; chained ones folded into the last.
+    Lines of torchrun's ranks (``[rankN]:``) are read rank by rank, however they interleave."""
+    ranks = _by_rank(text)
+    if ranks is not None and len(ranks) > 1:
+        return [r for part in ranks for r in parse_tracebacks(part, stream)]
     records = _Parser(text, stream).parse()
     if not records:
         # A pasted "trace tail" without its header line: parse from the first frame.

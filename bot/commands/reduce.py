@@ -20,8 +20,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "reduce", help="reduce a failing script to a minimal repro",
         description="Run SCRIPT, find how it fails, and shrink it to the smallest script that "
-                    "fails with the same signature. Arguments after `--` go to the script.")
-    p.add_argument("script", type=Path, help="the failing Python script")
+                    "fails with the same signature. Arguments after `--` go to the script. Without "
+                    "SCRIPT, what follows `--` is a launch line (`-- torchrun --nproc_per_node 2 train.py "
+                    "ARGS`, `-- accelerate launch ... train.py ARGS`, `-- python -m pkg.mod ARGS`): the "
+                    "script it names is reduced, and every run uses the same line.")
+    p.add_argument("script", type=Path, nargs="?", default=None,
+                   help="the failing Python script (or none, and a launch line after `--`)")
     add_python(p, "interpreter that runs the script")
     p.add_argument("--out", type=Path, default=DEFAULT_ROOT, help="folder of the repros store (default: ./repros)")
     p.add_argument("--frames", type=int, default=DEFAULT_FRAMES,
@@ -98,6 +102,13 @@ def summary(repro) -> dict:
 def _run(args: argparse.Namespace):
     deadline = None if args.max_time is None else time.monotonic() + args.max_time
     script_args = list(args.passthrough)
+    launch = None
+    if args.script is None:
+        from reducer.launch import parse_launch
+        launch = parse_launch(script_args, Path.cwd(), args.python)
+        args.script, script_args = launch.script, list(launch.args)
+        if not launch.needs_launcher:
+            launch = None        # `-- python train.py ARGS`: the same as `train.py -- ARGS`
     if args.script.is_file():
         check_script_bytes(args.script.stat().st_size, args.max_script_size)
     source = load_script(args.script)
@@ -107,7 +118,7 @@ def _run(args: argparse.Namespace):
         options=MatchOptions(args.frames, args.ignore_message, args.normalize_devices),
         pick=args.pick, runs=args.runs, timeout=args.timeout, deadline=deadline,
         limits=RunLimits(args.max_processes, args.max_file_size), gpus=_gpus(args),
-        gpus_per_job=args.gpus_per_job)
+        gpus_per_job=args.gpus_per_job, launch=launch)
     stored = find_stored(args.out, spec) if args.resume else None
     if stored is not None:
         failure, repro = stored
@@ -155,7 +166,10 @@ def find_stored(root: Path, spec: FailureSpec):
             data = folder.read_json(sig_file)
         except ReprobotError:
             continue
-        if data.get("script") != spec.script.name or list(data.get("args") or []) != list(spec.args):
+        script_name = spec.launch.relpath if spec.launch is not None else spec.script.name
+        if data.get("script") != script_name or list(data.get("args") or []) != list(spec.args):
+            continue
+        if (data.get("launch") or {}).get("tokens") != (spec.launch.tokens if spec.launch is not None else None):
             continue
         # A session stopped between confirming the failure and its first progress record has
         # no reduction.json yet: its confirmed failure still holds.

@@ -538,7 +538,7 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
         "script": source,
         "reduced": reduced,
         "script_name": run_as,
-        "command": shlex.join(["python", run_as, *args]),
+        "command": _command(sig_data, run_as, args),
         "alone": alone,
         "needs": _needs_lines(reduction if reduced else None),
         "lock": lock,
@@ -628,3 +628,12 @@ def load_draft(folder: str | Path, repo_key: str) -> Draft:
 
 __all__ = ["Draft", "PrefillURL", "build_draft", "write_draft", "load_draft", "prefill_url", "marker", "carries_marker",
            "make_title", "entry_point", "trim_traceback", "fence"]
+
+
+def _command(sig_data: dict, script: str, args: list[str]) -> str:
+    """How to run the repro: the launch line the failure was reduced under (torchrun, accelerate
+    launch, python -m), else ``python SCRIPT ARGS``."""
+    run = (sig_data.get("launch") or {}).get("run") if isinstance(sig_data.get("launch"), dict) else None
+    if isinstance(run, list) and run and all(isinstance(t, str) for t in run):
+        return shlex.join([script if t == sig_data.get("script") else t for t in run])
+    return shlex.join(["python", script, *args])

@@ -228,4 +228,10 @@ try:
     atexit.register(_record_devices)
 except BaseException:
     pass
+if os.environ.get("REPROBOT_RENDEZVOUS"):
+    # This run's own rendezvous port and file (reducer/rendezvous.py).
+    try:
+        import reprobot_rendezvous  # noqa: F401
+    except BaseException:
+        pass
 _chain_user_sitecustomize()

@@ -1,0 +1,117 @@
+"""reprobot: this run's own rendezvous (stdlib only; loaded by sitecustomize when
+REPROBOT_RENDEZVOUS is set). See reducer/rendezvous.py.
+
+While REPROBOT_MASTER_PORT names the run's port:
+* ``os.environ["MASTER_PORT"] = X`` (also through setdefault/update) stores the run's port;
+* a ``tcp://HOST:PORT`` init_method of torch.distributed uses the run's port, and a
+  ``file://PATH`` one a file in the run's own temp folder (the same for every rank of the run).
+Nothing is imported ahead: torch.distributed.rendezvous is patched right after its first import.
+"""
+import os
+import sys
+
+_PORT_ENV = "REPROBOT_MASTER_PORT"
+_MODULE = "torch.distributed.rendezvous"
+
+
+def _port():
+    try:
+        value = os.environ.get(_PORT_ENV)
+    except Exception:
+        return None
+    return value if value and value.isdigit() else None
+
+
+def _patch_environ():
+    cls = type(os.environ)
+    real = cls.__setitem__
+    if getattr(real, "_reprobot", False):
+        return
+
+    def __setitem__(self, key, value):
+        if key == "MASTER_PORT" and self is os.environ:
+            port = _port()
+            if port is not None:
+                value = port
+        return real(self, key, value)
+    __setitem__._reprobot = True
+    __setitem__.__wrapped__ = real
+    cls.__setitem__ = __setitem__
+
+
+def _rewrite(url):
+    port = _port()
+    if port is None or not isinstance(url, str):
+        return url
+    import re
+    if url.startswith("tcp://"):
+        return re.sub(r"^(tcp://(?:\[[^\]]*\]|[^/:?]*)):\d+", lambda m: "%s:%s" % (m.group(1), port), url)
+    if url.startswith("file://"):
+        tmp = os.environ.get("TMPDIR")
+        if not tmp:
+            return url
+        rest = url[len("file://"):]
+        path, sep, query = rest.partition("?")
+        name = os.path.basename(path.rstrip("/")) or "rendezvous"
+        return "file://" + os.path.join(tmp, "reprobot-rdzv-%s-%s" % (port, name)) + sep + query
+    return url
+
+
+def _patch_rendezvous(module):
+    handlers = getattr(module, "_rendezvous_handlers", None)
+    if not isinstance(handlers, dict):
+        return
+    for scheme in ("tcp", "file"):
+        real = handlers.get(scheme)
+        if real is None or getattr(real, "_reprobot", False):
+            continue
+
+        def handler(url, *args, _real=real, **kwargs):
+            return _real(_rewrite(url), *args, **kwargs)
+        handler._reprobot = True
+        handler.__wrapped__ = real
+        handlers[scheme] = handler
+
+
+class _AfterImport:
+    def find_spec(self, name, path=None, target=None):
+        if name != _MODULE:
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+        spec = importlib.util.find_spec(name)
+        if spec is not None and hasattr(getattr(spec, "loader", None), "exec_module"):
+            spec.loader = _Patching(spec.loader)
+        return spec
+
+
+class _Patching:
+    def __init__(self, loader):
+        self._loader = loader
+
+    def __getattr__(self, attr):
+        return getattr(self._loader, attr)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        try:
+            _patch_rendezvous(module)
+        except BaseException:
+            pass
+
+
+def install():
+    _patch_environ()
+    if _MODULE in sys.modules:
+        _patch_rendezvous(sys.modules[_MODULE])
+    elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport())
+
+
+try:
+    install()
+except BaseException:
+    pass

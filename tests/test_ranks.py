@@ -1,0 +1,341 @@
+"""Issue 29: the right process's failure, a rendezvous of its own for every run, launch lines.
+
+Real subprocesses throughout: mp.spawn, torchrun, accelerate launch and ProcessPoolExecutor
+scripts are run, their output parsed, and the target (or the run's verdict) checked."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from reducer.errors import ReprobotError
+from reducer.failure import FailureSpec, find_failure
+from reducer.launch import ACCELERATE, MODULE, TORCHRUN, parse_launch
+from reducer.oracle import Oracle
+from reducer.outcome import Frame, Outcome, TracebackRecord
+from reducer.ranks import PRIMARY, SECONDARY, WRAPPER, is_collision, role
+from reducer.runner import Runner, RunSpec
+from reducer.signature import MatchOptions, distinct_failures, library_frames
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+torch = pytest.importorskip("torch")
+HAS_GLOO = torch.distributed.is_available() and torch.distributed.is_gloo_available()
+needs_gloo = pytest.mark.skipif(not HAS_GLOO, reason="torch.distributed with gloo is not available")
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _failure(script: Path, launch=None, args=(), timeout=180.0):
+    spec = FailureSpec(script=script, source=script.read_text(encoding="utf-8"), python=PY,
+                       args=tuple(args), runs=1, timeout=timeout, launch=launch)
+    return find_failure(spec)
+
+
+def _cli(cwd: Path, *argv: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([PY, "-m", "bot", "reduce", *argv], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+# ------------------------------------------------------------------ the child's failure is the target
+
+SPAWN_CHILD = '''\
+import torch.multiprocessing as mp
+import urllib.parse
+
+
+def work(rank):
+    if rank == 1:
+        urllib.parse.urljoin("http://[fe80::1/simple/", "numpy/")
+
+
+if __name__ == "__main__":
+    mp.spawn(work, nprocs=2)
+'''
+
+
+def test_spawn_target_is_the_childs_error_not_the_parents_wrapper(tmp_path):
+    failure = _failure(_write(tmp_path / "spawned.py", SPAWN_CHILD))
+    sig = failure.signature
+    assert sig.exc_type == "ValueError" and "Invalid IPv6 URL" in (sig.message or "")
+    assert any(f.func == "_wrap" and "spawn.py" in f.path for f in failure.record.frames)  # the child's traceback
+    # the parent's ProcessRaisedException (empty message) was seen, and listed last
+    kinds = [s.exc_type for s, _ in failure.choices]
+    assert kinds[-1].endswith("ProcessRaisedException"), kinds
+
+
+EXECUTOR_CHILD = '''\
+import concurrent.futures as cf
+import json
+
+
+def parse(text):
+    return json.loads(text)
+
+
+if __name__ == "__main__":
+    with cf.ProcessPoolExecutor(2) as pool:
+        print(list(pool.map(parse, ['{"a": 1}', '{"a" 1}'])))
+'''
+
+
+def test_process_pool_target_is_the_workers_traceback(tmp_path):
+    failure = _failure(_write(tmp_path / "pooled.py", EXECUTOR_CHILD))
+    assert failure.signature.exc_type == "json.decoder.JSONDecodeError"
+    # the worker's frames (json's), not the parent's re-raise in concurrent/futures/_base.py
+    assert failure.signature.frames[0] == "json/decoder.py:raw_decode"
+    assert not any("_base.py" in f for f in failure.signature.frames)
+    assert any(f.func == "_process_worker" for f in failure.record.frames)
+
+
+BROKEN_POOL = '''\
+import concurrent.futures as cf
+import os
+
+
+def die(_):
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    with cf.ProcessPoolExecutor(1) as pool:
+        pool.submit(die, 1).result()
+'''
+
+
+def test_a_parent_wrapper_alone_is_refused_as_a_target(tmp_path):
+    with pytest.raises(ReprobotError) as err:
+        _failure(_write(tmp_path / "broken.py", BROKEN_POOL))
+    assert "BrokenProcessPool" in err.value.message
+    assert "child" in err.value.message
+
+
+def _record(exc_type: str, message: str = "", frames=(), chain=()) -> TracebackRecord:
+    return TracebackRecord(exc_type, message, tuple(frames), f"{exc_type}: {message}", chain=tuple(chain))
+
+
+def test_roles_and_order_wrapper_last_secondary_after_primary():
+    lib = "/venv/lib/python3.11/site-packages/torch/nn/parallel/distributed.py"
+    peer = _record("RuntimeError", "[../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer "
+                   "[127.0.0.1]:4410", [Frame(lib, 10, "forward")])
+    backend = _record("torch.distributed.DistBackendError", "NCCL error in: ...", [Frame(lib, 12, "forward")])
+    wrapper = _record("torch.multiprocessing.spawn.ProcessRaisedException", "")
+    child = _record("RuntimeError", "Expected to have finished reduction in the prior iteration",
+                    [Frame(lib, 1775, "_pre_forward")])
+    assert [role(r) for r in (peer, backend, wrapper, child)] == [SECONDARY, SECONDARY, WRAPPER, PRIMARY]
+    outcome = Outcome(returncode=1, wall_time=1.0, tracebacks=[wrapper, peer, backend, child])
+    order = [r for _, r in distinct_failures(outcome, MatchOptions())]
+    assert order == [child, peer, backend, wrapper]
+    assert is_collision(_record("RuntimeError", "The server socket has failed to listen on any local network "
+                                "address. port: 12355, useIpv6: false, code: -98, name: EADDRINUSE, "
+                                "message: address already in use"))
+    assert not is_collision(child)
+
+
+# ------------------------------------------------------------------ launch lines
+
+ARGS_SCRIPT = '''\
+import argparse
+import os
+
+p = argparse.ArgumentParser()
+p.add_argument("--lr", type=float)
+a = p.parse_args()
+if os.environ.get("RANK") == "1":
+    raise ValueError(f"rank 1 refuses lr={a.lr} on port {os.environ.get('MASTER_PORT')}")
+'''
+
+
+@needs_gloo
+def test_torchrun_line_target_is_a_ranks_error_and_args_pass_through(tmp_path):
+    _write(tmp_path / "train.py", ARGS_SCRIPT)
+    launch = parse_launch(["torchrun", "--nproc_per_node", "2", "--master_port", "12355", "train.py",
+                           "--lr", "3"], tmp_path, PY)
+    assert launch.kind == TORCHRUN and launch.args == ["--lr", "3"]
+    failure = _failure(launch.script, launch, launch.args)
+    assert failure.signature.exc_type == "ValueError"
+    assert "lr=3.0" in failure.record.message                  # --lr 3 reached the script
+    assert "port 12355" not in failure.record.message          # the run had a port of its own
+    assert "ChildFailedError" in failure.outcomes[0].stderr     # torchrun's wrapper was there, not chosen
+
+
+@needs_gloo
+def test_accelerate_launch_line_passes_arguments(tmp_path):
+    pytest.importorskip("accelerate")
+    _write(tmp_path / "train.py", ARGS_SCRIPT)
+    launch = parse_launch(["accelerate", "launch", "--multi_gpu", "--num_processes", "2", "train.py",
+                           "--lr", "3"], tmp_path, PY)
+    assert launch.kind == ACCELERATE
+    cmd = launch.command(PY, "train.py", 23456)
+    assert cmd[cmd.index("--main_process_port") + 1] == "23456" and cmd[-3:] == ["train.py", "--lr", "3"]
+    failure = _failure(launch.script, launch, launch.args)
+    assert failure.signature.exc_type == "ValueError" and "lr=3.0" in failure.record.message
+
+
+def test_launch_line_parsing_and_port_rewrite(tmp_path):
+    _write(tmp_path / "train.py", "print(1)\n")
+    _write(tmp_path / "pkg" / "__init__.py", "")
+    _write(tmp_path / "pkg" / "mod.py", "raise ValueError('x')\n")
+    line = parse_launch(["torchrun", "--nproc-per-node=2", "--rdzv-endpoint", "h:29400", "train.py", "-x", "1"],
+                        tmp_path, PY)
+    cmd = line.command("/py", "train.py", 31000)
+    assert cmd[:3] == ["/py", "-m", "torch.distributed.run"]
+    assert "h:31000" in cmd and cmd[cmd.index("--master_port") + 1] == "31000"
+    assert cmd[-3:] == ["train.py", "-x", "1"]
+    assert "--master_port" not in parse_launch(["torchrun", "--standalone", "train.py"], tmp_path, PY) \
+        .command("/py", "train.py", 31000)
+    mod = parse_launch(["python", "-m", "pkg.mod", "--lr", "3"], tmp_path, PY)
+    assert mod.kind == MODULE and mod.relpath == "pkg/mod.py" and mod.args == ["--lr", "3"]
+    assert mod.command("/py", "pkg/mod.py", None) == ["/py", "-m", "pkg.mod", "--lr", "3"]
+    assert mod.to_dict()["run"] == ["python", "-m", "pkg.mod", "--lr", "3"]
+    assert line.to_dict()["run"][-3:] == ["train.py", "-x", "1"]
+    plain = parse_launch(["python", "train.py", "--lr", "3"], tmp_path, PY)
+    assert not plain.needs_launcher and plain.args == ["--lr", "3"]
+
+
+def test_cli_python_m_line_reduces_the_modules_file(tmp_path):
+    _write(tmp_path / "pkg" / "__init__.py", "")
+    _write(tmp_path / "pkg" / "helpers.py", "def parse(s):\n    import json\n    return json.loads(s)\n")
+    _write(tmp_path / "pkg" / "mod.py", "import sys\nfrom .helpers import parse\nunused = 1\n"
+                                        "print(parse(sys.argv[1]))\n")
+    proc = _cli(tmp_path, "--no-env", "--runs", "1", "--cold", "--", "python", "-m", "pkg.mod", "{bad")
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    folder = next((tmp_path / "repros").iterdir())
+    sig = json.loads((folder / "signature.json").read_text())
+    assert sig["script"] == "pkg/mod.py" and sig["args"] == ["{bad"]
+    assert sig["launch"]["run"] == ["python", "-m", "pkg.mod", "{bad"]
+    assert sig["signature"]["exc_type"] == "json.decoder.JSONDecodeError"
+    repro = (folder / "repro.py").read_text()
+    assert "unused" not in repro and "from .helpers import parse" in repro   # reduced, still a package module
+    from bot.issue.draft import _command
+    assert _command(sig, sig["script"], sig["args"]) == "python -m pkg.mod '{bad'"
+
+
+# ------------------------------------------------------------------ a rendezvous of its own
+
+FIXED_PORT = '''\
+import os
+import time
+
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def work(rank):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = "12355"
+    dist.init_process_group("gloo", {init}rank=rank, world_size=2)
+    dist.barrier()
+    time.sleep(3)          # both runs hold their rendezvous at the same time
+    dist.barrier()
+    raise ValueError("the real failure of rank %d" % rank)
+
+
+if __name__ == "__main__":
+    mp.spawn(work, nprocs=2)
+'''
+
+
+@needs_gloo
+@pytest.mark.parametrize("init", ["", "init_method='tcp://127.0.0.1:12355', "], ids=["env", "tcp"])
+def test_concurrent_runs_of_a_fixed_port_script_never_collide(tmp_path, init):
+    script = _write(tmp_path / "fixed.py", FIXED_PORT.replace("{init}", init))
+    runner = Runner(RunSpec(script=script, python=PY, timeout=180))
+    assert runner.spec.rendezvous
+    outcomes: list[Outcome] = [None, None]  # type: ignore[list-item]
+
+    def one(i: int) -> None:
+        outcomes[i] = runner.run(script.read_text(), timeout=180)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for o in outcomes:
+        messages = [r.message for r in o.tracebacks]
+        assert any("the real failure of rank" in m for m in messages), o.stderr[-3000:]
+        assert not any(is_collision(r) for r in o.tracebacks), o.stderr[-3000:]
+        assert "address already in use" not in o.stderr.lower()
+
+
+# ------------------------------------------------------------------ a hanging rank
+
+HANGING_RANK = '''\
+import logging
+import os
+import time
+
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+if dist.get_rank() == 1:
+    try:
+        {}["missing-key-{token}"]
+    except KeyError:
+        logging.exception("rank 1 failed")
+    dist.barrier()             # rank 0 never joins: rank 1 hangs in the collective
+else:
+    time.sleep(600)
+'''
+
+
+def _processes_with(token: str) -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if token.encode() in fh.read():
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+@needs_gloo
+def test_a_hanging_rank_is_killed_and_the_run_is_a_timeout_not_a_match(tmp_path):
+    token = f"hang{os.getpid()}"
+    script = _write(tmp_path / "hang.py", HANGING_RANK.replace("{token}", token))
+    launch = parse_launch(["torchrun", "--nproc_per_node", "2", "hang.py", token], tmp_path, PY)
+    runner = Runner(RunSpec(script=script, python=PY, timeout=60, launch=launch))
+    # the target: the KeyError rank 1 logs before it hangs
+    from reducer.signature import Signature
+    target = Signature("KeyError", f"'missing-key-{token}'", ())
+    oracle = Oracle(runner, target, MatchOptions(), timeout=25, stop_early=False)
+    verdict = oracle.test(script.read_text(), warm=False)
+    assert verdict.outcome.timed_out
+    assert any(r.exc_type == "KeyError" for r in verdict.outcome.tracebacks)   # it did show the failure
+    assert not verdict.interesting                                            # but a hang is no match
+    assert _processes_with(token) == []                                       # every rank was killed
+
+
+def test_run_time_patch_gives_the_script_the_runs_port_and_file(tmp_path):
+    """In an interpreter of a run, the script's own MASTER_PORT and init_method give way to the run's."""
+    from reducer.raised import HOOK_DIR
+    probe = ('import os, reprobot_rendezvous as r\n'
+             'os.environ["MASTER_PORT"] = "12355"\n'
+             'os.environ.setdefault("MASTER_PORT", "29500")\n'
+             'print(os.environ["MASTER_PORT"])\n'
+             'print(r._rewrite("tcp://localhost:12355?world_size=2"))\n'
+             'print(r._rewrite("tcp://[::1]:12355"))\n'
+             'print(r._rewrite("file:///tmp/shared_init"))\n')
+    env = dict(os.environ, PYTHONPATH=str(HOOK_DIR), REPROBOT_RENDEZVOUS="1", REPROBOT_MASTER_PORT="23456",
+               TMPDIR=str(tmp_path))
+    env.pop("MASTER_PORT", None)
+    out = subprocess.run([PY, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "23456"
+    assert out[1] == "tcp://localhost:23456?world_size=2" and out[2] == "tcp://[::1]:23456"
+    assert out[3] == f"file://{tmp_path}/reprobot-rdzv-23456-shared_init"
