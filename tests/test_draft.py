@@ -84,7 +84,11 @@ def test_draft_content_is_the_evidence(repro: Path) -> None:
     repro_py = (repro / "repro.py").read_text()
     reproduction = str(values["reproduction"])
     assert fence(repro_py, "python") in reproduction          # the minimal script, verbatim
-    assert "python cfgload.py" in reproduction                # how to run it
+    # how to run it: exactly what the final verification did (repro.py alone in an empty folder)
+    if json.loads((repro / "reduction.json").read_text()).get("verified") == "alone, offline":
+        assert "python repro.py" in reproduction and "in an empty folder" in reproduction
+    else:
+        assert "python cfgload.py" in reproduction
     assert "json.decoder.JSONDecodeError: Expecting property name enclosed in double quotes" in reproduction
     assert f"<!-- reprobot:sig={sig['signature']['id']} -->" in reproduction
     reduction = json.loads((repro / "reduction.json").read_text())
