@@ -11,6 +11,7 @@ import resource     # here, not in apply_limits: an import in a child forked fro
 from dataclasses import dataclass
 
 from reducer.errors import ExitCode, ReprobotError
+from reducer.processes import pids
 
 DEFAULT_EXTRA_PROCESSES = 4096
 DEFAULT_MAX_FILE_SIZE = 1 << 30
@@ -36,13 +37,7 @@ def user_tasks(uid: int | None = None) -> int:
     """Processes and threads whose real uid is ``uid`` (default: ours), from /proc; 0 without it."""
     uid = os.getuid() if uid is None else uid
     total = 0
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return 0
-    for entry in entries:
-        if not entry.isdigit():
-            continue
+    for entry in pids():
         try:
             with open(f"/proc/{entry}/status", "rb") as f:
                 fields = dict(line.split(b":", 1) for line in f.read().splitlines() if b":" in line)

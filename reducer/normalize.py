@@ -4,6 +4,10 @@ replaced by placeholders."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reducer.outcome import TracebackRecord
 
 # Where installed packages live, on POSIX and Windows, in venvs, conda and system Pythons.
 _SITE = re.compile(r"[\\/](?:site|dist)-packages[\\/]", re.IGNORECASE)
@@ -112,3 +116,36 @@ def normalize_message(message: str, keep_devices: bool = True) -> str:
         msg = _DEVICE.sub(lambda m: re.sub(r"\d+", "<N>", m.group()), msg)
         msg = _NUMBER.sub("<N>", msg)
     return _SPACES.sub(" ", msg).strip()
+
+
+# Call plumbing that sits between any two real frames of a forward pass: it says
+# nothing about which bug this is, and reduction can add or remove it (a model
+# called directly vs through generate, with or without accelerate hooks).
+PLUMBING = frozenset({
+    "torch/nn/modules/module.py:_call_impl",
+    "torch/nn/modules/module.py:_wrapped_call_impl",
+    "torch/utils/_contextlib.py:decorate_context",
+    "accelerate/hooks.py:new_forward",
+    "transformers/utils/generic.py:wrapper",
+    "transformers/utils/output_capturing.py:wrapper",
+    "transformers/modeling_layers.py:__call__",
+})
+
+
+def library_frames(record: TracebackRecord) -> list[str]:
+    """All library frames of a record, innermost first, consecutive repeats collapsed.
+
+    Recursion depth (accelerate's hook attachment recurses once per module level)
+    depends on the model, so a repeated frame counts once.
+    """
+    out: list[str] = []
+    for frame in reversed(record.frames):
+        rel = library_path(frame.path)
+        if rel is None:
+            continue
+        key = f"{rel}:{frame.func}"
+        if key in PLUMBING:
+            continue
+        if not out or out[-1] != key:
+            out.append(key)
+    return out

@@ -12,6 +12,14 @@ import signal
 from reducer.errors import ExitCode, ReprobotError
 
 
+def pids() -> list[int]:
+    """Every process id /proc shows (none without /proc: macOS)."""
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+
+
 def resolve_python(python: str) -> str:
     """The interpreter ``--python`` names, as an absolute path; one line of error if it is none.
 

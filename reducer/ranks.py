@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 
+from reducer.normalize import library_frames
 from reducer.outcome import TracebackRecord
 
 PRIMARY, SECONDARY, WRAPPER = 0, 1, 2
@@ -87,7 +88,6 @@ def role(record: TracebackRecord) -> int:
 
 
 def _innermost_library(record: TracebackRecord) -> str | None:
-    from reducer.signature import library_frames
     frames = library_frames(record)
     return frames[0] if frames else None
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 from reducer.errors import ExitCode, ReprobotError
 from reducer.limits import RunLimits, apply_limits
 from reducer.outcome import Outcome, TracebackRecord
-from reducer.processes import kill_group, resolve_python, script_argument
+from reducer.processes import kill_group, pids, resolve_python, script_argument
 from reducer.raised import EXCEPTIONS_ENV, hook_environment, mark, read_raised
 from reducer.rendezvous import PORTS, RENDEZVOUS_ENV, needs_rendezvous, run_environment
 from reducer.tracebacks import parse_tracebacks
@@ -132,13 +132,7 @@ class _ColdChild:
 def group_rss(pgid: int) -> int:
     """Resident memory of every live process in a process group, in bytes (Linux /proc)."""
     total = 0
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return 0
-    for entry in entries:
-        if not entry.isdigit():
-            continue
+    for entry in pids():
         try:
             with open(f"/proc/{entry}/stat", "rb") as fh:
                 stat = fh.read()
@@ -169,13 +163,9 @@ RUN_TAG_ENV = "REPROBOT_RUN_TAG"
 def _tagged_processes() -> Iterator[tuple[int, str]]:
     """(pid, run tag) of every process we can read that carries a run tag."""
     prefix = f"{RUN_TAG_ENV}=".encode()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return  # no /proc (macOS): the process group kill is all there is
     me = os.getpid()
-    for name in entries:
-        if not name.isdigit() or int(name) == me:
+    for name in pids():  # no /proc (macOS): the process group kill is all there is
+        if name == me:
             continue
         try:
             with open(f"/proc/{name}/environ", "rb") as f:

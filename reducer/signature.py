@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from reducer.normalize import library_path, normalize_message
+from reducer.normalize import PLUMBING, library_frames, library_path, normalize_message  # noqa: F401 (re-exported)
 from reducer.outcome import Outcome, TracebackRecord
 from reducer.raised import PRINTED
 from reducer.tracebacks import all_records
@@ -66,39 +66,6 @@ class Signature:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Signature":
         return cls(d["exc_type"], d.get("message"), tuple(d.get("frames", ())))
-
-
-# Call plumbing that sits between any two real frames of a forward pass: it says
-# nothing about which bug this is, and reduction can add or remove it (a model
-# called directly vs through generate, with or without accelerate hooks).
-PLUMBING = frozenset({
-    "torch/nn/modules/module.py:_call_impl",
-    "torch/nn/modules/module.py:_wrapped_call_impl",
-    "torch/utils/_contextlib.py:decorate_context",
-    "accelerate/hooks.py:new_forward",
-    "transformers/utils/generic.py:wrapper",
-    "transformers/utils/output_capturing.py:wrapper",
-    "transformers/modeling_layers.py:__call__",
-})
-
-
-def library_frames(record: TracebackRecord) -> list[str]:
-    """All library frames of a record, innermost first, consecutive repeats collapsed.
-
-    Recursion depth (accelerate's hook attachment recurses once per module level)
-    depends on the model, so a repeated frame counts once.
-    """
-    out: list[str] = []
-    for frame in reversed(record.frames):
-        rel = library_path(frame.path)
-        if rel is None:
-            continue
-        key = f"{rel}:{frame.func}"
-        if key in PLUMBING:
-            continue
-        if not out or out[-1] != key:
-            out.append(key)
-    return out
 
 
 def signature_of(record: TracebackRecord, options: MatchOptions = MatchOptions()) -> Signature:

@@ -187,15 +187,10 @@ def plan(layout: Layout, steps: list[Step], env: dict[str, str], script_name: st
 
 
 def _nproc(budget: int) -> int:
-    """RLIMIT_NPROC counts every process of the user (on older kernels across the machine), so
-    the limit is what the user runs now plus the budget."""
-    uid, count = os.getuid(), 0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            count += os.stat(f"/proc/{pid}").st_uid == uid
-        except OSError:
-            pass
-    return count + budget
+    """RLIMIT_NPROC counts every process and thread of the user (on older kernels across the
+    machine), so the limit is what the user runs now plus the budget."""
+    from reducer.limits import user_tasks
+    return user_tasks() + budget
 
 
 def prepare(work: Path, script_name: str, script: str, *, isolate: bool) -> None:
