@@ -42,8 +42,8 @@ def _range(text: str | None) -> tuple[str | None, str | None]:
     return low or None, high or None
 
 
-def index_options(args: argparse.Namespace, lock) -> "IndexOptions":
-    from bot.rerun.releases import IndexOptions
+def index_flags(args: argparse.Namespace) -> list[str]:
+    """pip's index options as the command line gave them (empty: none given)."""
     opts: list[str] = []
     if args.index_url:
         opts += ["--index-url", args.index_url]
@@ -51,9 +51,12 @@ def index_options(args: argparse.Namespace, lock) -> "IndexOptions":
         opts += ["--find-links", d]
     if args.no_index:
         opts.append("--no-index")
-    if not opts:
-        opts = list(lock.index_options)
-    return IndexOptions(tuple(opts), pre=args.pre)
+    return opts
+
+
+def index_options(args: argparse.Namespace, lock) -> "IndexOptions":
+    from bot.rerun.releases import IndexOptions
+    return IndexOptions(tuple(index_flags(args) or lock.index_options), pre=args.pre)
 
 
 def git_url(package: str, ref: str) -> str:

@@ -41,14 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _index(args: argparse.Namespace):
+    from bot.commands.versions import index_flags
     from bot.rerun.releases import IndexOptions
-    opts: list[str] = []
-    if args.index_url:
-        opts += ["--index-url", args.index_url]
-    for d in args.find_links:
-        opts += ["--find-links", d]
-    if args.no_index:
-        opts.append("--no-index")
+    opts = index_flags(args)
     return IndexOptions(tuple(opts), pre=args.pre) if opts or args.pre else None
 
 
