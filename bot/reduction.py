@@ -92,10 +92,39 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
     best, record = make_self_contained(failure, repro, oracle, best, record)
     write_text_atomic(repro.traceback_txt, record.text + "\n")
     record_repro_run(repro, record, outcome, failure)
+    flaky_line = confirm_rate(failure, repro, oracle, best)
     if opts.pin_env:
         capture_environment(failure, repro)
     print_reduced(repro, result, best, record)
+    if flaky_line:
+        console.print(f"[yellow]{escape(flaky_line)}[/]")
     return 0
+
+
+def confirm_rate(failure: Failure, repro: ReproDir, oracle: Oracle, best: str) -> str | None:
+    """A flaky original's repro is run as many times as the original was, cold, and both rates
+    go into reduction.json: the draft states the repro's, never a deterministic-looking result."""
+    from reducer.flaky import Rate
+    rate = failure.rate
+    if rate is None or (rate.deterministic and failure.seed is None):
+        return None
+    data = repro.read_json(repro.reduction_json) if repro.reduction_json.is_file() else {}
+    if failure.seed is not None:
+        line = (f"the original {rate.words()}; with random seed {failure.seed} fixed (the repro's first line) "
+                f"it fails every time")
+        write_json_atomic(repro.reduction_json, {**data, "flaky": {"original": rate.to_dict(), "seed": failure.seed,
+                                                                   "sentence": line}})
+        return line
+    hits = 0
+    for _ in range(rate.runs):
+        outcome = oracle._test_once(best, False, reference_set(failure), None, False).outcome
+        hits += find_match(outcome.tracebacks, failure.signature, failure.spec.options, as_itself=failure.as_itself,
+                           raised=failure.raised) is not None
+    after = Rate(hits, rate.runs)
+    line = f"flaky: the repro {after.words()} (the original {rate.words()})"
+    write_json_atomic(repro.reduction_json, {**data, "flaky": {"original": rate.to_dict(), "repro": after.to_dict(),
+                                                               "sentence": line}})
+    return line
 
 
 # ---- steps ---------------------------------------------------------------------------------
@@ -135,7 +164,8 @@ def make_oracle(failure: Failure, pool: GpuPool, deadline: float | None) -> Orac
     oracle = Oracle(failure.runner, failure.signature, failure.spec.options,
                     timeout=candidate_timeout(failure.wall_time), gpus=pool,
                     max_rss=candidate_memory(failure.peak_rss), allow_hang=failure.hangs,
-                    stop_grace=max(2.0, 0.25 * failure.wall_time), as_itself=failure.as_itself, raised=failure.raised)
+                    stop_grace=max(2.0, 0.25 * failure.wall_time), as_itself=failure.as_itself, raised=failure.raised,
+                    rate=failure.rate.value if failure.rate and failure.seed is None else 1.0)
     oracle.deadline = deadline
     oracle.reference_set = reference_set(failure)
     return oracle

@@ -137,6 +137,9 @@ def record_failure(failure: "Failure", root: Path = DEFAULT_ROOT) -> ReproDir:
         # the GPU set it was confirmed on, how many the original used, and whether one is enough
         "gpus": failure.gpu.to_dict(),
         "needs_gpus": failure.gpu.needs_gpus,
+        # how often the original failed this way (reducer/flaky.py), and the seed that fixed it
+        "rate": failure.rate.to_dict() if failure.rate else None,
+        "seed": failure.seed,
     })
     write_text_atomic(d.traceback_txt, record.text + "\n")
     return d

@@ -15,6 +15,7 @@ import libcst as cst
 
 from reducer.devices import DEVICES_ENV, DeviceUse, read_devices
 from reducer.errors import ExitCode, ReprobotError
+from reducer.flaky import EARLY, MAX_CANDIDATE_RUNS, SEED_TRIES, Rate, keep_running, seeded_source, too_rare
 from reducer.gpu import split_sets, visible_value
 from reducer.launch import LaunchLine
 from reducer.limits import RunLimits
@@ -140,6 +141,10 @@ class Failure:
     # The original reported the target as itself (not only as another exception's context).
     as_itself: bool = False
     gpu: GpuPlan = field(default_factory=GpuPlan)
+    # How often the original failed this way (reducer/flaky.py), and the seed that made it
+    # deterministic (spec.source then starts by setting it).
+    rate: Rate | None = None
+    seed: int | None = None
 
     @property
     def raised(self) -> bool:
@@ -312,27 +317,64 @@ def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None)
     # saw, at least one of them runs whatever --runs says.
     runs = max(spec.runs, 2) if plan.set and plan.set != tuple(spec.gpus or ()) else spec.runs
     on = f" on GPU{'s' if len(plan.set) > 1 else ''} {visible_value(plan.set)}" if plan.set else ""
-    for n in range(2, runs + 1):
-        say(f"confirming the failure (run {n} of {runs}{on}, {first.wall_time:.0f}s the first time)")
+    hits = [True]
+    n = 1
+    while keep_running(sum(hits), len(hits), runs):
+        n += 1
+        say(f"confirming the failure (run {n} of up to {runs}{on}, {first.wall_time:.0f}s the first time)")
         with _heartbeat(say, spec.script.name) if notify else contextlib.nullcontext():
             again = _timed_run(runner, spec, plan.env())
-        outcomes.append(again)
-        if find_match(again.tracebacks, signature, spec.options, raised=record.origin == RAISED) is None:
-            hint = ""
-            if plan.set and plan.set != tuple(spec.gpus or ()):
-                hint = (f" (run 1 saw GPUs {visible_value(spec.gpus or [])}, run {n} only {visible_value(plan.set)}, "
-                        f"{plan.per_job} per job [{plan.source}]: --gpus-per-job {len(spec.gpus or [])} gives every "
-                        f"run all of them)")
+        hit = find_match(again.tracebacks, signature, spec.options, raised=record.origin == RAISED) is not None
+        if hit:
+            outcomes.append(again)
+        hits.append(hit)
+        if not hit and plan.set and plan.set != tuple(spec.gpus or ()):
+            # Not flakiness to measure: run 1 saw other GPUs than the rest will.
+            hint = (f" (run 1 saw GPUs {visible_value(spec.gpus or [])}, run {n} only {visible_value(plan.set)}, "
+                    f"{plan.per_job} per job [{plan.source}]: --gpus-per-job {len(spec.gpus or [])} gives every "
+                    f"run all of them)")
             raise ReprobotError(f"{spec.script}: flaky: run 1 failed with {signature.one_line()[:150]} "
                                 f"but run {n} {_describe(again)}{hint}", ExitCode.FLAKY)
+    rate = Rate(sum(hits), len(hits))
+    seed = None
+    if not rate.deterministic:
+        say(f"{spec.script.name} {rate.words()}: trying fixed seeds")
+        seed = _deterministic_seed(runner, spec, signature, record, plan, outcomes)
+        if seed is not None:
+            spec.source = seeded_source(spec.source, seed)
+            say(f"with random seed {seed} it fails every time: reducing that")
+        elif too_rare(rate.value):
+            raise ReprobotError(
+                f"{spec.script}: flaky: {rate.words()} ({rate.value:.0%}), with fixed seeds too: too rare to "
+                f"reduce (each candidate would need over {MAX_CANDIDATE_RUNS} runs); make it fail more often, "
+                f"or raise --runs to measure the rate better", ExitCode.FLAKY)
     as_itself = all(find_match(o.tracebacks, signature, spec.options, as_itself=True,
                                raised=record.origin == RAISED) is not None
                     for o in outcomes)
-    failure = Failure(spec, signature, record, choices, outcomes, runner, as_itself, plan)
+    failure = Failure(spec, signature, record, choices, outcomes, runner, as_itself, plan,
+                      rate=rate, seed=seed)
     if len(plan.set) >= 2:
         say(f"checking whether it fails on one GPU ({plan.set[0]} of {visible_value(plan.set)})")
         check_one_gpu(failure)
     return failure
+
+
+def _deterministic_seed(runner: Runner, spec: FailureSpec, signature: Signature, record: TracebackRecord,
+                        plan: GpuPlan, outcomes: list[Outcome]) -> int | None:
+    """A seed under which the original fails EARLY runs of EARLY; a seed whose first run
+    does not fail is dropped after that one run."""
+    for seed in range(SEED_TRIES):
+        source = seeded_source(spec.source, seed)
+        seen = []
+        for _ in range(EARLY):
+            outcome = runner.run(source, timeout=spec.timeout, warm=False, extra_env=plan.env())
+            if find_match(outcome.tracebacks, signature, spec.options, raised=record.origin == RAISED) is None:
+                break
+            seen.append(outcome)
+        if len(seen) == EARLY:
+            outcomes[:] = seen
+            return seed
+    return None
 
 
 def _measured_run(runner: Runner, spec: FailureSpec) -> tuple[Outcome, DeviceUse]:

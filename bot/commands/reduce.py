@@ -34,7 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--normalize-devices", action="store_true",
                    help="treat cuda:0 and cuda:1 (GPU 0, GPU 1) as the same in messages")
     p.add_argument("--pick", type=int, default=1, help="which of several distinct failures to keep (1-based)")
-    p.add_argument("--runs", type=int, default=2, help="runs that must show the failure before reducing (default: 2)")
+    p.add_argument("--runs", type=int, default=10,
+                   help="runs of the original at most, to measure how often it fails: 3 failures in the first 3 "
+                        "stop early; a flaky failure runs to this cap (default: 10)")
     p.add_argument("--timeout", type=float, default=900.0,
                    help="seconds one run of the original may take (default: 900)")
     p.add_argument("--jobs", type=int, default=1, help="candidates evaluated in parallel (default: 1)")
