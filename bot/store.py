@@ -118,6 +118,10 @@ def record_failure(failure: "Failure", root: Path = DEFAULT_ROOT) -> ReproDir:
     # Verbatim: these files stay on the user's disk and must run and resume exactly; whatever
     # leaves the machine (drafts, previews, replies) is scrubbed on its way out.
     write_text_atomic(d.original, failure.spec.source)
+    if failure.seed is not None:
+        # what is reduced: the script with the seed that makes it fail every time (original.py
+        # stays the user's script)
+        write_text_atomic(d.path / "seeded.py", failure.source)
     record = failure.record
     launch = failure.spec.launch
     write_json_atomic(d.signature_json, {

@@ -15,7 +15,8 @@ import libcst as cst
 
 from reducer.devices import DEVICES_ENV, DeviceUse, read_devices
 from reducer.errors import ExitCode, ReprobotError
-from reducer.flaky import EARLY, MAX_CANDIDATE_RUNS, SEED_TRIES, Rate, keep_running, seeded_source, too_rare
+from reducer.flaky import (DEFAULT_CAP, EARLY, MAX_CANDIDATE_RUNS, SEED_TRIES, Rate, keep_running, seeded_source,
+                           too_rare)
 from reducer.gpu import split_sets, visible_value
 from reducer.launch import LaunchLine
 from reducer.limits import RunLimits
@@ -74,6 +75,9 @@ class FailureSpec:
     deadline: float | None = None      # time.monotonic() at which the whole command stops
     limits: RunLimits = field(default_factory=RunLimits)
     launch: LaunchLine | None = None   # torchrun / accelerate launch / python -m (reducer/launch.py)
+    # runs of a flaky original at most, to measure how often it fails (reducer/flaky.py);
+    # a failure that shows in every one of the ``runs`` confirmation runs never gets past those
+    flaky_runs: int = DEFAULT_CAP
 
 
 @dataclass
@@ -142,9 +146,20 @@ class Failure:
     as_itself: bool = False
     gpu: GpuPlan = field(default_factory=GpuPlan)
     # How often the original failed this way (reducer/flaky.py), and the seed that made it
-    # deterministic (spec.source then starts by setting it).
+    # deterministic: spec.source stays the user's script; ``source`` (what is reduced) then
+    # starts by setting it.
     rate: Rate | None = None
     seed: int | None = None
+
+    @property
+    def source(self) -> str:
+        """The text the reduction starts from: the script, with the fixed seed when one was found."""
+        return self.spec.source if self.seed is None else seeded_source(self.spec.source, self.seed)
+
+    @property
+    def flaky(self) -> bool:
+        """Fails only in some runs, and no fixed seed changed that: candidates are run to a rate."""
+        return self.rate is not None and not self.rate.deterministic and self.seed is None
 
     @property
     def raised(self) -> bool:
@@ -235,16 +250,19 @@ def make_runner(spec: FailureSpec) -> Runner:
 
 
 def stored_failure(spec: FailureSpec, signature: Signature, record: TracebackRecord,
-                   runs: list[dict], as_itself: bool = False, gpus: dict | None = None) -> Failure:
+                   runs: list[dict], as_itself: bool = False, gpus: dict | None = None,
+                   rate: dict | None = None, seed: int | None = None) -> Failure:
     """The failure as an earlier `reduce` established it, trusted without running it again
-    (--resume): its signature, and the wall time and memory of the runs that confirmed it."""
+    (--resume): its signature, the wall time and memory of the runs that confirmed it, and how
+    often it failed (a flaky failure resumes flaky; a seeded one from its seeded text)."""
     outcomes = [Outcome(returncode=r.get("returncode"), wall_time=float(r.get("wall_time") or 0.0),
                         stdout="", stderr="", timed_out=bool(r.get("timed_out")),
                         peak_rss=int(r.get("peak_rss") or 0)) for r in runs] or \
         [Outcome(returncode=1, wall_time=spec.timeout / 3, stdout="", stderr="", timed_out=False)]
     return Failure(spec, signature, record, [(signature, record)], outcomes, make_runner(spec), as_itself,
                    GpuPlan.from_dict({**(gpus or {}), **({"per_job": spec.gpus_per_job, "source": "--gpus-per-job"}
-                                                         if spec.gpus_per_job else {})}, spec.gpus))
+                                                         if spec.gpus_per_job else {})}, spec.gpus),
+                   rate=Rate.from_dict(rate), seed=None if seed is None else int(seed))
 
 
 HEARTBEAT = 30.0
@@ -285,7 +303,8 @@ def _no_traceback(spec: FailureSpec, outcome: Outcome) -> str:
 
 
 def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None) -> Failure:
-    """Run the original until its failure is established (``spec.runs`` matching runs);
+    """Run the original until its failure is established (``spec.runs`` matching runs; when one
+    of them does not match, until its rate is measured in ``spec.flaky_runs`` runs);
     ``notify`` hears one line before each run and one every 30 s while it goes on, so a long or
     hanging script is not silent."""
     runner = make_runner(spec)
@@ -319,9 +338,10 @@ def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None)
     on = f" on GPU{'s' if len(plan.set) > 1 else ''} {visible_value(plan.set)}" if plan.set else ""
     hits = [True]
     n = 1
-    while keep_running(sum(hits), len(hits), runs):
+    while keep_running(sum(hits), len(hits), runs, spec.flaky_runs):
         n += 1
-        say(f"confirming the failure (run {n} of up to {runs}{on}, {first.wall_time:.0f}s the first time)")
+        upto = runs if all(hits) else f"{max(runs, spec.flaky_runs)}, measuring how often it fails"
+        say(f"confirming the failure (run {n} of {upto}{on}, {first.wall_time:.0f}s the first time)")
         with _heartbeat(say, spec.script.name) if notify else contextlib.nullcontext():
             again = _timed_run(runner, spec, plan.env())
         hit = find_match(again.tracebacks, signature, spec.options, raised=record.origin == RAISED) is not None
@@ -341,7 +361,7 @@ def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None)
         say(f"{spec.script.name} {rate.words()}: trying fixed seeds")
         seed = _deterministic_seed(runner, spec, signature, record, plan, outcomes)
         if seed is not None:
-            spec.source = seeded_source(spec.source, seed)
+            # spec.source stays the user's script (original.py); Failure.source is what is reduced
             say(f"with random seed {seed} it fails every time: reducing that")
         elif too_rare(rate.value):
             raise ReprobotError(

@@ -1,8 +1,9 @@
 """A failure that shows only in some runs: its rate, measured and kept, and what the reduction
 may conclude from a few runs of a candidate.
 
-The original is run until the rate is known well enough: three failures in the first three runs
-stop early (a deterministic failure), anything else runs to the cap (``--runs``). A flaky
+The original is confirmed as before: ``--runs`` runs (default 2) that all fail the same way make
+it deterministic, at no extra cost. Only when one of them passes or fails differently is the rate
+measured further, to the cap (``--flaky-runs``, default 10). A flaky
 failure is first tried with fixed seeds (``random``, and ``numpy``/``torch`` when the script
 imports them, set by a preamble at the top of the script): a seed under which it fails every
 time is the best repro there is. Otherwise each candidate is run until it fails the same way
@@ -16,8 +17,8 @@ import math
 import re
 from dataclasses import dataclass
 
-EARLY = 3                 # failures in the first EARLY runs: deterministic, stop
-DEFAULT_CAP = 10          # runs of a flaky original, at most (--runs)
+EARLY = 3                 # failing runs in a row that make a fixed seed deterministic
+DEFAULT_CAP = 10          # runs of a flaky original, at most (--flaky-runs)
 ALPHA = 0.125             # chance of refusing a candidate that still fails at the original's rate
 MAX_CANDIDATE_RUNS = 8    # a rate needing more clean runs than this per refusal is too rare to reduce
 SEED_TRIES = 4            # seeds tried, each confirmed by EARLY failing runs
@@ -49,11 +50,28 @@ class Rate:
         return cls(int(d["failed"]), int(d["runs"]))
 
 
-def keep_running(failed: int, runs: int, cap: int) -> bool:
-    """The sequential rule for the original: stop on EARLY of EARLY, else run to the cap."""
-    if runs >= cap:
-        return False
-    return not (failed == runs and runs >= min(EARLY, cap))
+def keep_running(failed: int, runs: int, confirm: int, cap: int = DEFAULT_CAP) -> bool:
+    """The sequential rule for the original: while every run failed the same way, ``confirm``
+    runs (``--runs``) are enough, exactly what a deterministic failure always cost; once one
+    did not, the rate is measured to ``cap`` runs (never fewer than ``confirm``)."""
+    if failed == runs:
+        return runs < confirm
+    return runs < max(cap, confirm)
+
+
+def seed_lines(source: str, seed: int) -> list[str]:
+    """The statements that fix the seeds: ``random``'s, and numpy's/torch's when the script imports them."""
+    lines = [f"import random; random.seed({seed})  # fixed seed (reprobot: the failure is deterministic with it)"]
+    if re.search(r"^\s*(import|from)\s+numpy\b", source, re.MULTILINE):
+        lines.append(f"import numpy; numpy.random.seed({seed})")
+    if re.search(r"^\s*(import|from)\s+torch\b", source, re.MULTILINE):
+        lines.append(f"import torch; torch.manual_seed({seed})")
+    return lines
+
+
+def seed_calls(source: str, seed: int) -> list[str]:
+    """What a seeded candidate must still contain (a candidate without its seed is flaky again)."""
+    return [line.split(";", 1)[1].split("#", 1)[0].strip() for line in seed_lines(source, seed)]
 
 
 def clean_runs_to_refuse(rate: float) -> int:
@@ -75,11 +93,7 @@ _FUTURE = re.compile(r"^\s*from\s+__future__\s+import\b")
 def seeded_source(source: str, seed: int) -> str:
     """The script with fixed seeds set before anything else runs (after a docstring and
     ``from __future__`` imports, which must stay first)."""
-    lines = [f"import random; random.seed({seed})  # fixed seed (reprobot: the failure is deterministic with it)"]
-    if re.search(r"^\s*(import|from)\s+numpy\b", source, re.MULTILINE):
-        lines.append(f"import numpy; numpy.random.seed({seed})")
-    if re.search(r"^\s*(import|from)\s+torch\b", source, re.MULTILINE):
-        lines.append(f"import torch; torch.manual_seed({seed})")
+    lines = seed_lines(source, seed)
     import ast
     body = ast.parse(source).body
     at = 0

@@ -53,8 +53,11 @@ class Oracle:
                  timeout: float | None = None, stop_early: bool = True,
                  gpus: GpuPool | None = None, max_rss: int | None = None,
                  allow_hang: bool = False, stop_grace: float = 2.0, as_itself: bool = False,
-                 raised: bool = False, rate: float = 1.0) -> None:
+                 raised: bool = False, rate: float = 1.0, required: tuple[str, ...] = ()) -> None:
         self.runner = runner
+        # Text every candidate must keep (the fixed seed a flaky failure is deterministic with):
+        # a candidate without it is refused without a run; it would only fail by luck.
+        self.required = tuple(required)
         # The original's failure rate (reducer/flaky.py): below 1, a clean pass is a draw, not a verdict.
         self.rate = rate
         self.refuse_after = clean_runs_to_refuse(rate)
@@ -104,6 +107,8 @@ class Oracle:
         (refused: no longer, or now always, failing — a value inlined that made the raise
         unconditional is not the original's bug). A different failure or a hang is refused at
         once: the original only ever failed this way or passed."""
+        if self.required and not all(r in source for r in self.required):
+            return Verdict(False, Outcome(returncode=None, wall_time=0.0))
         if self.rate >= 1.0:
             return self._test_once(source, warm, gpu_set, gpu_count, alone)
         fails = passes = 0
