@@ -12,6 +12,7 @@ from bot.store import DEFAULT_ROOT, record_failure
 from reducer.errors import ExitCode, ReprobotError
 from reducer.failure import FailureSpec, find_failure, load_script
 from reducer.flaky import DEFAULT_CAP
+from reducer.tracebacks import HANG_ENV
 from reducer.limits import (DEFAULT_EXTRA_PROCESSES, DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_SCRIPT_BYTES,
                             DEFAULT_MAX_STATEMENTS, RunLimits, check_script_bytes, check_statements)
 from reducer.signature import DEFAULT_FRAMES, MatchOptions
@@ -40,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "or fails differently, the failure is flaky and its rate is measured (--flaky-runs)")
     p.add_argument("--flaky-runs", type=int, default=DEFAULT_CAP, metavar="N",
                    help=f"runs of a flaky original at most, to measure how often it fails (default: {DEFAULT_CAP})")
+    p.add_argument("--hang-after", type=float, default=None, metavar="S",
+                   help="a run that prints nothing for S seconds hangs: every process dumps its threads' stacks "
+                        "and the waiting thread's innermost frames are the failure to reduce")
     p.add_argument("--timeout", type=float, default=900.0,
                    help="seconds one run of the original may take (default: 900)")
     p.add_argument("--jobs", type=int, default=1, help="candidates evaluated in parallel (default: 1)")
@@ -123,7 +127,8 @@ def _run(args: argparse.Namespace):
         options=MatchOptions(args.frames, args.ignore_message, args.normalize_devices),
         pick=args.pick, runs=args.runs, timeout=args.timeout, deadline=deadline,
         limits=RunLimits(args.max_processes, args.max_file_size), gpus=_gpus(args),
-        gpus_per_job=args.gpus_per_job, launch=launch, flaky_runs=args.flaky_runs)
+        gpus_per_job=args.gpus_per_job, launch=launch, flaky_runs=args.flaky_runs,
+        env=({HANG_ENV: f"{args.hang_after:g}"} if args.hang_after else {}))
     stored = find_stored(args.out, spec) if args.resume else None
     if stored is not None:
         failure, repro = stored

@@ -379,6 +379,10 @@ def _evidence(repro: ReproDir, sig_data: dict[str, Any], reduction: dict[str, An
     elif not reduced:
         notes.append("repro.py is missing: the original script is shown, not reduced (run `reprobot reduce`)")
         out.append("The script below is the original, not reduced.")
+    target = sig_data.get("signature") if isinstance(sig_data.get("signature"), dict) else {}
+    if target.get("exc_type") == "Hang":
+        # a hang has no exception to quote: say what it does instead, and where it waits
+        out.append(f"It hangs: {target.get('message') or 'no progress'}.")
     rate = sig_data.get("rate") if isinstance(sig_data.get("rate"), dict) else None
     flaky = (reduction or {}).get("flaky") if isinstance((reduction or {}).get("flaky"), dict) else None
     if rate and rate.get("runs") and rate.get("failed") != rate.get("runs"):
