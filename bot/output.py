@@ -22,8 +22,11 @@ def traceback_tail(text: str, lines: int = TAIL_LINES) -> str:
 def print_failure(failure, repro: ReproDir) -> None:
     sig = failure.signature
     runs = len(failure.outcomes)
-    console.print(f"[bold]failure[/] [cyan]{sig.id}[/]  (reproduced {runs}/{runs} runs, "
-                  f"{failure.wall_time:.1f}s per run)")
+    rate = getattr(failure, "rate", None)
+    how = (f"reproduced {runs}/{runs} runs" if rate is None or rate.deterministic else
+           f"flaky: {rate.words()}" + (f"; every time with random seed {failure.seed}"
+                                       if failure.seed is not None else ""))
+    console.print(f"[bold]failure[/] [cyan]{sig.id}[/]  ({how}, {failure.wall_time:.1f}s per run)")
     console.print(f"  {escape(scrub(sig.one_line()).text)}")
     if len(failure.choices) > 1:
         console.print(f"the run showed {len(failure.choices)} distinct failures (choose with --pick N):")

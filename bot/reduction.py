@@ -17,8 +17,9 @@ from bot.standalone import make_self_contained
 from bot.store import ReproDir, write_json_atomic, write_text_atomic
 from reducer.errors import DeadlineReached, ExitCode, ReprobotError
 from reducer.failure import Failure
+from reducer.flaky import Rate, seed_calls
 from reducer.gpu import GpuPool, parse_gpus
-from reducer.oracle import Oracle, candidate_memory, candidate_timeout
+from reducer.oracle import Oracle, Verdict, candidate_memory, candidate_timeout
 from reducer.outcome import Outcome, TracebackRecord
 from reducer.search import Reducer, ReductionResult
 from reducer.signature import find_match
@@ -84,7 +85,7 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
     saver.plan = failure.gpu
     max_time = None if oracle.deadline is None else max(0.0, oracle.deadline - time.monotonic())
     opts.max_time = max_time
-    result = search(start_source or failure.spec.source, oracle, opts, trace, seen, stats, saver,
+    result = search(start_source or failure.source, oracle, opts, trace, seen, stats, saver,
                     failure.spec.script, failure.record.message)
     save_search(failure, repro, result, saver)
     best, record, outcome = confirm_cold(failure, repro, oracle, result, saver)
@@ -92,10 +93,66 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
     best, record = make_self_contained(failure, repro, oracle, best, record)
     write_text_atomic(repro.traceback_txt, record.text + "\n")
     record_repro_run(repro, record, outcome, failure)
+    flaky_line = confirm_rate(failure, repro, oracle, best)
     if opts.pin_env:
         capture_environment(failure, repro)
     print_reduced(repro, result, best, record)
+    if flaky_line:
+        console.print(f"[yellow]{escape(flaky_line)}[/]")
     return 0
+
+
+def confirm_rate(failure: Failure, repro: ReproDir, oracle: Oracle, best: str) -> str | None:
+    """A flaky original's repro, measured cold as many times as the original was (the final
+    verification already did unless the self-contained step changed it); both rates go into
+    reduction.json and the draft states the repro's, never a deterministic-looking result. A
+    seeded one says which seed made it deterministic."""
+    rate = failure.rate
+    if rate is None or (rate.deterministic and failure.seed is None):
+        return None
+    data = repro.read_json(repro.reduction_json) if repro.reduction_json.is_file() else {}
+    if failure.seed is not None:
+        line = (f"deterministic with seed {failure.seed}: the original {rate.words()}; with random seed "
+                f"{failure.seed} fixed (the repro's first line) it fails every time")
+        write_json_atomic(repro.reduction_json, {**data, "flaky": {"original": rate.to_dict(), "seed": failure.seed,
+                                                                   "sentence": line}})
+        return line
+    after = MEASURED.get(best)
+    if after is None:
+        after = cold_rate(failure, oracle, best)[0]
+    line = f"flaky: the repro {after.words()} (the original {rate.words()})"
+    write_json_atomic(repro.reduction_json, {**data, "flaky": {"original": rate.to_dict(), "repro": after.to_dict(),
+                                                               "sentence": line}})
+    return line
+
+
+# The repro rates the final verification measured, by source (confirm_rate states them).
+MEASURED: dict[str, Rate] = {}
+
+
+def cold_rate(failure: Failure, oracle: Oracle,
+              source: str) -> tuple[Rate, TracebackRecord | None, Outcome | None, Outcome]:
+    """A flaky failure's final verification: the result run cold, one run after another, as many
+    times as the original was measured, so its rate is known as well as the original's. By the
+    oracle's rule, a different failure or a hang stops it at once (the original only ever failed
+    this way or passed cleanly); the rate, the target's record and the run that showed it (None
+    when no run did), and the last run."""
+    assert failure.rate is not None
+    hits, record, shown, last = 0, None, None, None
+    n = 0
+    for n in range(1, max(failure.rate.runs, 1) + 1):
+        last = oracle._test_once(source, False, reference_set(failure), None, False).outcome
+        match = find_match(last.tracebacks, failure.signature, failure.spec.options,
+                           as_itself=failure.as_itself, raised=failure.raised)
+        if match is not None and not (last.timed_out and not failure.hangs):
+            hits += 1
+            if record is None:
+                record, shown = match, last
+        elif last.tracebacks or last.timed_out or last.returncode != 0:
+            return Rate(hits, n), None, None, last
+    rate = Rate(hits, n)
+    MEASURED[source] = rate
+    return rate, record, shown, last  # type: ignore[return-value]
 
 
 # ---- steps ---------------------------------------------------------------------------------
@@ -135,7 +192,9 @@ def make_oracle(failure: Failure, pool: GpuPool, deadline: float | None) -> Orac
     oracle = Oracle(failure.runner, failure.signature, failure.spec.options,
                     timeout=candidate_timeout(failure.wall_time), gpus=pool,
                     max_rss=candidate_memory(failure.peak_rss), allow_hang=failure.hangs,
-                    stop_grace=max(2.0, 0.25 * failure.wall_time), as_itself=failure.as_itself, raised=failure.raised)
+                    stop_grace=max(2.0, 0.25 * failure.wall_time), as_itself=failure.as_itself, raised=failure.raised,
+                    rate=failure.rate.value if failure.flaky else 1.0,
+                    required=tuple(seed_calls(failure.spec.source, failure.seed)) if failure.seed is not None else ())
     oracle.deadline = deadline
     oracle.reference_set = reference_set(failure)
     return oracle
@@ -174,7 +233,7 @@ def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
     if runner.launched:
         report.why_not = f"run by a launch line ({failure.spec.launch.kind}): its processes start their own interpreters"
         return report
-    modules = warm_imports(failure.spec.source, runner.script_dir)
+    modules = warm_imports(failure.source, runner.script_dir)
     if not modules:
         report.why_not = "the script imports nothing worth importing ahead"
         return report
@@ -182,7 +241,7 @@ def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
     runner.zygotes = pool
     try:
         pool.release(pool.start_one())
-        verdict = oracle.test(failure.spec.source, warm=True, gpu_set=reference_set(failure))
+        verdict = oracle.test(failure.source, warm=True, gpu_set=reference_set(failure))
     except ZygoteError as e:
         report.why_not = str(e)
     except DeadlineReached:
@@ -263,10 +322,10 @@ def trace_data(failure: Failure, repro: ReproDir, resumed: bool, oracle: Oracle 
         console.print("[dim]trace-guided first cut skipped: the script runs under a launch line[/]")
         return None
     if resumed and trace_file.is_file():
-        return TraceData.from_dict(failure.spec.source, repro.read_json(trace_file))
+        return TraceData.from_dict(failure.source, repro.read_json(trace_file))
     try:
         run = runner_run_fn(failure.runner) if oracle is None else pinned_run_fn(oracle, None, reference_set(failure))
-        data = trace_run(failure.spec.source, run)
+        data = trace_run(failure.source, run)
     except Exception as e:  # tracing is an optimisation: never let it stop a reduction
         console.print(f"[yellow]trace-guided first cut skipped:[/] {escape(str(e))[:200]}")
         return None
@@ -313,6 +372,8 @@ class Saver:
             data["needs_gpus"] = self.plan.needs_gpus
         data["gpu_not_released"] = self.pool.unreleased
         data["oracle_run_seconds"] = round(self.oracle.run_seconds, 3)
+        # processes run (a flaky failure's candidates take several each; "runs" counts verdicts)
+        data["oracle_runs"] = self.oracle.runs
         runner = self.oracle.runner
         data["warm"] = {**self.warm.to_dict(), "runs_warm": runner.warm_runs, "warm_fallbacks": runner.warm_fallbacks}
         elapsed = max(time.monotonic() - self.started, 1e-6)
@@ -369,7 +430,14 @@ def cold_verdict(failure: Failure, oracle: Oracle, result: ReductionResult,
     lost: list[str] = []
 
     def fails_cold(source: str) -> tuple[TracebackRecord | None, Outcome]:
-        verdict = oracle.test(source, warm=False, gpu_set=reference_set(failure))
+        if failure.flaky:
+            # one cold run of a 50%-flaky result fails half the time: its rate is measured instead
+            rate, record, shown, last = cold_rate(failure, oracle, source)
+            if record is None:
+                return None, last
+            verdict = Verdict(True, shown)  # type: ignore[arg-type]
+        else:
+            verdict = oracle.test(source, warm=False, gpu_set=reference_set(failure))
         record = find_match(verdict.outcome.tracebacks, failure.signature, failure.spec.options,
                             as_itself=failure.as_itself, raised=failure.raised)
         if record is not None and heavier(verdict.outcome, failure):
@@ -389,15 +457,17 @@ def cold_verdict(failure: Failure, oracle: Oracle, result: ReductionResult,
         console.print("[yellow]the result is heavier than the original: going back to the last result that "
                       "is not[/]")
     else:
-        console.print("[yellow]the result fails warm but not cold: going back to the last result that fails cold[/]")
+        console.print("[yellow]the result " + (f"did not fail the same way in {failure.rate.runs} cold runs"
+                                               if failure.flaky else "fails warm but not cold")
+                      + ": going back to the last result that fails cold[/]")
     for source in list(reversed(saver.history[:-1]))[:COLD_FALLBACK_TRIES]:
         record, outcome = fails_cold(source)
         if record is not None:
             return source, record, outcome
     # The original was confirmed on the set, and checked on one GPU, by find_failure.
     if lost and failure.gpu.needs_gpus:
-        return failure.spec.source, failure.record, failure.outcomes[0]
-    return failure.spec.source, None, None
+        return failure.source, failure.record, failure.outcomes[0]
+    return failure.source, None, None
 
 
 def heavier(outcome: Outcome, failure: Failure) -> bool:

@@ -118,6 +118,10 @@ def record_failure(failure: "Failure", root: Path = DEFAULT_ROOT) -> ReproDir:
     # Verbatim: these files stay on the user's disk and must run and resume exactly; whatever
     # leaves the machine (drafts, previews, replies) is scrubbed on its way out.
     write_text_atomic(d.original, failure.spec.source)
+    if failure.seed is not None:
+        # what is reduced: the script with the seed that makes it fail every time (original.py
+        # stays the user's script)
+        write_text_atomic(d.path / "seeded.py", failure.source)
     record = failure.record
     launch = failure.spec.launch
     write_json_atomic(d.signature_json, {
@@ -137,6 +141,9 @@ def record_failure(failure: "Failure", root: Path = DEFAULT_ROOT) -> ReproDir:
         # the GPU set it was confirmed on, how many the original used, and whether one is enough
         "gpus": failure.gpu.to_dict(),
         "needs_gpus": failure.gpu.needs_gpus,
+        # how often the original failed this way (reducer/flaky.py), and the seed that fixed it
+        "rate": failure.rate.to_dict() if failure.rate else None,
+        "seed": failure.seed,
     })
     write_text_atomic(d.traceback_txt, record.text + "\n")
     return d

@@ -15,6 +15,8 @@ import libcst as cst
 
 from reducer.devices import DEVICES_ENV, DeviceUse, read_devices
 from reducer.errors import ExitCode, ReprobotError
+from reducer.flaky import (DEFAULT_CAP, EARLY, MAX_CANDIDATE_RUNS, SEED_TRIES, Rate, keep_running, seeded_source,
+                           too_rare)
 from reducer.gpu import split_sets, visible_value
 from reducer.launch import LaunchLine
 from reducer.limits import RunLimits
@@ -73,6 +75,9 @@ class FailureSpec:
     deadline: float | None = None      # time.monotonic() at which the whole command stops
     limits: RunLimits = field(default_factory=RunLimits)
     launch: LaunchLine | None = None   # torchrun / accelerate launch / python -m (reducer/launch.py)
+    # runs of a flaky original at most, to measure how often it fails (reducer/flaky.py);
+    # a failure that shows in every one of the ``runs`` confirmation runs never gets past those
+    flaky_runs: int = DEFAULT_CAP
 
 
 @dataclass
@@ -140,6 +145,21 @@ class Failure:
     # The original reported the target as itself (not only as another exception's context).
     as_itself: bool = False
     gpu: GpuPlan = field(default_factory=GpuPlan)
+    # How often the original failed this way (reducer/flaky.py), and the seed that made it
+    # deterministic: spec.source stays the user's script; ``source`` (what is reduced) then
+    # starts by setting it.
+    rate: Rate | None = None
+    seed: int | None = None
+
+    @property
+    def source(self) -> str:
+        """The text the reduction starts from: the script, with the fixed seed when one was found."""
+        return self.spec.source if self.seed is None else seeded_source(self.spec.source, self.seed)
+
+    @property
+    def flaky(self) -> bool:
+        """Fails only in some runs, and no fixed seed changed that: candidates are run to a rate."""
+        return self.rate is not None and not self.rate.deterministic and self.seed is None
 
     @property
     def raised(self) -> bool:
@@ -230,16 +250,19 @@ def make_runner(spec: FailureSpec) -> Runner:
 
 
 def stored_failure(spec: FailureSpec, signature: Signature, record: TracebackRecord,
-                   runs: list[dict], as_itself: bool = False, gpus: dict | None = None) -> Failure:
+                   runs: list[dict], as_itself: bool = False, gpus: dict | None = None,
+                   rate: dict | None = None, seed: int | None = None) -> Failure:
     """The failure as an earlier `reduce` established it, trusted without running it again
-    (--resume): its signature, and the wall time and memory of the runs that confirmed it."""
+    (--resume): its signature, the wall time and memory of the runs that confirmed it, and how
+    often it failed (a flaky failure resumes flaky; a seeded one from its seeded text)."""
     outcomes = [Outcome(returncode=r.get("returncode"), wall_time=float(r.get("wall_time") or 0.0),
                         stdout="", stderr="", timed_out=bool(r.get("timed_out")),
                         peak_rss=int(r.get("peak_rss") or 0)) for r in runs] or \
         [Outcome(returncode=1, wall_time=spec.timeout / 3, stdout="", stderr="", timed_out=False)]
     return Failure(spec, signature, record, [(signature, record)], outcomes, make_runner(spec), as_itself,
                    GpuPlan.from_dict({**(gpus or {}), **({"per_job": spec.gpus_per_job, "source": "--gpus-per-job"}
-                                                         if spec.gpus_per_job else {})}, spec.gpus))
+                                                         if spec.gpus_per_job else {})}, spec.gpus),
+                   rate=Rate.from_dict(rate), seed=None if seed is None else int(seed))
 
 
 HEARTBEAT = 30.0
@@ -280,7 +303,8 @@ def _no_traceback(spec: FailureSpec, outcome: Outcome) -> str:
 
 
 def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None) -> Failure:
-    """Run the original until its failure is established (``spec.runs`` matching runs);
+    """Run the original until its failure is established (``spec.runs`` matching runs; when one
+    of them does not match, until its rate is measured in ``spec.flaky_runs`` runs);
     ``notify`` hears one line before each run and one every 30 s while it goes on, so a long or
     hanging script is not silent."""
     runner = make_runner(spec)
@@ -312,27 +336,65 @@ def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None)
     # saw, at least one of them runs whatever --runs says.
     runs = max(spec.runs, 2) if plan.set and plan.set != tuple(spec.gpus or ()) else spec.runs
     on = f" on GPU{'s' if len(plan.set) > 1 else ''} {visible_value(plan.set)}" if plan.set else ""
-    for n in range(2, runs + 1):
-        say(f"confirming the failure (run {n} of {runs}{on}, {first.wall_time:.0f}s the first time)")
+    hits = [True]
+    n = 1
+    while keep_running(sum(hits), len(hits), runs, spec.flaky_runs):
+        n += 1
+        upto = runs if all(hits) else f"{max(runs, spec.flaky_runs)}, measuring how often it fails"
+        say(f"confirming the failure (run {n} of {upto}{on}, {first.wall_time:.0f}s the first time)")
         with _heartbeat(say, spec.script.name) if notify else contextlib.nullcontext():
             again = _timed_run(runner, spec, plan.env())
-        outcomes.append(again)
-        if find_match(again.tracebacks, signature, spec.options, raised=record.origin == RAISED) is None:
-            hint = ""
-            if plan.set and plan.set != tuple(spec.gpus or ()):
-                hint = (f" (run 1 saw GPUs {visible_value(spec.gpus or [])}, run {n} only {visible_value(plan.set)}, "
-                        f"{plan.per_job} per job [{plan.source}]: --gpus-per-job {len(spec.gpus or [])} gives every "
-                        f"run all of them)")
+        hit = find_match(again.tracebacks, signature, spec.options, raised=record.origin == RAISED) is not None
+        if hit:
+            outcomes.append(again)
+        hits.append(hit)
+        if not hit and plan.set and plan.set != tuple(spec.gpus or ()):
+            # Not flakiness to measure: run 1 saw other GPUs than the rest will.
+            hint = (f" (run 1 saw GPUs {visible_value(spec.gpus or [])}, run {n} only {visible_value(plan.set)}, "
+                    f"{plan.per_job} per job [{plan.source}]: --gpus-per-job {len(spec.gpus or [])} gives every "
+                    f"run all of them)")
             raise ReprobotError(f"{spec.script}: flaky: run 1 failed with {signature.one_line()[:150]} "
                                 f"but run {n} {_describe(again)}{hint}", ExitCode.FLAKY)
+    rate = Rate(sum(hits), len(hits))
+    seed = None
+    if not rate.deterministic:
+        say(f"{spec.script.name} {rate.words()}: trying fixed seeds")
+        seed = _deterministic_seed(runner, spec, signature, record, plan, outcomes)
+        if seed is not None:
+            # spec.source stays the user's script (original.py); Failure.source is what is reduced
+            say(f"with random seed {seed} it fails every time: reducing that")
+        elif too_rare(rate.value):
+            raise ReprobotError(
+                f"{spec.script}: flaky: {rate.words()} ({rate.value:.0%}), with fixed seeds too: too rare to "
+                f"reduce (each candidate would need over {MAX_CANDIDATE_RUNS} runs); make it fail more often, "
+                f"or raise --runs to measure the rate better", ExitCode.FLAKY)
     as_itself = all(find_match(o.tracebacks, signature, spec.options, as_itself=True,
                                raised=record.origin == RAISED) is not None
                     for o in outcomes)
-    failure = Failure(spec, signature, record, choices, outcomes, runner, as_itself, plan)
+    failure = Failure(spec, signature, record, choices, outcomes, runner, as_itself, plan,
+                      rate=rate, seed=seed)
     if len(plan.set) >= 2:
         say(f"checking whether it fails on one GPU ({plan.set[0]} of {visible_value(plan.set)})")
         check_one_gpu(failure)
     return failure
+
+
+def _deterministic_seed(runner: Runner, spec: FailureSpec, signature: Signature, record: TracebackRecord,
+                        plan: GpuPlan, outcomes: list[Outcome]) -> int | None:
+    """A seed under which the original fails EARLY runs of EARLY; a seed whose first run
+    does not fail is dropped after that one run."""
+    for seed in range(SEED_TRIES):
+        source = seeded_source(spec.source, seed)
+        seen = []
+        for _ in range(EARLY):
+            outcome = runner.run(source, timeout=spec.timeout, warm=False, extra_env=plan.env())
+            if find_match(outcome.tracebacks, signature, spec.options, raised=record.origin == RAISED) is None:
+                break
+            seen.append(outcome)
+        if len(seen) == EARLY:
+            outcomes[:] = seen
+            return seed
+    return None
 
 
 def _measured_run(runner: Runner, spec: FailureSpec) -> tuple[Outcome, DeviceUse]:

@@ -9,6 +9,7 @@ from pathlib import PurePath
 import time
 
 from reducer.errors import DeadlineReached
+from reducer.flaky import MAX_CANDIDATE_RUNS, clean_runs_to_refuse
 from reducer.gpu import GpuPool
 from reducer.normalize import library_path
 from reducer.outcome import Outcome
@@ -52,8 +53,17 @@ class Oracle:
                  timeout: float | None = None, stop_early: bool = True,
                  gpus: GpuPool | None = None, max_rss: int | None = None,
                  allow_hang: bool = False, stop_grace: float = 2.0, as_itself: bool = False,
-                 raised: bool = False) -> None:
+                 raised: bool = False, rate: float = 1.0, required: tuple[str, ...] = ()) -> None:
         self.runner = runner
+        # Text every candidate must keep (the fixed seed a flaky failure is deterministic with):
+        # a candidate without it is refused without a run; it would only fail by luck.
+        self.required = tuple(required)
+        # The original's failure rate (reducer/flaky.py): below 1, a clean pass is a draw, not a verdict.
+        self.rate = rate
+        self.refuse_after = clean_runs_to_refuse(rate)
+        # a failure in every run is told from the original's rate only when that takes few runs
+        high = clean_runs_to_refuse(1.0 - rate) if rate < 1.0 else None
+        self.fails_to_refuse = high if high is not None and high <= MAX_CANDIDATE_RUNS else None
         # The original reported the target as itself: a candidate must too (see find_match);
         # the original raised it: printed text that looks like it is not enough.
         self.as_itself = as_itself
@@ -91,6 +101,36 @@ class Oracle:
 
     def test(self, source: str, warm: bool = True, gpu_set: tuple[str, ...] | None = None,
              gpu_count: int | None = None, alone: bool = False) -> Verdict:
+        """For a flaky original, a candidate is run until its runs are consistent with the
+        original's rate: it failed the same way and also passed cleanly (accepted); it passed
+        cleanly ``refuse_after`` times in a row, or failed ``fails_to_refuse`` times in a row
+        (refused: no longer, or now always, failing — a value inlined that made the raise
+        unconditional is not the original's bug). A different failure or a hang is refused at
+        once: the original only ever failed this way or passed."""
+        if self.required and not all(r in source for r in self.required):
+            return Verdict(False, Outcome(returncode=None, wall_time=0.0))
+        if self.rate >= 1.0:
+            return self._test_once(source, warm, gpu_set, gpu_count, alone)
+        fails = passes = 0
+        hit = None
+        while True:
+            verdict = self._test_once(source, warm, gpu_set, gpu_count, alone)
+            o = verdict.outcome
+            if verdict.interesting:
+                fails, hit = fails + 1, verdict
+            elif o.tracebacks or o.timed_out or o.returncode != 0:
+                return verdict
+            else:
+                passes += 1
+            if hit is not None and (passes or self.fails_to_refuse is None):
+                return hit
+            if passes >= self.refuse_after:
+                return verdict
+            if self.fails_to_refuse is not None and fails >= self.fails_to_refuse:
+                return Verdict(False, hit.outcome if hit else o)
+
+    def _test_once(self, source: str, warm: bool, gpu_set: tuple[str, ...] | None,
+                   gpu_count: int | None, alone: bool) -> Verdict:
         """``warm=False``: a cold run even when the runner has warm interpreters. ``gpu_set``: run on
         exactly that set of the pool (the one the original's failure was confirmed on), waiting
         for it; ``gpu_count``: only the set's first N GPUs visible (the one-GPU check); ``alone``:

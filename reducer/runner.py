@@ -31,7 +31,7 @@ from reducer.outcome import Outcome, TracebackRecord
 from reducer.processes import kill_group, pids, resolve_python, script_argument
 from reducer.raised import EXCEPTIONS_ENV, hook_environment, mark, read_raised
 from reducer.rendezvous import PORTS, RENDEZVOUS_ENV, needs_rendezvous, run_environment
-from reducer.tracebacks import parse_tracebacks
+from reducer.tracebacks import HANG_ENV, hang_record, parse_tracebacks
 
 # Directories never copied into a scratch dir: they are big, or they are ours.
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache",
@@ -266,6 +266,30 @@ _RUN_VARIABLES = {"TMPDIR", "TEMP", "TMP", "PYTHONPATH", "PATH", "HOME", "CUDA_V
                   EXCEPTIONS_ENV}
 
 
+_DUMP_WAIT = 1.0     # seconds the processes of a hung run get to write their stacks
+
+
+def dump_stacks(pgid: int) -> None:
+    """SIGUSR1 to every process of the group, its children before its leader, so that their
+    faulthandler dumps (reducer/exception_hook) do not interleave on the shared stderr."""
+    members = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if entry.isdigit() and int(entry) != pgid:
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+                if int(fields[2]) == pgid:
+                    members.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    for pid in [*sorted(members), pgid]:
+        try:
+            os.kill(pid, signal.SIGUSR1)
+        except OSError:
+            pass
+        time.sleep(0.1)
+
+
 class Runner:
     """Runs candidates of one script. Thread-safe: each run has its own scratch dir.
 
@@ -472,10 +496,26 @@ class Runner:
         seen_version = -1
         peak_rss, next_poll = 0, 0.0
         stop_deadline: float | None = None
+        # --hang-after S: no new output for S seconds is a hang; every process of the run dumps
+        # its threads (SIGUSR1, armed by the exception hook) and the run stops a moment later.
+        hang_after = float(env.get(HANG_ENV) or 0) or None
+        last_output, last_version, dumped_at = start, 0, None
+        hung = False
         try:
             while True:
                 if proc.wait(0.05):
                     break
+                if hang_after is not None:
+                    now = time.monotonic()
+                    version = out.version + err.version
+                    if version != last_version:
+                        last_version, last_output = version, now
+                    if dumped_at is None and now - last_output > hang_after:
+                        dumped_at = now
+                        dump_stacks(proc.pid)
+                    elif dumped_at is not None and now - dumped_at > _DUMP_WAIT:
+                        hung = True
+                        break
                 if _STOP_ALL.is_set() or (cancel is not None and cancel.is_set()):
                     stopped = True
                     break
@@ -516,9 +556,13 @@ class Runner:
                 t.join(timeout=5)
         wall = time.monotonic() - start
         stdout, stderr = self._unscratch(out.text(), cwd), self._unscratch(err.text(), cwd)
-        returncode = None if (timed_out or stopped or over_memory) else proc.returncode
+        returncode = None if (timed_out or stopped or over_memory or hung) else proc.returncode
         records = self._records(stdout, stderr, cwd, env, clean=False)
         timeout_reason = "wall clock" if timed_out else None
+        if hung:
+            record = hang_record(stderr, hang_after or 0.0)
+            records = [r for r in records if r.kind != "crash"] + ([record] if record is not None else [])
+            returncode, timed_out, timeout_reason = None, True, f"no progress for {hang_after:g}s"
         hangs = [r for r in records if _NCCL_TIMEOUT.search(r.message)]
         if hangs:
             records = [r for r in records if r not in hangs]

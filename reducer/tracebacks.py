@@ -254,3 +254,49 @@ def all_records(records: list[TracebackRecord]) -> Iterator[TracebackRecord]:
     for r in records:
         yield r
         yield from r.chain
+
+
+HANG_ENV = "REPROBOT_HANG_AFTER"
+_HANG_PLUMBING = ("threading.py", "multiprocessing/", "selectors.py", "queue.py", "subprocess.py")
+
+
+def thread_stacks(text: str) -> list[tuple[Frame, ...]]:
+    """Every thread stack of the faulthandler dumps in ``text`` (outermost frame first), in the
+    order printed; a dump without a "Fatal Python error" line (faulthandler.register's) too."""
+    stacks: list[list[Frame]] = []
+    current: list[Frame] | None = None
+    for line in text.splitlines():
+        if _THREAD.match(line) or line.strip() == "Stack (most recent call first):":
+            current = []
+            stacks.append(current)
+            continue
+        fm = _FAULT_FRAME.match(line)
+        if fm and current is not None:
+            current.append(Frame(fm["path"], int(fm["lineno"]), fm["func"]))
+        elif line.strip():
+            current = None
+    return [tuple(reversed(s)) for s in stacks if s]
+
+
+def hang_record(text: str, seconds: float, stream: str = "stderr") -> TracebackRecord | None:
+    """What a run that made no progress was doing: of all dumped threads (every process), the one
+    that waits in the program's own code (holds or waits for a lock), not in the plumbing
+    (threading's join, multiprocessing's wait); its innermost frames become the message, so a
+    candidate hangs the same way only where it waits at the same functions."""
+    from reducer.normalize import library_path
+    stacks = thread_stacks(text)
+    if not stacks:
+        return None
+
+    def waits_in_own_code(stack: tuple[Frame, ...]) -> bool:
+        inner = stack[-1]
+        return library_path(inner.path) is None or not any(p in inner.path for p in _HANG_PLUMBING)
+
+    def key(stack: tuple[Frame, ...]) -> str:
+        return " < ".join(f.func for f in reversed(stack[-3:]))
+
+    own = [s for s in stacks if waits_in_own_code(s)]
+    stack = min(own, key=key) if own else stacks[0]
+    message = f"no progress for {seconds:g}s; stack: {key(stack)}"
+    lines = [ln for ln in text.splitlines() if _THREAD.match(ln) or _FAULT_FRAME.match(ln)]
+    return TracebackRecord("Hang", message, stack, "\n".join([f"Hang: {message}", *lines]).rstrip(), stream, "crash")

@@ -104,7 +104,9 @@ def test_missing_interpreter(tmp_path):
     assert proc.stderr.strip() == "reprobot: interpreter not found or not executable: /no/such/python"
 
 
-def test_flaky_failure_is_refused(tmp_path):
+def test_flaky_failure_is_measured(tmp_path):
+    """Run 2 passes: no longer refused at once (#32) but measured to --flaky-runs, then fixed seeds
+    are tried (each dropped after its first run that passes), and the rate is stored."""
     counter = tmp_path / "counter"
     write(tmp_path / "flaky.py", """
         import os, pathlib
@@ -114,10 +116,14 @@ def test_flaky_failure_is_refused(tmp_path):
         if n % 2 == 0:
             raise ConnectionError("only sometimes")
     """)
-    proc = reprobot("reduce", "flaky.py", "--out", "s", cwd=tmp_path, env={"FLAKY_COUNTER": str(counter)})
-    assert proc.returncode == ExitCode.FLAKY
-    assert "flaky: run 1 failed with ConnectionError" in proc.stderr
-    assert "run 2 exited 0 without a traceback" in proc.stderr
+    proc = reprobot("reduce", "flaky.py", "--out", "s", "--no-reduce", cwd=tmp_path,
+                    env={"FLAKY_COUNTER": str(counter)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "flaky: fails in 5 of 10 runs" in " ".join(proc.stdout.split())
+    # 10 measuring runs, then 4 seeds of which each fails once and then passes
+    assert int(counter.read_text()) == 10 + 4 * 2
+    [sig] = (tmp_path / "s").glob("*/signature.json")
+    assert json.loads(sig.read_text())["rate"] == {"failed": 5, "runs": 10}
 
 
 @pytest.mark.slow

@@ -11,6 +11,8 @@ from bot.output import console, print_failure
 from bot.store import DEFAULT_ROOT, record_failure
 from reducer.errors import ExitCode, ReprobotError
 from reducer.failure import FailureSpec, find_failure, load_script
+from reducer.flaky import DEFAULT_CAP
+from reducer.tracebacks import HANG_ENV
 from reducer.limits import (DEFAULT_EXTRA_PROCESSES, DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_SCRIPT_BYTES,
                             DEFAULT_MAX_STATEMENTS, RunLimits, check_script_bytes, check_statements)
 from reducer.signature import DEFAULT_FRAMES, MatchOptions
@@ -34,7 +36,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--normalize-devices", action="store_true",
                    help="treat cuda:0 and cuda:1 (GPU 0, GPU 1) as the same in messages")
     p.add_argument("--pick", type=int, default=1, help="which of several distinct failures to keep (1-based)")
-    p.add_argument("--runs", type=int, default=2, help="runs that must show the failure before reducing (default: 2)")
+    p.add_argument("--runs", type=int, default=2,
+                   help="runs that must show the failure before reducing (default: 2); when one of them passes "
+                        "or fails differently, the failure is flaky and its rate is measured (--flaky-runs)")
+    p.add_argument("--flaky-runs", type=int, default=DEFAULT_CAP, metavar="N",
+                   help=f"runs of a flaky original at most, to measure how often it fails (default: {DEFAULT_CAP})")
+    p.add_argument("--hang-after", type=float, default=None, metavar="S",
+                   help="a run that prints nothing for S seconds hangs: every process dumps its threads' stacks "
+                        "and the waiting thread's innermost frames are the failure to reduce")
     p.add_argument("--timeout", type=float, default=900.0,
                    help="seconds one run of the original may take (default: 900)")
     p.add_argument("--jobs", type=int, default=1, help="candidates evaluated in parallel (default: 1)")
@@ -118,7 +127,8 @@ def _run(args: argparse.Namespace):
         options=MatchOptions(args.frames, args.ignore_message, args.normalize_devices),
         pick=args.pick, runs=args.runs, timeout=args.timeout, deadline=deadline,
         limits=RunLimits(args.max_processes, args.max_file_size), gpus=_gpus(args),
-        gpus_per_job=args.gpus_per_job, launch=launch)
+        gpus_per_job=args.gpus_per_job, launch=launch, flaky_runs=args.flaky_runs,
+        env=({HANG_ENV: f"{args.hang_after:g}"} if args.hang_after else {}))
     stored = find_stored(args.out, spec) if args.resume else None
     if stored is not None:
         failure, repro = stored
@@ -184,7 +194,8 @@ def find_stored(root: Path, spec: FailureSpec):
     except (KeyError, TypeError, ValueError):
         return None
     return stored_failure(spec, signature, record, list(data.get("runs") or []),
-                          bool(data.get("as_itself")), data.get("gpus")), folder
+                          bool(data.get("as_itself")), data.get("gpus"),
+                          rate=data.get("rate"), seed=data.get("seed")), folder
 
 
 def _rerun(repro, args: argparse.Namespace) -> None:

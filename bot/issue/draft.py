@@ -379,7 +379,24 @@ def _evidence(repro: ReproDir, sig_data: dict[str, Any], reduction: dict[str, An
     elif not reduced:
         notes.append("repro.py is missing: the original script is shown, not reduced (run `reprobot reduce`)")
         out.append("The script below is the original, not reduced.")
-    if runs:
+    target = sig_data.get("signature") if isinstance(sig_data.get("signature"), dict) else {}
+    if target.get("exc_type") == "Hang":
+        # a hang has no exception to quote: say what it does instead, and where it waits
+        out.append(f"It hangs: {target.get('message') or 'no progress'}.")
+    rate = sig_data.get("rate") if isinstance(sig_data.get("rate"), dict) else None
+    flaky = (reduction or {}).get("flaky") if isinstance((reduction or {}).get("flaky"), dict) else None
+    if rate and rate.get("runs") and rate.get("failed") != rate.get("runs"):
+        # A failure that shows only sometimes must say so: a maintainer who runs it once and
+        # sees it pass would otherwise close the issue.
+        if sig_data.get("seed") is not None:
+            out.append(f"The original failed this way in {rate['failed']} of {rate['runs']} runs; with a fixed "
+                       f"random seed (the repro's first line) it fails every time.")
+        else:
+            after = (flaky or {}).get("repro") or rate
+            out.append(f"It is flaky: the repro fails in {after['failed']} of {after['runs']} runs (the original "
+                       f"in {rate['failed']} of {rate['runs']}). Run it in a loop: "
+                       f"`for i in $(seq {after['runs']}); do python repro.py && echo passed || echo FAILED; done`.")
+    elif runs:
         out.append(f"The original script failed this way in {len(runs)} of {len(runs)} runs before reduction.")
     needs = _needs_gpus(sig_data, reduction)
     if needs:

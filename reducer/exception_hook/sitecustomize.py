@@ -228,6 +228,16 @@ try:
     atexit.register(_record_devices)
 except BaseException:
     pass
+if os.environ.get("REPROBOT_HANG_AFTER"):
+    # --hang-after: reprobot sends SIGUSR1 to a run that made no progress for that long, and
+    # every process of it (children inherit this through the environment, forks the handler)
+    # dumps all its threads' stacks; reducer/tracebacks.py hang_record reads them.
+    try:
+        import faulthandler
+        import signal
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    except BaseException:
+        pass
 if os.environ.get("REPROBOT_RENDEZVOUS"):
     # This run's own rendezvous port and file (reducer/rendezvous.py).
     try:
