@@ -1,0 +1,377 @@
+"""Warm children: a candidate's spawn / forkserver children start from the warm image too.
+
+Runs in the USER's interpreter, loaded by zygote_server.py (stdlib only, Python >= 3.9).
+
+A candidate forked by the zygote (call it C) runs the script; a child it starts with the
+``spawn`` or ``forkserver`` start method (a ``multiprocessing`` Process or Pool,
+``ProcessPoolExecutor(mp_context=...)``, ``torch.multiprocessing.spawn``, DataLoader workers
+with a spawn context) would exec a fresh ``python -c 'from multiprocessing.spawn import
+spawn_main; ...' --multiprocessing-fork`` and import torch/transformers again, cold.
+
+Instead, before the script runs, C forks a *child zygote* Z: a pristine copy of the warm
+image (the zygote's imports, the run's environment, cwd and rlimits; nothing the script did),
+and becomes a child subreaper. ``multiprocessing.util.spawnv_passfds`` is wrapped in C: when
+it is asked to exec this interpreter with a spawn / forkserver command line, C sends Z the
+command line, its current environment and cwd, and the fds the child must have (0, 1, 2 and
+the ones spawn passes), by SCM_RIGHTS. Z double-forks: the grandchild W is reparented to C
+(the subreaper), so it is C's own child — ``os.waitpid`` in multiprocessing's Popen, the
+sentinel pipe, ``kill``/``terminate`` all work as with a real spawn. W then makes itself look
+like the freshly exec'd interpreter: the same fd numbers (and no others of C's), C's process
+group, environment and cwd, ``sys.argv`` of ``-c``, a fresh empty ``__main__`` (so spawn
+re-imports the script as ``__mp_main__``: module-level code runs again, the ``__main__``
+block does not, nothing of the parent's state is there), and runs the ``-c`` code with the
+interpreter's exit behaviour (exit code, uncaught traceback, atexit, threads joined).
+
+CUDA: the zygote never initialises it, and neither does Z, so W initialises it itself.
+
+It is an optimisation only, with the real spawn as the fallback on any doubt: another
+executable, a command line that is not multiprocessing's, a call from another process than C
+(a fork-started worker), an environment changed in a variable read at import time (threads,
+CUDA, the HF stack's settings), Z gone, or any error.
+"""
+import json
+import os
+import socket
+import sys
+
+# The -c programs multiprocessing execs for a child that runs user code.
+_PROGRAMS = ("from multiprocessing.spawn import spawn_main", "from multiprocessing.forkserver import main")
+# Variables a library may read while it is imported (the zygote imported it with the run's
+# initial environment): changed before the spawn, the child must import cold to see them.
+_IMPORT_TIME = ("OMP_", "MKL_", "OPENBLAS_", "KMP_", "GOMP_", "CUDA_", "NVIDIA_", "PYTORCH_", "TORCH_",
+                "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "DIFFUSERS_", "ACCELERATE_",
+                "BNB_", "BITSANDBYTES_", "XLA_", "LD_", "PYTHON", "NUMEXPR_", "VECLIB_", "TRITON_")
+# ...except those only read when something runs (torch.distributed's rendezvous).
+_RUNTIME = {"TORCH_DISTRIBUTED_DEBUG", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_BLOCKING_WAIT",
+            "PYTHONUNBUFFERED", "PYTHONFAULTHANDLER"}
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+_state = {"owner": None, "sock": None, "env": None, "warm": 0, "cold": 0, "why_cold": []}
+_lock = None   # threading.Lock() once C serves children (not imported before that: a cold run may not)
+_real_spawnv_passfds = None
+
+
+def _prctl(option, value):
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, value, 0, 0, 0) == 0
+    except Exception:
+        return False
+
+
+def stats():
+    return {"warm": _state["warm"], "cold": _state["cold"], "why_cold": _state["why_cold"][:5]}
+
+
+# ---- in C: start the child zygote, route spawns to it ------------------------------------------
+def start(disabled=False, close_in_child=()):
+    """Called in C once the run is set up and before the script runs. Returns True when spawned
+    children will be served warm. ``close_in_child``: C's fds Z must not hold."""
+    if disabled or not hasattr(socket, "send_fds"):
+        return False
+    if not _prctl(_PR_SET_CHILD_SUBREAPER, 1):
+        return False  # W could not be C's child: leave spawn alone
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            ours.close()
+            for fd in close_in_child:
+                os.close(fd)
+            _serve(theirs)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    theirs.close()
+    global _lock
+    import threading
+    _lock = threading.Lock()
+    _state.update(owner=os.getpid(), sock=ours, env=dict(os.environ))
+    _install_patch()
+    return True
+
+
+def _install_patch():
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None:
+        _patch(util)
+    else:
+        sys.meta_path.insert(0, _AfterImport())
+
+
+class _AfterImport:
+    """Wraps ``multiprocessing.util.spawnv_passfds`` right after that module's first import
+    (importing it here would register its atexit handler in a script that never uses it)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "multiprocessing.util":
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+        spec = importlib.util.find_spec(name)
+        if spec is not None and hasattr(getattr(spec, "loader", None), "exec_module"):
+            spec.loader = _Patching(spec.loader)
+        return spec
+
+
+class _Patching:
+    def __init__(self, loader):
+        self._loader = loader
+
+    def __getattr__(self, attr):
+        return getattr(self._loader, attr)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        try:
+            _patch(module)
+        except BaseException:
+            pass
+
+
+def _patch(util):
+    global _real_spawnv_passfds
+    real = getattr(util, "spawnv_passfds", None)
+    if real is None or getattr(real, "_reprobot", False):
+        return
+    _real_spawnv_passfds = real
+
+    def spawnv_passfds(path, args, passfds):
+        pid, why = _warm_spawn(path, args, passfds)
+        if pid is not None:
+            return pid
+        if why is not None and _lock is not None:
+            with _lock:
+                _state["cold"] += 1
+                if why not in _state["why_cold"]:
+                    _state["why_cold"].append(why)
+        return real(path, args, passfds)
+
+    spawnv_passfds.__wrapped__ = real
+    spawnv_passfds._reprobot = True
+    spawnv_passfds.__name__ = real.__name__
+    spawnv_passfds.__doc__ = real.__doc__
+    util.spawnv_passfds = spawnv_passfds
+
+
+def _same_file(a, b):
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def _env_change(env, before):
+    for key in set(env) | set(before):
+        if env.get(key) != before.get(key) and key.startswith(_IMPORT_TIME) and key not in _RUNTIME:
+            return key
+    return None
+
+
+def _warm_spawn(path, args, passfds):
+    """(pid, None) when Z started the child, else (None, why not)."""
+    try:
+        if os.getpid() != _state["owner"] or _state["sock"] is None:
+            return None, "started by a forked worker"  # W would not be its child
+        if not (_same_file(path, sys.executable) and args and _same_file(args[0], sys.executable)):
+            return None, "another executable"
+        args = [str(a) for a in args]
+        if "-c" not in args[1:]:
+            return None, "not a multiprocessing command line"
+        i = args.index("-c", 1)
+        if i + 1 >= len(args) or not args[i + 1].startswith(_PROGRAMS):
+            return None, None  # the resource tracker, say: no user code, nothing to warm
+        env = dict(os.environ)
+        changed = _env_change(env, _state["env"])
+        if changed:
+            return None, "%s changed before the child started" % changed
+        fds = sorted(set(int(fd) for fd in passfds))
+        req = {"code": args[i + 1], "argv": ["-c"] + args[i + 2:], "orig_argv": args, "env": env,
+               "cwd": os.getcwd(), "fds": fds, "pgid": os.getpgrp()}
+        with _lock:
+            sock = _state["sock"]
+            socket.send_fds(sock, [json.dumps(req).encode()], [0, 1, 2] + fds)
+            data = sock.recv(1 << 16)
+            if not data:
+                _state["sock"] = None
+                return None, "the child zygote exited"
+            reply = json.loads(data.decode())
+            if "pid" not in reply:
+                return None, reply.get("why") or "the child zygote refused"
+            _state["warm"] += 1
+            return int(reply["pid"]), None
+    except Exception as exc:  # noqa: BLE001 - any doubt: the real spawn
+        return None, "%s: %s" % (type(exc).__name__, exc)
+
+
+# ---- in Z: fork one W per request ---------------------------------------------------------------
+def _serve(sock):
+    _prctl(_PR_SET_PDEATHSIG, 9)  # dies with C
+    os.setpgid(0, 0)  # its own group: its memory is not the run's (group_rss), C's group kill misses it
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)  # hold none of the run's pipes open
+    os.close(null)
+    while True:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 22, 256)
+        except OSError:
+            return
+        if not data:
+            return
+        try:
+            req = json.loads(data.decode())
+            pid = _fork_w(sock, req, fds)
+            reply = {"pid": pid}
+        except Exception as exc:  # noqa: BLE001
+            reply = {"why": "%s: %s" % (type(exc).__name__, exc)}
+        finally:
+            for fd in fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        sock.send(json.dumps(reply).encode())
+
+
+def _fork_w(sock, req, fds):
+    r, w = os.pipe()
+    mid = os.fork()
+    if mid == 0:  # I: start W, say its pid, exit so that W is reparented to C
+        code = 1
+        try:
+            os.close(r)
+            pid = os.fork()
+            if pid == 0:
+                os.close(w)
+                _become_child(sock, req, fds)  # never returns
+            os.write(w, str(pid).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    data = b""
+    while True:
+        chunk = os.read(r, 64)
+        if not chunk:
+            break
+        data += chunk
+    os.close(r)
+    os.waitpid(mid, 0)  # once I is gone, W is C's
+    if not data:
+        raise RuntimeError("the child did not start")
+    return int(data)
+
+
+# ---- in W: look like `python -c <code> ...` exec'd by C -----------------------------------------
+def _place_fds(received, targets):
+    """Give W exactly C's fd numbers for what it passed, and drop Z's own fds."""
+    base = max(list(targets) + list(received) + [2]) + 1
+    import fcntl
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, base) for fd in received]
+    for fd in received:
+        os.close(fd)
+    for src, dst in zip(high, targets):
+        os.dup2(src, dst, inheritable=True)
+    for fd in high:
+        os.close(fd)
+
+
+def _become_child(sock, req, fds):
+    code = 1
+    try:
+        sock.close()
+        try:
+            os.setpgid(0, int(req["pgid"]))
+        except OSError:
+            pass
+        _place_fds(list(fds), [0, 1, 2] + [int(fd) for fd in req["fds"]])
+        import signal
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update(req["env"])
+        tempfile = sys.modules.get("tempfile")
+        if tempfile is not None:
+            tempfile.tempdir = None
+        import faulthandler
+        if os.environ.get("PYTHONFAULTHANDLER"):
+            faulthandler.enable()
+        elif faulthandler.is_enabled():
+            faulthandler.disable()
+        import types
+        main = types.ModuleType("__main__")
+        main.__dict__["__builtins__"] = sys.modules["builtins"]
+        import importlib.machinery
+        main.__dict__["__loader__"] = importlib.machinery.BuiltinImporter  # as for -c
+        sys.modules["__main__"] = main
+        sys.argv = list(req["argv"])
+        if hasattr(sys, "orig_argv"):
+            sys.orig_argv = list(req["orig_argv"])
+        sys.path[0] = ""
+        hook = getattr(sys.modules.get("sitecustomize"), "reprobot_child_started", None)
+        if hook is not None:  # reprobot's exception recorder, and the tracer of a traced run
+            hook()
+        code = _run_program(req["code"], main.__dict__)
+    finally:
+        os._exit(code)
+
+
+def _exit_code_of(exc):
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    try:
+        sys.stderr.write(str(code) + "\n")
+    except Exception:
+        pass
+    return 1
+
+
+def _run_program(code_text, namespace):
+    """``exec`` the -c program as the interpreter would, then what it does on its way out."""
+    code = 0
+    try:
+        exec(compile(code_text, "<string>", "exec"), namespace)
+    except SystemExit as exc:
+        code = _exit_code_of(exc)
+    except BaseException as exc:
+        tb = exc.__traceback__
+        # drop this file's frame: a cold -c traceback starts at "<string>"
+        while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+            tb = tb.tb_next
+        sys.excepthook(type(exc), exc, tb or exc.__traceback__)
+        code = 130 if isinstance(exc, KeyboardInterrupt) else 1
+    threading_mod = sys.modules.get("threading")
+    if threading_mod is not None and hasattr(threading_mod, "_shutdown"):
+        try:
+            threading_mod._shutdown()
+        except BaseException:
+            pass
+    try:
+        import atexit
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    return code
