@@ -10,12 +10,14 @@ spawn_main; ...' --multiprocessing-fork`` and import torch/transformers again, c
 
 Instead, before the script runs, C forks a *child zygote* Z: a pristine copy of the warm
 image (the zygote's imports, the run's environment, cwd and rlimits; nothing the script did),
-and becomes a child subreaper. ``multiprocessing.util.spawnv_passfds`` is wrapped in C: when
+and becomes a child subreaper. Z is the first of a chain of spares (see ``_serve``). ``multiprocessing.util.spawnv_passfds`` is wrapped in C: when
 it is asked to exec this interpreter with a spawn / forkserver command line, C sends Z the
 command line, its current environment and cwd, and the fds the child must have (0, 1, 2 and
-the ones spawn passes), by SCM_RIGHTS. Z double-forks: the grandchild W is reparented to C
-(the subreaper), so it is C's own child — ``os.waitpid`` in multiprocessing's Popen, the
-sentinel pipe, ``kill``/``terminate`` all work as with a real spawn. W then makes itself look
+the ones spawn passes), by SCM_RIGHTS. The spare that takes the request answers with its own
+pid and becomes the child W. Every spare is C's own child (the first one C forked; each next
+one was double-forked by the one before and reparented to C, the subreaper), so
+``os.waitpid`` in multiprocessing's Popen, the sentinel pipe, ``kill``/``terminate`` all work as
+with a real spawn, and no fork lies between C's request and the child's start. W makes itself look
 like the freshly exec'd interpreter: the same fd numbers (and no others of C's), C's process
 group, environment and cwd, ``sys.argv`` of ``-c``, a fresh empty ``__main__`` (so spawn
 re-imports the script as ``__mp_main__``: module-level code runs again, the ``__main__``
@@ -61,6 +63,14 @@ def _prctl(option, value):
         return libc.prctl(option, value, 0, 0, 0) == 0
     except Exception:
         return False
+
+
+def _debug(*what):
+    path = os.environ.get("REPROBOT_CHILDREN_DEBUG")
+    if path:
+        import time
+        with open(path, "a") as f:
+            f.write("%.3f %d %s\n" % (time.time(), os.getpid(), " ".join(map(str, what))))
 
 
 def stats():
@@ -218,63 +228,99 @@ def _warm_spawn(path, args, passfds):
         return None, "%s: %s" % (type(exc).__name__, exc)
 
 
-# ---- in Z: fork one W per request ---------------------------------------------------------------
+# ---- in Z: a chain of spares, each of them C's own child, each becoming one W ------------------
 def _serve(sock):
+    """Z, forked by C: the first spare. A spare prepares its successor in the background (a
+    double fork, so that the successor is reparented to C, the subreaper), waits for its turn,
+    takes one request, answers with its OWN pid, hands the socket over, and becomes that W: no
+    fork on the way from C's request to the child's first line."""
     _prctl(_PR_SET_PDEATHSIG, 9)  # dies with C
-    os.setpgid(0, 0)  # its own group: its memory is not the run's (group_rss), C's group kill misses it
+    os.setpgid(0, 0)  # its own group: spares' memory is not the run's (group_rss), and C's group kill misses them
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)  # hold none of the run's pipes open
     os.close(null)
+    owner = os.getppid()
+    baton = None
     while True:
-        try:
-            data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 22, 256)
-        except OSError:
-            return
-        if not data:
-            return
-        try:
-            req = json.loads(data.decode())
-            pid = _fork_w(sock, req, fds)
-            reply = {"pid": pid}
-        except Exception as exc:  # noqa: BLE001
-            reply = {"why": "%s: %s" % (type(exc).__name__, exc)}
-        finally:
-            for fd in fds:
-                try:
+        if baton is not None:  # a successor: wait until the spare before took its request
+            try:
+                os.read(baton, 1)
+            except OSError:
+                pass
+            os.close(baton)
+        import select
+        pending = bool(select.select([sock], [], [], 0)[0])
+        handover = None
+        if not pending:
+            # idle: get the next spare ready now, so that no fork delays the next child
+            _debug("preparing successor")
+            baton, handover = _prepare_successor(owner)
+            if baton == -1:
+                return  # this process is a successor whose C is gone
+            if handover is None:  # this process is the successor: loop back to wait for its turn
+                continue
+        while True:
+            try:
+                data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 22, 256)
+            except OSError as exc:
+                _debug("recv failed", exc)
+                return
+            if not data:
+                _debug("socket closed")
+                return
+            _debug("request")
+            try:
+                req = json.loads(data.decode())
+                if len(fds) != 3 + len(req["fds"]):
+                    raise ValueError("%d fds for %d" % (len(fds), 3 + len(req["fds"])))
+            except Exception as exc:  # noqa: BLE001 - C runs the real spawn
+                for fd in fds:
                     os.close(fd)
-                except OSError:
-                    pass
-        sock.send(json.dumps(reply).encode())
+                sock.send(json.dumps({"why": "%s: %s" % (type(exc).__name__, exc)}).encode())
+                continue
+            sock.send(json.dumps({"pid": os.getpid()}).encode())
+            if handover is None:
+                # C asked before a successor was ready: C goes on at once, this child starts a
+                # fork later (the successor then serves what C asks next)
+                _debug("preparing successor after the reply")
+                baton, handover = _prepare_successor(owner, close=fds)
+                if baton == -1:
+                    return
+                if handover is None:
+                    break  # the successor: back to the top, to wait for its turn
+            os.close(handover)  # the successor's turn
+            _debug("becoming the child")
+            _become_child(sock, req, fds)  # never returns
 
 
-def _fork_w(sock, req, fds):
+def _prepare_successor(owner, close=()):
+    """(baton read end, None) in the successor; (None, baton write end) in this spare; (-1, None)
+    in a successor that finds C gone. ``close``: fds of a request this spare took, which the
+    successor must not hold (a sentinel pipe held open never tells C its child ended)."""
     r, w = os.pipe()
     mid = os.fork()
-    if mid == 0:  # I: start W, say its pid, exit so that W is reparented to C
-        code = 1
+    if mid == 0:  # I: fork the successor, then go, so that it is reparented to C
+        code = 0
         try:
-            os.close(r)
-            pid = os.fork()
-            if pid == 0:
+            me = os.getpid()
+            if os.fork() == 0:
                 os.close(w)
-                _become_child(sock, req, fds)  # never returns
-            os.write(w, str(pid).encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(w)
-    data = b""
-    while True:
-        chunk = os.read(r, 64)
-        if not chunk:
-            break
-        data += chunk
+                for fd in close:
+                    os.close(fd)
+                while os.getppid() == me:
+                    os.sched_yield()
+                _prctl(_PR_SET_PDEATHSIG, 9)
+                if os.getppid() != owner:
+                    os.close(r)
+                    return -1, None
+                return r, None
+        except BaseException:
+            code = 1
+        os._exit(code)
     os.close(r)
-    os.waitpid(mid, 0)  # once I is gone, W is C's
-    if not data:
-        raise RuntimeError("the child did not start")
-    return int(data)
+    os.waitpid(mid, 0)
+    return None, w
 
 
 # ---- in W: look like `python -c <code> ...` exec'd by C -----------------------------------------

@@ -340,3 +340,44 @@ def test_the_warm_check_of_the_original_covers_its_child(tmp_path):
     data = json.loads((folder / "reduction.json").read_text())
     assert data["warm"]["enabled"] is False and data["warm"]["runs_warm"] == 1
     assert "json.loads" in (folder / "repro.py").read_text()
+
+
+def test_a_child_that_fails_only_warm_makes_every_run_cold(tmp_path):
+    """The target is the parent's own failure, which shows warm too; but warm, its spawn child
+    fails where the cold one did not. Any difference means cold for everything, in one line."""
+    site = tmp_path / "site"
+    (site / "tmpcache").mkdir(parents=True)
+    write(site / "tmpcache" / "__init__.py", """
+        import os
+        TMP = os.environ.get("TMPDIR")
+    """)
+    work = tmp_path / "work"
+    work.mkdir()
+    write(work / "parent_fails.py", """
+        import tmpcache
+        import multiprocessing as mp
+        import os
+        import json
+
+        def child():
+            if tmpcache.TMP != os.environ.get("TMPDIR"):
+                raise AssertionError("stale temporary directory")
+
+        if __name__ == "__main__":
+            p = mp.get_context("spawn").Process(target=child)
+            p.start()
+            p.join()
+            json.loads("{oops")
+    """)
+    proc = subprocess.run([sys.executable, "-m", "bot", "reduce", "parent_fails.py", "--out", str(tmp_path / "r"),
+                           "--no-env", "--no-trace", "--max-time", "200"], cwd=work, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{ROOT}", "COLUMNS": "300"},
+                          timeout=400)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("cold runs:")]
+    assert lines == ["cold runs: the original fails differently when started warm (also AssertionError: "
+                     "stale temporary directory)"], proc.stdout
+    (folder,) = (tmp_path / "r").iterdir()
+    data = json.loads((folder / "reduction.json").read_text())
+    assert data["warm"]["enabled"] is False and data["warm"]["runs_warm"] == 1
+    assert data["warm"]["zygote"]["children"]["warm"] == 1
