@@ -77,6 +77,27 @@ def stats():
     return {"warm": _state["warm"], "cold": _state["cold"], "why_cold": _state["why_cold"][:5]}
 
 
+# Words of a script that may start a spawn / forkserver child, itself or through a library it
+# drives (a Trainer's or DataLoader's workers, datasets' num_proc, accelerate's launchers). A
+# script without any of them gets no child zygote (a fork less per candidate); should it spawn
+# anyway, its children start cold, as they would without this module.
+_MAY_SPAWN = ("multiprocessing", "spawn", "forkserver", "ProcessPool", "num_workers", "num_proc", "Trainer",
+              "accelerate", "launch", "concurrent", "DataLoader", "torchrun", "start_method", "mp.")
+
+
+def may_spawn(paths):
+    """Whether any of these files (the script; a traced run's script too) mentions one of them."""
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                text = f.read(4 << 20).decode("utf-8", "replace")
+        except OSError:
+            continue
+        if any(word in text for word in _MAY_SPAWN):
+            return True
+    return False
+
+
 # ---- in C: start the child zygote, route spawns to it ------------------------------------------
 def start(disabled=False, close_in_child=()):
     """Called in C once the run is set up and before the script runs. Returns True when spawned
@@ -242,6 +263,8 @@ def _serve(sock):
     os.close(null)
     owner = os.getppid()
     baton = None
+    # The first spare prepares no successor until C spawns something: most scripts never do.
+    early = False
     while True:
         if baton is not None:  # a successor: wait until the spare before took its request
             try:
@@ -252,7 +275,7 @@ def _serve(sock):
         import select
         pending = bool(select.select([sock], [], [], 0)[0])
         handover = None
-        if not pending:
+        if early and not pending:
             # idle: get the next spare ready now, so that no fork delays the next child
             _debug("preparing successor")
             baton, handover = _prepare_successor(owner)
@@ -260,6 +283,7 @@ def _serve(sock):
                 return  # this process is a successor whose C is gone
             if handover is None:  # this process is the successor: loop back to wait for its turn
                 continue
+        early = True
         while True:
             try:
                 data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 22, 256)
@@ -288,6 +312,7 @@ def _serve(sock):
                 if baton == -1:
                     return
                 if handover is None:
+                    early = True
                     break  # the successor: back to the top, to wait for its turn
             os.close(handover)  # the successor's turn
             _debug("becoming the child")

@@ -256,7 +256,9 @@ def _child(req, fds, sock, stats_fd=None):
         if os.environ.get("PYTHONFAULTHANDLER"):
             import faulthandler
             faulthandler.enable()
-        if _CHILDREN is not None:
+        # the script to look at: a traced run's launcher (reducer/trace.py) runs the one after it
+        looked_at = [script] + [a for a in req["args"][:1] if a.endswith(".py")]
+        if _CHILDREN is not None and _CHILDREN.may_spawn(looked_at):
             # spawn / forkserver children of the script start from this warm image too
             try:
                 if _CHILDREN.start(disabled=os.environ.get("REPROBOT_WARM_CHILDREN") == "0",
