@@ -308,13 +308,18 @@ def _serve(sock):
                 # C asked before a successor was ready: C goes on at once, this child starts a
                 # fork later (the successor then serves what C asks next)
                 _debug("preparing successor after the reply")
-                baton, handover = _prepare_successor(owner, close=fds)
+                try:
+                    baton, handover = _prepare_successor(owner, close=fds)
+                except OSError:
+                    baton, handover = None, None  # no successor (RLIMIT_NPROC, say): C's next ask finds
+                    # the socket closed and runs the real spawn; this child still starts
                 if baton == -1:
                     return
-                if handover is None:
+                if baton is not None and handover is None:
                     early = True
                     break  # the successor: back to the top, to wait for its turn
-            os.close(handover)  # the successor's turn
+            if handover is not None:
+                os.close(handover)  # the successor's turn
             _debug("becoming the child")
             _become_child(sock, req, fds)  # never returns
 

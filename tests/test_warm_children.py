@@ -91,6 +91,24 @@ SHAPES = {
                 wait(futures)   # the traceback's frames do not depend on how fast the workers are
                 print([f.result() for f in futures])
     """,
+    # a DataLoader whose worker is spawned fails on one item
+    "dataloader_spawn": """
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+        class Broken(Dataset):
+            def __len__(self):
+                return 4
+
+            def __getitem__(self, i):
+                if i == 2:
+                    raise IndexError(f"item {i} is missing")
+                return torch.tensor([i])
+
+        if __name__ == "__main__":
+            for batch in DataLoader(Broken(), batch_size=1, num_workers=1, multiprocessing_context="spawn"):
+                print(batch.tolist())
+    """,
     # ranks that import torch, compute, and one of them fails
     "torch_mp_spawn": """
         import os
@@ -116,10 +134,12 @@ def test_spawned_children_start_warm_and_fail_as_cold_ones_do(tmp_path, name):
     warm, cold, children = warm_and_cold(script)
     same(warm, cold)
     assert children["warm"] >= 1 and children["cold"] == 0, children
-    expected = "RuntimeError" if name == "torch_mp_spawn" else "JSONDecodeError"
+    expected = {"torch_mp_spawn": "RuntimeError", "dataloader_spawn": "IndexError"}.get(name, "JSONDecodeError")
     assert any(expected in r.exc_type for r in warm.tracebacks), warm.stderr
     if name == "spawn_process":
         assert warm.returncode == 3 and "child exit code 1" in warm.stdout
+    if name == "dataloader_spawn":
+        assert warm.stdout == "[[0]]\n[[1]]\n" and "IndexError: item 2 is missing" in warm.stderr
     if name == "torch_mp_spawn":
         assert "rank 1 of 2 got 12.0 cuda=False" in warm.stderr
 
