@@ -120,6 +120,10 @@ if __name__ == "__main__":
 '''
 
 
+# The same work done by the parent itself, no child: what a warm candidate costs without one.
+INLINE_CASE = CHILD_CASE.split('if __name__ == "__main__":')[0] + 'if __name__ == "__main__":\n    child()\n'
+
+
 def _child_self(stderr: str) -> float | None:
     for line in stderr.splitlines():
         if line.startswith("REPROBOT_CHILD_SELF "):
@@ -139,11 +143,13 @@ def child_case(runs: int) -> dict:
     out: dict = {}
     try:
         runner.zygotes.release(runner.zygotes.start_one())
-        modes = {"warm": (True, None), "warm, cold child": (True, {"REPROBOT_WARM_CHILDREN": "0"}),
-                 "cold": (False, None)}
+        modes = {"warm": (True, None, CHILD_CASE),
+                 "warm, cold child": (True, {"REPROBOT_WARM_CHILDREN": "0"}, CHILD_CASE),
+                 "cold": (False, None, CHILD_CASE),
+                 "warm, no child (the work in the parent)": (True, None, INLINE_CASE)}
         for _ in range(runs):   # interleaved, so that load from elsewhere hits every mode alike
-            for mode, (warm, env) in modes.items():
-                o = runner.run(CHILD_CASE, warm=warm, extra_env=env)
+            for mode, (warm, env, source) in modes.items():
+                o = runner.run(source, warm=warm, extra_env=env)
                 own = _child_self(o.stderr)
                 if own is None or "ValueError: loss" not in o.stderr:
                     raise RuntimeError(f"child case did not fail as expected ({mode}): {o.stderr[-500:]}")
@@ -160,7 +166,7 @@ def print_child_case(runs: int) -> None:
     print("\n| child case (spawn child: torch + transformers, tiny Llama on CPU, raises) | mean run s "
           "(incl. child) | child's own work s | overhead s | overhead / child's own work |")
     print("|---|---|---|---|---|")
-    for mode in ("warm", "warm, cold child", "cold"):
+    for mode in ("warm", "warm, cold child", "cold", "warm, no child (the work in the parent)"):
         walls = [w for w, _ in res[mode]]
         owns = [o for _, o in res[mode]]
         over = statistics.mean(w - o for w, o in res[mode])

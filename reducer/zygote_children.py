@@ -309,7 +309,7 @@ def _serve(sock):
                 # fork later (the successor then serves what C asks next)
                 _debug("preparing successor after the reply")
                 try:
-                    baton, handover = _prepare_successor(owner, close=fds)
+                    baton, handover = _prepare_successor(owner, close=fds, reap_later=_TO_REAP)
                 except OSError:
                     baton, handover = None, None  # no successor (RLIMIT_NPROC, say): C's next ask finds
                     # the socket closed and runs the real spawn; this child still starts
@@ -324,7 +324,10 @@ def _serve(sock):
             _become_child(sock, req, fds)  # never returns
 
 
-def _prepare_successor(owner, close=()):
+_TO_REAP = []   # in a child that prepared its successor on its way: the helper process to reap
+
+
+def _prepare_successor(owner, close=(), reap_later=None):
     """(baton read end, None) in the successor; (None, baton write end) in this spare; (-1, None)
     in a successor that finds C gone. ``close``: fds of a request this spare took, which the
     successor must not hold (a sentinel pipe held open never tells C its child ended)."""
@@ -349,7 +352,10 @@ def _prepare_successor(owner, close=()):
             code = 1
         os._exit(code)
     os.close(r)
-    os.waitpid(mid, 0)
+    if reap_later is None:
+        os.waitpid(mid, 0)
+    else:
+        reap_later.append(mid)  # a child on its way: it does not wait for the helper's own fork
     return None, w
 
 
@@ -402,7 +408,19 @@ def _become_child(sock, req, fds):
         hook = getattr(sys.modules.get("sitecustomize"), "reprobot_child_started", None)
         if hook is not None:  # reprobot's exception recorder, and the tracer of a traced run
             hook()
+        for pid in _TO_REAP:
+            # the helper that made the next spare exits at once; the fork server waits for any of
+            # its children, so it must find none of ours, and a spawn child reaps it at its end
+            try:
+                os.waitpid(pid, 0 if "forkserver" in req["code"] else os.WNOHANG)
+            except OSError:
+                pass
         code = _run_program(req["code"], main.__dict__)
+        for pid in _TO_REAP:
+            try:
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
     finally:
         os._exit(code)
 
