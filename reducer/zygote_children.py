@@ -14,10 +14,10 @@ and becomes a child subreaper. Z is the first of a chain of spares (see ``_serve
 it is asked to exec this interpreter with a spawn / forkserver command line, C sends Z the
 command line, its current environment and cwd, and the fds the child must have (0, 1, 2 and
 the ones spawn passes), by SCM_RIGHTS. The spare that takes the request answers with its own
-pid and becomes the child W. Every spare is C's own child (the first one C forked; each next
-one was double-forked by the one before and reparented to C, the subreaper), so
-``os.waitpid`` in multiprocessing's Popen, the sentinel pipe, ``kill``/``terminate`` all work as
-with a real spawn, and no fork lies between C's request and the child's start. W makes itself look
+pid (C goes on at once), leaves a copy of itself behind for C's next spawn, and becomes the
+child W. Every spare is C's own child (the first one C forked; each next one was double-forked
+by the one before and reparented to C, the subreaper), so ``os.waitpid`` in multiprocessing's
+Popen, the sentinel pipe, ``kill``/``terminate`` all work as with a real spawn. W makes itself look
 like the freshly exec'd interpreter: the same fd numbers (and no others of C's), C's process
 group, environment and cwd, ``sys.argv`` of ``-c``, a fresh empty ``__main__`` (so spawn
 re-imports the script as ``__mp_main__``: module-level code runs again, the ``__main__``
@@ -251,10 +251,9 @@ def _warm_spawn(path, args, passfds):
 
 # ---- in Z: a chain of spares, each of them C's own child, each becoming one W ------------------
 def _serve(sock):
-    """Z, forked by C: the first spare. A spare prepares its successor in the background (a
-    double fork, so that the successor is reparented to C, the subreaper), waits for its turn,
-    takes one request, answers with its OWN pid, hands the socket over, and becomes that W: no
-    fork on the way from C's request to the child's first line."""
+    """Z, forked by C: the first spare. A spare waits for its turn, takes one request, answers with
+    its OWN pid (C goes on at once), leaves a successor behind (a double fork, so that the
+    successor is reparented to C, the subreaper), hands the socket over, and becomes that W."""
     _prctl(_PR_SET_PDEATHSIG, 9)  # dies with C
     os.setpgid(0, 0)  # its own group: spares' memory is not the run's (group_rss), and C's group kill misses them
     null = os.open(os.devnull, os.O_RDWR)
@@ -263,8 +262,6 @@ def _serve(sock):
     os.close(null)
     owner = os.getppid()
     baton = None
-    # The first spare prepares no successor until C spawns something: most scripts never do.
-    early = False
     while True:
         if baton is not None:  # a successor: wait until the spare before took its request
             try:
@@ -272,18 +269,7 @@ def _serve(sock):
             except OSError:
                 pass
             os.close(baton)
-        import select
-        pending = bool(select.select([sock], [], [], 0)[0])
         handover = None
-        if early and not pending:
-            # idle: get the next spare ready now, so that no fork delays the next child
-            _debug("preparing successor")
-            baton, handover = _prepare_successor(owner)
-            if baton == -1:
-                return  # this process is a successor whose C is gone
-            if handover is None:  # this process is the successor: loop back to wait for its turn
-                continue
-        early = True
         while True:
             try:
                 data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 22, 256)
@@ -305,8 +291,10 @@ def _serve(sock):
                 continue
             sock.send(json.dumps({"pid": os.getpid()}).encode())
             if handover is None:
-                # C asked before a successor was ready: C goes on at once, this child starts a
-                # fork later (the successor then serves what C asks next)
+                # C goes on at once; this spare leaves a copy of itself behind for C's next spawn
+                # (one fork on its way: the helper's fork and exit run beside it), then becomes
+                # the child. Nothing is prepared ahead: most scripts spawn once, if at all, and a
+                # spare made ahead would take the CPU from the children at work.
                 _debug("preparing successor after the reply")
                 try:
                     baton, handover = _prepare_successor(owner, close=fds, reap_later=_TO_REAP)
@@ -316,7 +304,6 @@ def _serve(sock):
                 if baton == -1:
                     return
                 if baton is not None and handover is None:
-                    early = True
                     break  # the successor: back to the top, to wait for its turn
             if handover is not None:
                 os.close(handover)  # the successor's turn
@@ -328,6 +315,7 @@ _TO_REAP = []   # in a child that prepared its successor on its way: the helper 
 
 
 def _prepare_successor(owner, close=(), reap_later=None):
+    import time
     """(baton read end, None) in the successor; (None, baton write end) in this spare; (-1, None)
     in a successor that finds C gone. ``close``: fds of a request this spare took, which the
     successor must not hold (a sentinel pipe held open never tells C its child ended)."""
@@ -342,7 +330,7 @@ def _prepare_successor(owner, close=(), reap_later=None):
                 for fd in close:
                     os.close(fd)
                 while os.getppid() == me:
-                    os.sched_yield()
+                    time.sleep(0.0005)
                 _prctl(_PR_SET_PDEATHSIG, 9)
                 if os.getppid() != owner:
                     os.close(r)
