@@ -4,7 +4,11 @@ For each script: per-candidate overhead (mean run time minus the script's own ti
 inside the script with time.perf_counter from its first line to its failure), runs per minute,
 and the whole reduction's wall time, warm and --cold.
 
-    python bench/warm_vs_cold.py [--runs 5] [--max-time 900] [--skip-reduce-example]
+    python bench/warm_vs_cold.py [--runs 5] [--max-time 900] [--skip-reduce-example] [--child-only]
+
+The child case (a failure in a spawn child that imports the stack and builds a tiny model) gives
+warm, warm-parent-cold-child and cold mean run times, each with the child included, and the
+overhead as a share of the child's own work (goal: at most 25% warm).
 
 Prints a markdown table. Timings on a 2-core machine are noisy: compare the ratios of one run.
 """
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -83,6 +88,93 @@ def per_candidate(script: Path, args: list[str], runs: int) -> dict:
     return out
 
 
+# A failure in a spawn child: the child imports torch + transformers (the script's leading imports,
+# run again as __mp_main__), builds a tiny model from a config on CPU, runs it, then raises. The
+# child reports its own work (from its target's first line to the raise) on stderr.
+CHILD_CASE = '''import torch
+import transformers
+from transformers import LlamaConfig, LlamaForCausalLM
+import multiprocessing as mp
+import sys
+import time
+
+
+def child():
+    t0 = time.perf_counter()
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    model = LlamaForCausalLM(cfg)
+    out = model(torch.randint(0, 512, (2, 16)), labels=torch.randint(0, 512, (2, 16)))
+    out.loss.backward()
+    sys.stderr.write("REPROBOT_CHILD_SELF %.4f\\n" % (time.perf_counter() - t0))
+    sys.stderr.flush()
+    raise ValueError("loss %d is too high" % int(out.loss.item() > 0))
+
+
+if __name__ == "__main__":
+    p = mp.get_context("spawn").Process(target=child)
+    p.start()
+    p.join()
+    sys.exit(p.exitcode)
+'''
+
+
+# The same work done by the parent itself, no child: what a warm candidate costs without one.
+INLINE_CASE = CHILD_CASE.split('if __name__ == "__main__":')[0] + 'if __name__ == "__main__":\n    child()\n'
+
+
+def _child_self(stderr: str) -> float | None:
+    for line in stderr.splitlines():
+        if line.startswith("REPROBOT_CHILD_SELF "):
+            return float(line.split()[1])
+    return None
+
+
+def child_case(runs: int) -> dict:
+    """Per-candidate figures of CHILD_CASE: warm (parent and child from the zygote), warm parent
+    with a cold child (REPROBOT_WARM_CHILDREN=0, how it was before), and cold. Overhead is a run's
+    wall time minus the child's own work."""
+    d = Path(tempfile.mkdtemp(prefix="reprobot-bench-child-"))
+    script = d / "spawn_child_model.py"
+    script.write_text(CHILD_CASE)
+    runner = Runner(RunSpec(script=script, timeout=600))
+    runner.zygotes = ZygotePool(runner.python, warm_imports(CHILD_CASE, runner.script_dir), runner.base_environment())
+    out: dict = {}
+    try:
+        runner.zygotes.release(runner.zygotes.start_one())
+        modes = {"warm": (True, None, CHILD_CASE),
+                 "warm, cold child": (True, {"REPROBOT_WARM_CHILDREN": "0"}, CHILD_CASE),
+                 "cold": (False, None, CHILD_CASE),
+                 "warm, no child (the work in the parent)": (True, None, INLINE_CASE)}
+        for _ in range(runs):   # interleaved, so that load from elsewhere hits every mode alike
+            for mode, (warm, env, source) in modes.items():
+                o = runner.run(source, warm=warm, extra_env=env)
+                own = _child_self(o.stderr)
+                if own is None or "ValueError: loss" not in o.stderr:
+                    raise RuntimeError(f"child case did not fail as expected ({mode}): {o.stderr[-500:]}")
+                out.setdefault(mode, []).append((o.wall_time, own))
+        out["children"] = runner.zygotes.children()
+    finally:
+        runner.zygotes.stop()
+        shutil.rmtree(d, ignore_errors=True)
+    return out
+
+
+def print_child_case(runs: int) -> None:
+    res = child_case(runs)
+    print("\n| child case (spawn child: torch + transformers, tiny Llama on CPU, raises) | mean run s "
+          "(incl. child) | child's own work s | overhead s | overhead / child's own work |")
+    print("|---|---|---|---|---|")
+    for mode in ("warm", "warm, cold child", "cold", "warm, no child (the work in the parent)"):
+        walls = [w for w, _ in res[mode]]
+        owns = [o for _, o in res[mode]]
+        over = statistics.mean(w - o for w, o in res[mode])
+        print(f"| {mode} | {statistics.mean(walls):.3f} | {statistics.mean(owns):.3f} | {over:.3f} | "
+              f"{100 * over / max(statistics.mean(owns), 1e-6):.0f}% |", flush=True)
+    print(f"children of the warm runs: {res['children']}")
+
+
 def reduction(script: Path, args: list[str], warm: bool, max_time: float, jobs: int) -> dict:
     out_dir = Path(tempfile.mkdtemp(prefix="reprobot-bench-wc-"))
     cmd = [sys.executable, "-m", "bot", "reduce", str(script), "--out", str(out_dir), "--no-env",
@@ -106,7 +198,13 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--skip-reduce-example", action="store_true",
                     help="per-candidate figures only for the CPU example (its reductions take minutes)")
+    ap.add_argument("--child-only", action="store_true", help="only the spawn-child case")
     args = ap.parse_args()
+    if args.child_only:
+        print(f"load before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
+        print_child_case(args.runs)
+        print(f"load after: {os.getloadavg()[0]:.2f}")
+        return 0
     manifest = json.loads((CORPUS / "MANIFEST.json").read_text())["scripts"]
     scripts = [(EXAMPLE, [])] + [(CORPUS / e["file"], e["args"]) for e in manifest]
     print(f"load before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; --jobs {args.jobs}", flush=True)
@@ -130,6 +228,7 @@ def main() -> int:
         print(f"| {script.name} | {pc['zygote_start']:.2f} | {w['mean_run']:.3f} | {c['mean_run']:.3f} | "
               f"{w['overhead']:.3f} | {c['overhead']:.3f} | {ratio:.1f}x | {w['runs_per_min']:.0f} | "
               f"{c['runs_per_min']:.0f} | {cell(rw)} | {cell(rc)} | {speed} |", flush=True)
+    print_child_case(args.runs)
     print(f"load after: {os.getloadavg()[0]:.2f}")
     return 0
 

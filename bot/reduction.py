@@ -215,10 +215,21 @@ def warm_up(failure: Failure, oracle: Oracle, opts: Options) -> WarmReport:
         console.print(f"warm start: {len(z.get('imported', []))} modules imported once "
                       f"({z.get('start_seconds', 0):.1f}s); the original ran in {warm.original_warm_seconds:.1f}s "
                       f"warm vs {warm.original_cold_seconds:.1f}s cold"
+                      + _children_note(z.get("children") or {})
                       + (f"; left out (they initialise CUDA): {', '.join(z['dropped'])}" if z.get("dropped") else ""))
     elif opts.warm:
         console.print(f"[yellow]cold runs:[/] {escape(warm.why_not)}")
     return warm
+
+
+def _children_note(children: dict[str, Any]) -> str:
+    warm, cold = children.get("warm", 0), children.get("cold", 0)
+    if not warm and not cold:
+        return ""
+    note = f"; its spawned children: {warm} warm"
+    if cold:
+        note += f", {cold} cold ({children.get('why_cold', ['?'])[0]})" if children.get("why_cold") else f", {cold} cold"
+    return note
 
 
 def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
@@ -249,17 +260,45 @@ def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
     else:
         report.original_warm_seconds = round(verdict.outcome.wall_time, 3)
         report.zygote = pool.info.to_dict() if pool.info else {}
+        report.zygote["children"] = pool.children()
+        differs = _warm_differs(failure, verdict.outcome)
         if runner.warm_fallbacks:
             report.why_not = "the warm interpreter died on the original"
         elif not verdict.interesting:
             report.why_not = ("the original does not fail the same way when started warm "
                               f"({_describe(verdict.outcome)})")
+        elif differs:
+            report.why_not = f"the original fails differently when started warm ({differs})"
         else:
             report.enabled = True
             return report
     pool.stop()
     runner.zygotes = None
     return report
+
+
+def _warm_differs(failure: Failure, warm) -> str:
+    """Beyond the target: what the warm run of the original shows that no cold run showed, or
+    lacks that every cold run showed — its spawned children's failures included (their
+    tracebacks are in the output) — as one short phrase; "" when nothing differs. A warm run
+    stopped once the target appeared is only checked for failures of its own."""
+    from reducer.signature import distinct_failures
+    options = failure.spec.options
+    cold = [{sig: rec for sig, rec in distinct_failures(o, options)} for o in failure.outcomes]
+    if not cold:
+        return ""
+    seen_warm = {sig: rec for sig, rec in distinct_failures(warm, options)}
+    union = {sig: rec for c in cold for sig, rec in c.items()}
+    extra = [rec for sig, rec in seen_warm.items() if sig not in union]
+    missing = []
+    if not (warm.stopped_early or warm.timed_out):
+        missing = [rec for sig, rec in cold[0].items() if all(sig in c for c in cold) and sig not in seen_warm]
+        codes = {o.returncode for o in failure.outcomes}
+        if not extra and not missing and len(codes) == 1 and warm.returncode not in codes:
+            return f"exit code {warm.returncode} warm, {codes.pop()} cold"
+    parts = [f"also {r.exc_type}: {r.message[:60]}" for r in extra[:1]] + \
+            [f"not {r.exc_type}: {r.message[:60]}" for r in missing[:1]]
+    return "; ".join(parts)
 
 
 def _describe(outcome) -> str:
@@ -376,6 +415,8 @@ class Saver:
         data["oracle_runs"] = self.oracle.runs
         runner = self.oracle.runner
         data["warm"] = {**self.warm.to_dict(), "runs_warm": runner.warm_runs, "warm_fallbacks": runner.warm_fallbacks}
+        if runner.zygotes is not None:      # spawn / forkserver children of the warm runs
+            data["warm"]["children"] = runner.zygotes.children()
         elapsed = max(time.monotonic() - self.started, 1e-6)
         # busy run-seconds over what the slots could have run in this session
         data["slot_utilisation"] = round(min(1.0, self.oracle.run_seconds / (self.jobs * elapsed)), 3)

@@ -8,6 +8,11 @@ user environment, Python 3.8+), and appends to the JSON-lines file named by
 ``$REPROBOT_TRACE_OUT``:
 - ``{"line": n}`` the first time each line of the script executes (written at once with
   O_APPEND, so forked workers and hard crashes lose nothing already seen);
+- the same from every child of the run that is a Python interpreter (spawn / forkserver
+  workers, ``torch.multiprocessing.spawn`` ranks, and their own children): the launcher puts
+  its path and the script's in the environment, and reducer/exception_hook/sitecustomize.py
+  runs it in child mode at the child's start-up (a warm child: when it takes its environment),
+  so a line only a child ran counts as executed;
 - ``{"call": {...}}`` at exit: for calls made from the script's own lines, the callee's name,
   parameters and those argument values whose ``repr`` evaluates back to an equal literal (the
   latest value per call site; bounded in count and size).
@@ -41,7 +46,15 @@ ENV_VAR = "REPROBOT_TRACE_OUT"
 LAUNCHER = r'''
 import ast, atexit, json, os, re, runpy, sys, threading
 
-_script = os.path.abspath(sys.argv[1])
+# In a child of the traced run (a spawn/forkserver worker, any Python the script started),
+# reducer/exception_hook/sitecustomize.py runs this file with _REPROBOT_TRACE_CHILD set: the
+# same tracer, installed before the child runs anything of the script, writing to the same file.
+_child = bool(globals().get("_REPROBOT_TRACE_CHILD"))
+_script = os.environ["REPROBOT_TRACE_SCRIPT"] if _child else os.path.abspath(sys.argv[1])
+if not _child:
+    # children inherit these: they trace themselves (sitecustomize.reprobot_trace_child)
+    os.environ["REPROBOT_TRACE_SCRIPT"] = _script
+    os.environ["REPROBOT_TRACE_LAUNCHER"] = os.path.abspath(__file__)
 _here = os.path.dirname(_script)
 # paths inside this run's own scratch copy and temp dir mean nothing in another run
 _private = [p for p in (_here, os.environ.get("TMPDIR", "").rstrip(os.sep)) if len(p) > 1]
@@ -352,6 +365,13 @@ def _dump():
         _emit({"bind": {"line": line, "name": name, "value": text, "seen": seen, "varies": varies}})
 
 
+def _child_main():
+    if hasattr(sys, "addaudithook"):
+        sys.addaudithook(_audit)
+    threading.settrace(_global)
+    sys.settrace(_global)
+
+
 def _main():
     sys.argv = sys.argv[1:]
     sys.argv[0] = _script
@@ -378,7 +398,10 @@ def _main():
         sys.settrace(None)
 
 
-_main()
+if _child:
+    _child_main()
+else:
+    _main()
 '''
 
 
@@ -430,9 +453,12 @@ class TraceData:
 
     @classmethod
     def load(cls, source: str, path: Path) -> TraceData:
+        """The records every process of the run wrote (the script, and its children that traced
+        themselves): lines are united; a name two processes bound to different values varies."""
         data = cls(source)
         if not path.exists():
             return data
+        binds: dict[tuple[int, str], BindRecord] = {}
         for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 rec = json.loads(raw)
@@ -443,7 +469,14 @@ class TraceData:
             elif isinstance(rec.get("call"), dict):
                 data.calls.append(CallRecord.from_dict(rec["call"]))
             elif isinstance(rec.get("bind"), dict):
-                data.binds.append(BindRecord.from_dict(rec["bind"]))
+                b = BindRecord.from_dict(rec["bind"])
+                known = binds.get((b.line, b.name))
+                if known is None:
+                    binds[(b.line, b.name)] = b
+                    data.binds.append(b)
+                else:   # the same statement in another process (a child re-running module code)
+                    known.varies = known.varies or b.varies or known.value != b.value
+                    known.seen = max(known.seen, b.seen)
         return data
 
     def to_dict(self) -> dict[str, Any]:

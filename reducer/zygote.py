@@ -97,6 +97,8 @@ class Zygote:
         self._home: Path | None = None
         self._lock = threading.Lock()
         self.first_cuda_init: list[str] = []
+        # the candidates' spawn / forkserver children: how many started warm, cold, and why cold
+        self.children: dict = {"warm": 0, "cold": 0, "why_cold": []}
 
     # ---- lifecycle --------------------------------------------------------------------------
     def start(self) -> ZygoteInfo:
@@ -185,6 +187,13 @@ class Zygote:
         with self._lock:
             self._close()
 
+    def count_children(self, stats: dict) -> None:
+        self.children["warm"] += int(stats.get("warm", 0) or 0)
+        self.children["cold"] += int(stats.get("cold", 0) or 0)
+        for why in stats.get("why_cold") or []:
+            if why not in self.children["why_cold"] and len(self.children["why_cold"]) < 5:
+                self.children["why_cold"].append(why)
+
     # ---- one candidate ----------------------------------------------------------------------
     def fork(self, script: str, args: list[str], cwd: Path, env: dict[str, str],
              stdout_fd: int, stderr_fd: int, limits: dict[str, int] | None = None) -> "WarmChild":
@@ -208,6 +217,7 @@ class WarmChild:
         self.zygote = zygote
         self.pid = pid
         self.returncode: int | None = None
+        self.children: dict = {}
 
     def wait(self, timeout: float) -> bool:
         """True once the child has exited (its status read); False after ``timeout``."""
@@ -231,7 +241,10 @@ class WarmChild:
                 pass
         if not data:
             raise ZygoteError("the warm interpreter died during a run")
-        self.returncode = int(json.loads(data.decode())["returncode"])
+        reply = json.loads(data.decode())
+        self.returncode = int(reply["returncode"])
+        self.children = reply.get("children") or {}
+        self.zygote.count_children(self.children)
         return True
 
 
@@ -245,6 +258,7 @@ class ZygotePool:
         self._lock = threading.Lock()
         self.info: ZygoteInfo | None = None
         self.failures = 0
+        self._stopped: list[Zygote] = []
 
     def start_one(self) -> Zygote:
         z = Zygote(self.python, self.modules, self.env)
@@ -275,8 +289,20 @@ class ZygotePool:
         self.failures += 1
         z.stop()
 
+    def children(self) -> dict:
+        """Spawn / forkserver children of warm runs so far: {"warm": n, "cold": n, "why_cold": [...]}."""
+        out: dict = {"warm": 0, "cold": 0, "why_cold": []}
+        with self._lock:
+            zygotes = list(self._all) + list(self._stopped)
+        for z in zygotes:
+            out["warm"] += z.children["warm"]
+            out["cold"] += z.children["cold"]
+            out["why_cold"] += [w for w in z.children["why_cold"] if w not in out["why_cold"]]
+        return out
+
     def stop(self) -> None:
         with self._lock:
+            self._stopped += self._all
             zygotes, self._all, self._idle = self._all, [], []
         for z in zygotes:
             z.stop()

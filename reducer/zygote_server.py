@@ -11,7 +11,8 @@ Protocol over a SOCK_SEQPACKET socket inherited as fd argv[1], one JSON object p
          or {"ready": false, "why": "...", "cuda_initialized_by": name}
   client -> {"script": path, "args": [...], "cwd": dir, "env": {...}, "limits": {"NPROC": n, ...}}
             with fds [stdout, stderr]
-  server -> {"pid": n}, then {"pid": n, "returncode": rc} when the child has exited
+  server -> {"pid": n}, then {"pid": n, "returncode": rc, "children": {"warm": n, "cold": n, "why_cold": [...]}}
+            when the child has exited (children: its spawn/forkserver children, zygote_children.py)
 Closing the socket stops the server.
 """
 import importlib
@@ -206,8 +207,25 @@ def _apply_limits(limits):
             pass
 
 
-def _child(req, fds, sock):
+def _load_children():
+    """reducer/zygote_children.py, next to this file: warm spawn children (None if it fails)."""
+    try:
+        import importlib.util
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote_children.py")
+        spec = importlib.util.spec_from_file_location("_reprobot_zygote_children", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    except Exception:
+        return None
+
+
+_CHILDREN = None
+
+
+def _child(req, fds, sock, stats_fd=None):
     code = 1
+    children = None
     try:
         sock.close()
         os.setsid()
@@ -238,8 +256,23 @@ def _child(req, fds, sock):
         if os.environ.get("PYTHONFAULTHANDLER"):
             import faulthandler
             faulthandler.enable()
+        # the script to look at: a traced run's launcher (reducer/trace.py) runs the one after it
+        looked_at = [script] + [a for a in req["args"][:1] if a.endswith(".py")]
+        if _CHILDREN is not None and _CHILDREN.may_spawn(looked_at):
+            # spawn / forkserver children of the script start from this warm image too
+            try:
+                if _CHILDREN.start(disabled=os.environ.get("REPROBOT_WARM_CHILDREN") == "0",
+                                   close_in_child=[stats_fd] if stats_fd is not None else []):
+                    children = _CHILDREN
+            except Exception:
+                children = None
         code = _run_script(req)
     finally:
+        if stats_fd is not None:
+            try:
+                os.write(stats_fd, json.dumps(children.stats() if children is not None else {}).encode())
+            except Exception:
+                pass
         os._exit(code)
 
 
@@ -279,18 +312,31 @@ def serve(sock, modules):
         req = json.loads(data.decode())
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
+        stats_r, stats_w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            _child(req, fds, sock)
+            os.close(stats_r)
+            _child(req, fds, sock, stats_w)
+        os.close(stats_w)
         for fd in fds:
             os.close(fd)
         _send(sock, {"pid": pid})
         _, status = os.waitpid(pid, 0)
-        _send(sock, {"pid": pid, "returncode": os.waitstatus_to_exitcode(status)})
+        # what the candidate's spawned children were started from (written just before it exited;
+        # a child still running may hold the pipe open, so no waiting for its end)
+        os.set_blocking(stats_r, False)
+        try:
+            children = json.loads(os.read(stats_r, 1 << 16).decode() or "{}")
+        except (OSError, ValueError):
+            children = {}
+        os.close(stats_r)
+        _send(sock, {"pid": pid, "returncode": os.waitstatus_to_exitcode(status), "children": children})
 
 
 def main(argv):
+    global _CHILDREN
     _die_with_parent()
+    _CHILDREN = _load_children()
     sock = socket.socket(fileno=int(argv[1]))
     # Imports resolve from site-packages, never from reprobot's own folder.
     sys.path[0] = os.getcwd()

@@ -221,7 +221,8 @@ def _zygotes_alive() -> list[int]:
                 cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"zygote_server.py" in cmd:
+            # this checkout's own (other checkouts on the machine run zygotes of their own)
+            if str(ROOT / "reducer" / "zygote_server.py").encode() in cmd:
                 pids.append(int(entry))
     return pids
 

@@ -177,6 +177,36 @@ def reprobot_run_started():
             pass
 
 
+_TRACE_LAUNCHER = "REPROBOT_TRACE_LAUNCHER"
+_traced = []
+
+
+def reprobot_trace_child():
+    """In a child of a traced run (reducer/trace.py: its launcher put its own path and the
+    script's in the environment, which every child inherits), install the same tracer before the
+    child runs any of the script, so the lines only a child ran count as executed. Nothing at
+    all happens outside traced runs."""
+    launcher = os.environ.get(_TRACE_LAUNCHER)
+    if not launcher or _traced or not os.environ.get("REPROBOT_TRACE_OUT") \
+            or not os.environ.get("REPROBOT_TRACE_SCRIPT"):
+        return
+    _traced.append(launcher)
+    try:
+        with open(launcher, encoding="utf-8") as f:
+            code = compile(f.read(), launcher, "exec")
+        exec(code, {"__name__": "_reprobot_trace_child", "__file__": launcher,
+                    "__builtins__": __builtins__, "_REPROBOT_TRACE_CHILD": True})
+    except BaseException:
+        pass
+
+
+def reprobot_child_started():
+    """A warm interpreter's spawn child (reducer/zygote_children.py) calls this once it has
+    taken the environment its parent gave it: what a cold child's start-up did here."""
+    reprobot_run_started()
+    reprobot_trace_child()
+
+
 def _chain_user_sitecustomize():
     """Run the sitecustomize this one shadows (a user's, or the distribution's), as Python would."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -244,4 +274,5 @@ if os.environ.get("REPROBOT_RENDEZVOUS"):
         import reprobot_rendezvous  # noqa: F401
     except BaseException:
         pass
+reprobot_trace_child()
 _chain_user_sitecustomize()
