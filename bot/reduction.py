@@ -188,6 +188,12 @@ def command_deadline(opts: Options) -> float | None:
     return opts.deadline
 
 
+def warm_timeout(warm_wall: float, cold_wall: float) -> float:
+    """How long a warm candidate may run: three times the original's warm run, but never less
+    than a quarter of its cold one (a candidate that falls back to a cold start keeps a chance)."""
+    return max(candidate_timeout(warm_wall), 0.25 * cold_wall)
+
+
 def make_oracle(failure: Failure, pool: GpuPool, deadline: float | None) -> Oracle:
     oracle = Oracle(failure.runner, failure.signature, failure.spec.options,
                     timeout=candidate_timeout(failure.wall_time), gpus=pool,
@@ -271,6 +277,7 @@ def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
             report.why_not = f"the original fails differently when started warm ({differs})"
         else:
             report.enabled = True
+            oracle.warm_timeout = warm_timeout(verdict.outcome.wall_time, failure.wall_time)
             return report
     pool.stop()
     runner.zygotes = None

@@ -77,6 +77,9 @@ class Oracle:
         self.target = target
         self.options = options
         self.timeout = timeout
+        # A warm run's bound, from the original's warm run: a candidate that hangs (a worker
+        # called where it waits on a queue nobody fills) costs that, not three cold runs.
+        self.warm_timeout: float | None = None
         self.stop_early = stop_early
         self.runs = 0
         self.collisions = 0   # runs repeated because their rendezvous port was taken
@@ -136,6 +139,8 @@ class Oracle:
         for it; ``gpu_count``: only the set's first N GPUs visible (the one-GPU check); ``alone``:
         a cold run of the source by itself in an empty folder, offline (``Runner.run``)."""
         timeout, cut = self.timeout, False
+        if warm and not alone and self.warm_timeout is not None and getattr(self.runner, "zygotes", None) is not None:
+            timeout = self.warm_timeout
         if self.deadline is not None:
             left = self.deadline - time.monotonic()
             if left <= 0:

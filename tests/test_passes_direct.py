@@ -179,3 +179,19 @@ def test_bring_home_keeps_the_child_when_the_failure_needs_it() -> None:
     assert target(src)
     out = reduce_with(src, target, "bring_home")
     assert out.strip() == src.strip()
+
+
+def test_bring_home_calls_the_target_before_the_parent_reads_its_results() -> None:
+    """The spawn worker's shape: the parent feeds a queue, then waits on the results queue before
+    it joins the child. At the join the target would never run; right after the last hand-off it
+    finds the requests in place."""
+    src = QUEUE_WORKER.replace("def worker_loop(requests, limit):", "def worker_loop(requests, results, limit):") \
+        .replace("            return\n", "            return\n        results.put(len(req))\n") \
+        .replace("    q = ctx.Queue()\n", "    q = ctx.Queue()\n    r = ctx.Queue()\n") \
+        .replace("args=(q, 4)", "args=(q, r, 4)") \
+        .replace("    q.put(None)\n", "    q.put(None)\n    print(r.get(timeout=30))\n")
+    target = shows_as_file("ValueError: request of 8 tokens exceeds the limit of 4")
+    assert target(src)
+    out = reduce_with(src, target, "bring_home")
+    assert "worker_loop(q, r, 4)" in out and "proc.start()" not in out, out
+    assert out.index('q.put(None)') < out.index("worker_loop(q, r, 4)") < out.index("r.get(timeout=30)")

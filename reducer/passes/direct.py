@@ -272,15 +272,79 @@ def _children(module: cst.Module) -> list[Child]:
     return found
 
 
-def _home(module: cst.Module, child: Child) -> str | None:
-    """The target called where the parent waits for the child (its join), after everything the
-    parent hands it (a queue filled after start) is in place; the start goes."""
+_FEEDS = {"put", "put_nowait", "send", "send_bytes"}
+
+
+def _feeds(stmt: cst.CSTNode) -> bool:
+    """``q.put(x)`` and its kin as a statement: the parent handing the child its work."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Expr):
+        return False
+    call = stmt.body[0].value
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in _FEEDS
+
+
+class _Move(cst.CSTTransformer):
+    """Drop ``start`` (and the ``join`` of a process that is no longer started) and put ``call``
+    right after ``anchor``, a statement of the same block."""
+
+    def __init__(self, start: cst.CSTNode, anchor: cst.CSTNode, call: cst.SimpleStatementLine,
+                 join: cst.CSTNode | None = None) -> None:
+        self.start, self.anchor, self.call, self.join = start, anchor, call, join
+
+    def _block(self, body):
+        if not any(s is self.start for s in body) or not any(s is self.anchor for s in body):
+            return None
+        out = []
+        for stmt in body:
+            if stmt is not self.start and stmt is not self.join:
+                out.append(stmt)
+            if stmt is self.anchor:
+                out.append(self.call)
+        return out
+
+    def leave_IndentedBlock(self, original, updated):
+        new = self._block(original.body)
+        return updated if new is None else updated.with_changes(body=new)
+
+    def leave_SimpleStatementLine(self, original, updated):
+        # a join elsewhere than the start's block
+        return cst.RemoveFromParent() if original is self.join else updated
+
+    def leave_Module(self, original, updated):
+        new = self._block(original.body)
+        return updated if new is None else updated.with_changes(body=new)
+
+
+def _homes(module: cst.Module, child: Child) -> list[str]:
+    """Where the target may be called instead, first the likeliest to see the child's work in
+    place: right after the parent's last hand-off (``q.put``) that follows the start, before
+    anything reads the child's results; where the parent joins it; where it was started."""
     direct = direct_call(child.create)
     if direct is None:
-        return None
+        return []
     call = cst.SimpleStatementLine([cst.Expr(direct)])
-    if child.join is None:
-        return safe(lambda: replace(module, child.start, call))
+    out: list[str | None] = []
+    after = _after_start(module, child.start, collect(module, _feeds))
+    if after is not None:
+        out.append(safe(lambda: module.visit(_Move(child.start, after, call, child.join)).code))
+    if child.join is not None:
+        out.append(_at_join(module, child, call))
+    out.append(safe(lambda: replace(module, child.start, call)))
+    return [s for s in dict.fromkeys(out) if s is not None]
+
+
+def _after_start(module: cst.Module, start: cst.CSTNode, feeds: list[cst.CSTNode]) -> cst.CSTNode | None:
+    """The last hand-off statement after ``start`` in the same block, if any."""
+    for block in collect(module, lambda n: isinstance(n, (cst.IndentedBlock, cst.Module))):
+        body = list(block.body)
+        if any(s is start for s in body):
+            i = next(k for k, s in enumerate(body) if s is start)
+            later = [s for s in body[i + 1:] if any(s is f for f in feeds)]
+            return later[-1] if later else None
+    return None
+
+
+def _at_join(module: cst.Module, child: Child, call: cst.SimpleStatementLine) -> str | None:
     without_start = safe(lambda: replace(module, child.start, cst.RemoveFromParent()))
     if without_start is None:
         return None
@@ -297,6 +361,6 @@ def bring_home(gate: Gate) -> None:
     in-process speed, without a second interpreter's imports and model build."""
     module = parse(gate.best)
     for child in _children(module):
-        source = _home(module, child)
-        if source is not None and gate.consider(source):
-            return
+        for source in _homes(module, child):
+            if gate.consider(source):
+                return
