@@ -291,7 +291,10 @@ def _warm_differs(failure: Failure, warm) -> str:
     stopped once the target appeared is only checked for failures of its own."""
     from reducer.signature import distinct_failures
     options = failure.spec.options
-    cold = [{sig: rec for sig, rec in distinct_failures(o, options)} for o in failure.outcomes]
+    # --resume trusts the stored failure: its runs kept their times, not their output, so there
+    # is nothing beyond the target to compare with (the target itself was checked).
+    cold = [{sig: rec for sig, rec in distinct_failures(o, options)} for o in failure.outcomes
+            if o.stdout or o.stderr]
     if not cold:
         return ""
     seen_warm = {sig: rec for sig, rec in distinct_failures(warm, options)}
