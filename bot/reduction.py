@@ -268,6 +268,7 @@ def trace_data(failure: Failure, repro: ReproDir, resumed: bool, oracle: Oracle 
         # the failing call's own argument values, for the boundary-call candidate (one more run)
         from reducer.boundary import boundary_run
         data.boundary = boundary_run(failure.spec.source, run)
+        data.target_exc_type = failure.signature.exc_type
     except Exception as e:  # noqa: BLE001 - an optimisation too
         console.print(f"[yellow]boundary call skipped:[/] {escape(str(e))[:200]}")
     if data is not None:

@@ -31,15 +31,18 @@ from typing import Any
 ENV_VAR = "REPROBOT_BOUNDARY_OUT"
 
 LAUNCHER = r'''
-import ast, os, runpy, sys, threading, json
+import ast, collections, os, runpy, sys, threading, json
 
 _script = os.path.abspath(sys.argv[1])
 _here = os.path.dirname(_script)
 _private = [p for p in (_here, os.environ.get("TMPDIR", "").rstrip(os.sep)) if len(p) > 1]
 _out = os.environ.get("REPROBOT_BOUNDARY_OUT")
 _fd = os.open(_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600) if _out else None
-_done = []          # exceptions already recorded (kept alive: their ids stay theirs)
-_MAX_RECORDS, _MAX_REPR = 50, 4000
+# exceptions seen lately (kept alive, so an identity check is sound): one exception reaches every
+# frame it leaves right after another, so the recent ones are enough to see it once
+_done = collections.deque(maxlen=64)
+_records = [0]
+_MAX_RECORDS, _MAX_REPR = 1000, 4000
 _calls_at = None
 
 
@@ -169,7 +172,7 @@ def _record(frame, exc):
 
 
 def _local(frame, event, arg):
-    if event == "exception" and len(_done) < _MAX_RECORDS:
+    if event == "exception" and _records[0] < _MAX_RECORDS:
         try:
             exc, tb = arg[1], arg[2]
             if not any(e is exc for e in _done):
@@ -178,6 +181,7 @@ def _local(frame, event, arg):
                     last = last.tb_next
                 if last is not None and last.tb_frame.f_code.co_filename != _script:
                     _done.append(exc)
+                    _records[0] += 1
                     _record(frame, exc)
                 elif last is not None:
                     _done.append(exc)      # raised by the script itself: no boundary
@@ -275,7 +279,8 @@ def matching(boundaries: list[Boundary], exc_type: str, message: str) -> list[Bo
     def rank(b: Boundary) -> int:
         same_type = bool(exc_type) and (b.exc_type == exc_type or b.exc_type.endswith("." + exc_type)
                                         or exc_type.endswith(b.exc_type.rsplit(".", 1)[-1]))
-        same_message = bool(message) and (b.message == message or message in b.message or b.message in message)
+        same_message = bool(message) and (b.message == message or message in b.message
+                                          or (bool(b.message) and b.message in message))
         return 0 if same_type and same_message else 1 if same_message else 2 if same_type else 3
     ordered = sorted(enumerate(boundaries), key=lambda ib: (rank(ib[1]), -ib[0]))
     return [b for _, b in ordered]

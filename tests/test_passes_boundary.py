@@ -37,37 +37,38 @@ def _reduce(source: str, **kw):
 
 
 LITERAL = '''
-import calendar
+import statistics
 
-OFFSET = 1
+SAMPLES = [3.0, 1.0, 2.0]
 
-def days_in(year, month):
-    shifted = month + OFFSET
-    return calendar.monthrange(year, shifted)[1]
+def cuts(data, buckets):
+    n = buckets - 1
+    return statistics.quantiles(data, n=n)
 
 def main():
-    total = 0
-    for m in [10, 11, 12]:
-        total += days_in(2024, m)
-    print(total)
+    out = []
+    for b in [4, 3, 1]:
+        out.append(cuts(SAMPLES, b))
+    print(out)
 
 main()
 '''
 
 
 def test_the_launcher_records_the_failing_calls_own_values():
-    # The call site ran three times (11, 12, 13): the trace's latest-per-site record pins nothing
-    # down, the boundary record has the failing call's 13.
-    found = matching(boundary_run(LITERAL, subprocess_run_fn(sys.executable)), "calendar.IllegalMonthError", "")
-    assert found[0].exc_type == "calendar.IllegalMonthError"
-    assert found[0].value("shifted") == "13" and found[0].value("year") == "2024"
-    assert found[0].object_of("calendar.monthrange") == "calendar:monthrange"
+    # The call site ran three times (n = 3, 2, 0): the trace's latest-per-site record pins
+    # nothing down, the boundary record has the failing call's 0.
+    found = matching(boundary_run(LITERAL, subprocess_run_fn(sys.executable)), "statistics.StatisticsError", "")
+    assert found[0].exc_type == "statistics.StatisticsError"
+    assert found[0].value("n") == "0" and found[0].value("data") == "[3.0, 1.0, 2.0]"
+    assert found[0].object_of("statistics.quantiles") == "statistics:quantiles"
 
 
 def test_boundary_call_is_offered_first_and_accepted_when_it_reproduces():
     result, oracle = _reduce(LITERAL, passes=[], prelude=PRELUDE)
-    assert oracle.seen[0] == "import calendar\ncalendar.monthrange(2024, 13)\n"     # the first run
-    assert result.best_source == "import calendar\ncalendar.monthrange(2024, 13)\n"
+    expected = "import statistics\nstatistics.quantiles([3.0, 1.0, 2.0], n=0)\n"
+    assert oracle.seen[0] == expected       # the first run
+    assert result.best_source == expected
     assert result.stats.passes["boundary_call"].accepted == 1
 
 

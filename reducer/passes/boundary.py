@@ -280,14 +280,15 @@ class _Builder:
             done.add((name, in_function))
             reads: set[str] = set()
             top_reads: set[str] = set()
-            if in_function and name in local:
+            if in_function and self._recorded(name) is not None:
+                # the value the failing frame held: better than the code that computed it
+                assigned.append(f"{name} = {self._recorded(name)}")
+                continue
+            elif in_function and name in local:
                 stmt = local[name]
                 if stmt not in hoisted:
                     hoisted.append(stmt)
                 reads = _free(stmt)
-            elif in_function and self._recorded(name) is not None:
-                assigned.append(f"{name} = {self._recorded(name)}")
-                continue
             elif in_function and name in params:
                 if params[name] is None:
                     return None
@@ -315,13 +316,22 @@ class _Builder:
                 todo.append((n, False))
         chosen.sort(key=lambda s: s.lineno)
         hoisted.sort(key=lambda s: s.lineno)
-        body = [ast.get_source_segment(self.source, s) for s in chosen]
-        hoist = [_dedent(ast.get_source_segment(self.source, s)) for s in hoisted]
+        body = [self._text(s) for s in chosen]
+        hoist = [_dedent(self._text(s)) for s in hoisted]
         if any(t is None for t in body + hoist):
             return None
         order = {text: (line, text) for line, text in self.imports.values()}
         imports.sort(key=lambda t: order.get(t, (0, t)))
         return "\n".join(imports + body + assigned[::-1] + hoist + [call_text]) + "\n"   # type: ignore[operator]
+
+    def _text(self, stmt: ast.stmt) -> str | None:
+        """A statement's whole lines, its decorators included (a dataclass stays one)."""
+        start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
+        end = stmt.end_lineno or stmt.lineno
+        lines = self.source.splitlines()
+        if start < 1 or end > len(lines):
+            return None
+        return "\n".join(lines[start - 1:end])
 
     def _holder(self, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         holder = None
@@ -342,7 +352,7 @@ class _Builder:
         out: dict[str, tuple[str, set[str]] | None] = {n: None for n in names + [p.arg for p in a.kwonlyargs]}
         calls = [n for n in ast.walk(self.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                  and n.func.id == holder.name]
-        top_calls = [c for s in self.tree.body for c in ast.walk(s) if c in calls]
+        top_calls = [c for c in _module_level(self.tree) if c in calls]
         if len(calls) != 1 or len(top_calls) != 1:
             return out
         call = calls[0]
@@ -390,6 +400,18 @@ class _Builder:
                     if counts.get(n) == 1:
                         out[n] = stmt
         return out
+
+
+def _module_level(tree: ast.Module) -> list[ast.AST]:
+    """The nodes the module itself runs: not inside a function, a class or a lambda."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return out
 
 
 def _binds(stmt: ast.AST) -> list[str]:
