@@ -71,6 +71,7 @@ class Entry:
     args: list[str]
     max_statements: int | None = None
     ideal_statements: int | None = None
+    part: str = "corpus"     # which manifest: corpus (MANIFEST.json), floor, heldout (MANIFEST_<part>.json)
 
 
 @dataclass
@@ -89,13 +90,28 @@ class Result:
     tool_wall: float | None = None  # the tool's own reduction time (reprobot: without the
                                     # confirmation runs and the environment pinning)
     note: str = ""
+    part: str = "corpus"
 
 
-def load_manifest(corpus: Path = CORPUS) -> list[Entry]:
-    data = json.loads((corpus / "MANIFEST.json").read_text(encoding="utf-8"))
-    return [Entry(Path(s["file"]).stem, corpus / s["file"], list(s.get("args", [])),
-                  s.get("max_statements"), s.get("ideal_statements")) for s in data["scripts"]
-            if not s.get("requires")]   # the issue-29 shapes need torch and a launch line
+def manifest_files(corpus: Path = CORPUS) -> dict[str, Path]:
+    """part -> manifest: MANIFEST.json is the corpus; MANIFEST_<part>.json add parts (issue #31's
+    floor scripts, and a held-out part no pass is tuned on)."""
+    found = {"corpus": corpus / "MANIFEST.json"}
+    for path in sorted(corpus.glob("MANIFEST_*.json")):
+        found[path.stem.removeprefix("MANIFEST_")] = path
+    return found
+
+
+def load_manifest(corpus: Path = CORPUS, parts: list[str] | None = None) -> list[Entry]:
+    out: list[Entry] = []
+    for part, path in manifest_files(corpus).items():
+        if parts is not None and part not in parts:
+            continue
+        data = json.loads(path.read_text(encoding="utf-8"))
+        out += [Entry(Path(s["file"]).stem, corpus / s["file"], list(s.get("args", [])),
+                      s.get("max_statements"), s.get("ideal_statements"), part) for s in data["scripts"]
+                if not s.get("requires")]   # the issue-29 shapes need torch and a launch line
+    return out
 
 
 def example_entry() -> Entry:
@@ -294,8 +310,6 @@ def _pysource_main(argv: list[str]) -> int:
 
 def _reduce_one(entry: Entry, tool: str, signature: Path, limit: float, jobs: int, workroot: Path,
                 python: str, progress: Callable[[str], None]) -> Result:
-    from interesting import is_interesting
-
     original = entry.path.read_text(encoding="utf-8")
     tok0, st0 = count_tokens(original), count_statements(original)
     cand_timeout = candidate_timeout(signature)
@@ -306,7 +320,18 @@ def _reduce_one(entry: Entry, tool: str, signature: Path, limit: float, jobs: in
     progress(f"{entry.name}: {tool} (limit {limit:.0f}s) ...")
     start = time.monotonic()
     got = RUNNERS[tool](Job(entry, signature, wrapper, wd, jobs, limit, cand_timeout))
-    wall = time.monotonic() - start
+    result = _judge(entry, tool, got, signature, python, cand_timeout, tok0, st0, runs_of=counter,
+                    wall=time.monotonic() - start, wd=wd)
+    result.part = entry.part
+    progress(f"{entry.name}: {tool} {result.status}, {result.runs} runs, {result.wall:.1f}s")
+    return result
+
+
+def _judge(entry: Entry, tool: str, got: ToolOutput, signature: Path, python: str, cand_timeout: float,
+           tok0: int, st0: int, runs_of: Path, wall: float, wd: Path) -> Result:
+    from interesting import is_interesting
+
+    counter = runs_of
     runs = count_runs(counter)
     if got.final is None:
         return Result(entry.name, tool, "error", tok0, None, st0, None, runs, wall,
@@ -319,7 +344,6 @@ def _reduce_one(entry: Entry, tool: str, signature: Path, limit: float, jobs: in
         st1: int | None = count_statements(got.final)
     except cst.ParserSyntaxError:
         st1 = None
-    progress(f"{entry.name}: {tool} {status}, {runs} runs, {wall:.1f}s")
     return Result(entry.name, tool, status, tok0, count_tokens(got.final), st0, st1, runs, wall,
                   entry.max_statements, got.tool_runs, got.tool_wall, got.note)
 
@@ -357,15 +381,20 @@ def print_table(results: list[Result]) -> None:
         stmts = f"{r.statements_before} -> {r.statements_after if r.statements_after is not None else '?'}"
         runs = str(r.runs) + (f" ({r.tool_runs})" if r.tool_runs is not None and r.tool_runs != r.runs else "")
         wall = f"{r.wall:.1f}" + (f" ({r.tool_wall:.1f})" if r.tool_wall is not None else "")
-        table.add_row(r.script, r.tool, r.status, toks, stmts, str(r.bound or ""), runs, wall, r.note)
-    totals = Table(title="totals per tool")
-    for col in ("tool", "scripts ok", "final tokens", "runs", "wall s"):
-        totals.add_column(col, justify="left" if col == "tool" else "right")
-    for tool in dict.fromkeys(r.tool for r in results):
-        rs = [r for r in results if r.tool == tool]
-        totals.add_row(tool, f"{sum(r.status in ('ok', 'timeout') for r in rs)}/{len(rs)}",
-                       str(sum(r.tokens_after or r.tokens_before for r in rs)),
-                       str(sum(r.runs for r in rs)), f"{sum(r.wall for r in rs):.1f}")
+        table.add_row(r.script + ("" if r.part == "corpus" else f" [{r.part}]"), r.tool, r.status, toks, stmts, str(r.bound or ""), runs, wall, r.note)
+    totals = Table(title="totals per part and tool")
+    for col in ("part", "tool", "scripts ok", "at/under bound", "final statements", "final tokens", "runs", "wall s"):
+        totals.add_column(col, justify="left" if col in ("part", "tool") else "right")
+    parts = list(dict.fromkeys(r.part for r in results))
+    for part in parts + (["all"] if len(parts) > 1 else []):
+        for tool in dict.fromkeys(r.tool for r in results):
+            rs = [r for r in results if r.tool == tool and part in ("all", r.part)]
+            at = sum(r.bound is not None and r.statements_after is not None and r.statements_after <= r.bound
+                     and r.status in ("ok", "timeout") for r in rs)
+            totals.add_row(part, tool, f"{sum(r.status in ('ok', 'timeout') for r in rs)}/{len(rs)}",
+                           f"{at}/{len(rs)}", str(sum(r.statements_after or r.statements_before for r in rs)),
+                           str(sum(r.tokens_after or r.tokens_before for r in rs)),
+                           str(sum(r.runs for r in rs)), f"{sum(r.wall for r in rs):.1f}")
     console = Console(width=160)
     console.print(table)
     console.print(totals)
@@ -392,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Compare reprobot, pysource-minimize and Shrink Ray on bench/corpus.")
     p.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated subset of {', '.join(TOOLS)}")
     p.add_argument("--scripts", default="", help="comma-separated script names (default: the whole corpus)")
+    p.add_argument("--parts", default="", help="comma-separated manifest parts: corpus, floor, heldout (default: all)")
     p.add_argument("--limit", type=float, default=300.0, help="seconds per tool per script (default: 300)")
     p.add_argument("--jobs", type=int, default=1, help="parallel candidates for reprobot and Shrink Ray")
     p.add_argument("--example", action="store_true", help="add the CPU Gemma 4 example (needs the hf extra)")
@@ -407,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [t for t in tools if t not in TOOLS]
     if unknown:
         p.error(f"unknown tool(s): {', '.join(unknown)}")
-    entries = load_manifest()
+    entries = load_manifest(parts=[x.strip() for x in a.parts.split(",") if x.strip()] or None)
     if a.scripts:
         wanted = {s.strip().removesuffix(".py") for s in a.scripts.split(",")}
         entries = [e for e in entries if e.name in wanted] + ([example_entry()] if "cpu_gemma4_lora" in wanted else [])

@@ -378,6 +378,13 @@ def trace_data(failure: Failure, repro: ReproDir, resumed: bool, oracle: Oracle 
     except Exception as e:  # tracing is an optimisation: never let it stop a reduction
         console.print(f"[yellow]trace-guided first cut skipped:[/] {escape(str(e))[:200]}")
         return None
+    try:
+        # the failing call's own argument values, for the boundary-call candidate (one more run)
+        from reducer.boundary import boundary_run
+        data.boundary = boundary_run(failure.spec.source, run)
+        data.target_exc_type = failure.signature.exc_type
+    except Exception as e:  # noqa: BLE001 - an optimisation too
+        console.print(f"[yellow]boundary call skipped:[/] {escape(str(e))[:200]}")
     if data is not None:
         # kept (scrubbed) so that --resume still has the recorded values and dispatch targets
         write_text_atomic(trace_file, scrub(json.dumps(data.to_dict())).text)

@@ -48,7 +48,7 @@ from typing import Any
 import libcst as cst
 
 from reducer.errors import DeadlineReached, ExitCode, ReprobotError
-from reducer.passes import DEFAULT_PHASES, PRELUDE, Pass
+from reducer.passes import DEFAULT_PHASES, HEAVY, PRELUDE, Pass
 from reducer.passes.base import Offer, compiles, libcst_parses, parses
 from reducer.passes.names import unbound_reads
 from reducer.provenance import leaked, secret_values
@@ -158,6 +158,11 @@ class ReductionStats:
     retraces: int = 0               # traced runs of a changed best (fresh recorded values)
     speculated: int = 0             # runs made on idle slots ahead of need (the next pass, the next probes)
     cancelled: int = 0              # runs made ahead, stopped once a new best made them useless
+    # The heavier level (reducer/passes/heavy.py): rounds run after an early fixpoint, the ones
+    # that gained something, and why it was not run (or stopped) when it was not.
+    heavy_rounds: int = 0
+    heavy_gains: int = 0
+    heavy_skipped: str = ""
 
     def for_pass(self, name: str) -> PassStats:
         return self.passes.setdefault(name, PassStats())
@@ -224,7 +229,8 @@ class Reducer:
                  seen: dict[str, bool] | None = None, stats: dict[str, Any] | None = None,
                  format_result: bool = True, name_check: bool = True,
                  phases: list[list[Pass]] | None = None, failure_message: str = "",
-                 prelude: list[Pass] | None = None, retrace: Callable[[str], Any] | None = None) -> None:
+                 prelude: list[Pass] | None = None, retrace: Callable[[str], Any] | None = None,
+                 heavy: list[Pass] | None = None) -> None:
         try:
             cst.parse_module(source)
         except cst.ParserSyntaxError as e:
@@ -246,6 +252,9 @@ class Reducer:
         # ``retrace(source)`` traces a smaller best, so passes read the values that reach the
         # failure now (one handler left of three, one loop pass left of five)
         self.retrace = retrace
+        if heavy is None:       # the heavier level belongs to the default search only
+            heavy = HEAVY if passes is None and phases is None else []
+        self.heavy = list(heavy)
         if phases is None:
             phases = DEFAULT_PHASES if passes is None else [passes]
         self.phases = [list(p) for p in phases]
@@ -685,14 +694,44 @@ class Reducer:
         # search back to the coarsest, so the end is a fixpoint of every pass
         level = min(self.stats.level, len(self.phases) - 1)
         start = self.stats.pass_index if 0 <= self.stats.pass_index < len(self.phases[level]) else 0
-        while level < len(self.phases):
-            if level == 0 and start == 0:
-                self._refresh_trace()
-            before = self._round(level, start)
-            # a resumed round started midway: finish it as a whole round before judging it
-            changed = self.best != before or start > 0
-            start = 0
-            level = 0 if changed else level + 1
+        while True:
+            while level < len(self.phases):
+                if level == 0 and start == 0:
+                    self._refresh_trace()
+                before = self._round(level, start)
+                # a resumed round started midway: finish it as a whole round before judging it
+                changed = self.best != before or start > 0
+                start = 0
+                level = 0 if changed else level + 1
+            # A fixpoint of every pass. If it came early, a heavier level before stopping; what
+            # it gains is reduced again by the usual phases, and a level that gains nothing ends.
+            if not self._heavy_allowed():
+                return
+            self._refresh_trace()
+            before = self.best
+            self.stats.heavy_rounds += 1
+            for p in self.heavy:
+                self._run_pass(p)
+            if self.best == before:
+                self.stats.heavy_skipped = "gained nothing"
+                return
+            self.stats.heavy_gains += 1
+            level = 0
+
+    # The heavier level runs when the fixpoint came before this share of --max-time, or, without
+    # one, before DEFAULT_BUDGET seconds of search.
+    HEAVY_SHARE = 0.5
+    DEFAULT_BUDGET = 600.0
+
+    def _heavy_allowed(self) -> bool:
+        if not self.heavy:
+            return False
+        elapsed = time.monotonic() - self._t0
+        budget = self.DEFAULT_BUDGET if self.max_time is None else self.HEAVY_SHARE * self.max_time
+        if elapsed >= budget:
+            self.stats.heavy_skipped = f"fixpoint at {elapsed:.0f}s, not before {budget:.0f}s"
+            return False
+        return True
 
     # The alarm rings this long after the deadline: the gate's own clock checks come first.
     ALARM_GRACE = 1.0

@@ -27,6 +27,11 @@ ALL_ENTRIES = json.loads((CORPUS / "MANIFEST.json").read_text(encoding="utf-8"))
 # The issue-29 shapes need torch and transformers (and a launch line): tests/test_ranks.py and
 # bench/reduce_ranks.py run them; the stdlib corpus is the rest.
 MANIFEST = [s for s in ALL_ENTRIES if not s.get("requires")]
+# Issue #31: scripts of shapes the first corpus lacked, each bound at the hand floor, written before
+# any pass was changed; MANIFEST_heldout.json is the part no pass is tuned on.
+PARTS = {path.stem.removeprefix("MANIFEST_"): json.loads(path.read_text(encoding="utf-8"))["scripts"]
+         for path in sorted(CORPUS.glob("MANIFEST_*.json"))}
+MANIFEST = MANIFEST + [s for scripts in PARTS.values() for s in scripts]
 IDS = [Path(s["file"]).stem for s in MANIFEST]
 
 
@@ -63,7 +68,7 @@ def _records(proc: subprocess.CompletedProcess):
 
 def test_manifest_lists_every_script_and_enough_of_them():
     on_disk = sorted(p.name for p in CORPUS.glob("*.py"))
-    assert sorted(s["file"] for s in ALL_ENTRIES) == on_disk
+    assert sorted(s["file"] for s in ALL_ENTRIES + [s for scripts in PARTS.values() for s in scripts]) == on_disk
     assert len(on_disk) >= 6
 
 
@@ -112,6 +117,7 @@ def test_ideal_repros_fail_the_same_way(tmp_path):
         "handler_hides_failure.py": "import csv, sys\ncsv.DictWriter(sys.stdout, ['id']).writerow({'region': 'eu'})\n",
         "merged_config.py": "import logging\nlogging.basicConfig(level='verbose')\n",
     }
+    ideals.update({e["file"]: e["ideal"] for e in MANIFEST if "ideal" in e})
     for entry in MANIFEST:
         if entry["file"] not in ideals:
             continue

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from reducer.passes import BY_NAME, DEFAULT_PASSES
+from reducer.passes import BY_NAME, DEFAULT_PASSES, HEAVY
 from reducer.search import Reducer
 from reducer.passes.first_cut import cut
 from reducer.trace import TraceData
@@ -118,7 +118,7 @@ def _check(source: str, pass_names: list[str]) -> None:
 
 
 # recorded_values needs recorded calls; tests/test_passes_constants.py covers it
-PASS_NAMES = [p.name for p in DEFAULT_PASSES if p.name != "recorded_values"]
+PASS_NAMES = [p.name for p in DEFAULT_PASSES + HEAVY if p.name != "recorded_values"]
 PASSES = st.sampled_from(PASS_NAMES).map(lambda n: [n]) | st.just(PASS_NAMES)
 
 

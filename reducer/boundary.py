@@ -1,0 +1,286 @@
+"""The boundary call: where the script's own code entered the library that raised the failure,
+and the values its arguments had at that moment.
+
+One run of the original under a small launcher (``LAUNCHER``, like ``reducer.trace``'s: runpy,
+``sys.settrace`` and ``threading.settrace``, no third-party imports). Its local tracer watches
+only the script's own frames; the first time an exception reaches one of them from a callee
+outside the script (the exception's traceback goes on into another file), that frame's line is
+a boundary. For every call on that statement the launcher evaluates each argument, the receiver
+of a method call, and the callee itself in the frame — only expressions without a call, an
+``await``, a ``yield``, a walrus or a lambda in them, so evaluating them again runs nothing of the
+script — and writes, per expression text, the source text that rebuilds the value (literals,
+containers of them, the script's enum members) or, for any other object, its type's module and
+qualified name. A record is written at once (O_APPEND), so a worker thread that logs and
+swallows the failure, or a process killed later, loses nothing.
+
+``reducer.passes.boundary`` turns the record that matches the target failure into a
+whole-program candidate: the imports the call needs plus that one call with those values.
+
+Unlike the call records of ``reducer.trace`` (the latest call per call site), these are the values
+of the failing call itself, even when the same line ran before with other values.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ENV_VAR = "REPROBOT_BOUNDARY_OUT"
+
+LAUNCHER = r'''
+import ast, collections, os, runpy, sys, threading, json
+
+_script = os.path.abspath(sys.argv[1])
+_here = os.path.dirname(_script)
+_private = [p for p in (_here, os.environ.get("TMPDIR", "").rstrip(os.sep)) if len(p) > 1]
+_out = os.environ.get("REPROBOT_BOUNDARY_OUT")
+_fd = os.open(_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600) if _out else None
+# exceptions seen lately (kept alive, so an identity check is sound): one exception reaches every
+# frame it leaves right after another, so the recent ones are enough to see it once
+_done = collections.deque(maxlen=64)
+_records = [0]
+_MAX_RECORDS, _MAX_REPR = 1000, 4000
+_calls_at = None
+
+
+def _emit(obj):
+    if _fd is not None:
+        try:
+            os.write(_fd, (json.dumps(obj) + "\n").encode("utf-8"))
+        except (OSError, ValueError, TypeError):
+            pass
+
+
+def _member(value):
+    enum = sys.modules.get("enum")
+    cls = type(value)
+    if enum is None or not isinstance(value, enum.Enum) or cls.__module__ != "__main__":
+        return None
+    path = cls.__qualname__.split(".") + [value.name]
+    return ".".join(path) if all(p.isidentifier() for p in path) else None
+
+
+def _source(value, depth=0):
+    cls = type(value)
+    if cls in (list, tuple, set, dict) and depth < 6 and len(value) <= 200:
+        if cls is dict:
+            parts = [(_source(k, depth + 1), _source(v, depth + 1)) for k, v in value.items()]
+            if any(k is None or v is None for k, v in parts):
+                return None
+            return "{" + ", ".join(k + ": " + v for k, v in parts) + "}"
+        items = [_source(v, depth + 1) for v in value]
+        if any(t is None for t in items):
+            return None
+        if cls is set:
+            return "{" + ", ".join(items) + "}" if items else "set()"
+        body = ", ".join(items)
+        return "[" + body + "]" if cls is list else "(" + body + ("," if len(items) == 1 else "") + ")"
+    member = _member(value)
+    if member is not None:
+        return member
+    if cls not in (int, float, complex, str, bytes, bool, type(None)):
+        return None
+    if cls is float and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    text = repr(value)
+    return None if any(p in text for p in _private) else text
+
+
+def _describe(value):
+    try:
+        text = _source(value)
+    except Exception:
+        text = None
+    if text is not None and len(text) <= _MAX_REPR:
+        return {"value": text}
+    cls = type(value)
+    out = {"type": getattr(cls, "__module__", "") + ":" + getattr(cls, "__qualname__", "")}
+    enum = sys.modules.get("enum")
+    name = getattr(value, "name", None)
+    if enum is not None and isinstance(value, enum.Enum) and isinstance(name, str) and name.isidentifier():
+        out["member"] = out["type"] + "." + name    # a library enum's member: re.RegexFlag.IGNORECASE
+    # a function or class: where it lives, so the candidate can import it (json.loads, not <function>)
+    mod, qual = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if isinstance(mod, str) and isinstance(qual, str) and not isinstance(value, (int, float, str, bytes)):
+        out["object"] = mod + ":" + qual
+    return out
+
+
+_UNSAFE = (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr, ast.Lambda,
+           ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _index():
+    """line -> [(expression text, compiled code or None)] for the calls of each statement."""
+    try:
+        with open(_script, encoding="utf-8") as f:
+            text = f.read()
+        tree = ast.parse(text)
+    except Exception:
+        return {}
+    out = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        parts = [node.func] + list(node.args) + [k.value for k in node.keywords]
+        if isinstance(node.func, ast.Attribute):
+            parts.append(node.func.value)
+        exprs = []
+        for p in parts:
+            if isinstance(p, ast.Starred):
+                p = p.value
+            seg = ast.get_source_segment(text, p)
+            if seg is None:
+                continue
+            code = None
+            if not any(isinstance(n, _UNSAFE) for n in ast.walk(p)):
+                try:
+                    code = compile(ast.Expression(p), "<boundary>", "eval")
+                except Exception:
+                    code = None
+            exprs.append((seg, code))
+        for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+            out.setdefault(line, []).extend(exprs)
+    return out
+
+
+def _record(frame, exc):
+    global _calls_at
+    if _calls_at is None:
+        _calls_at = _index()
+    values = {}
+    for text, code in _calls_at.get(frame.f_lineno, []):
+        if text in values or code is None:
+            continue
+        try:
+            values[text] = _describe(eval(code, frame.f_globals, frame.f_locals))
+        except Exception:
+            continue
+    # the frame's own variables too (a parameter the slice of an unwritable argument reads)
+    if frame.f_code.co_name != "<module>":
+        for name, value in list(frame.f_locals.items())[:100]:
+            if name not in values and isinstance(name, str) and name.isidentifier():
+                described = _describe(value)
+                if "value" in described:
+                    values[name] = described
+    _emit({"line": frame.f_lineno, "func": frame.f_code.co_name,
+           "exc_type": type(exc).__module__ + "." + type(exc).__qualname__,
+           "message": str(exc)[:2000], "values": values})
+
+
+def _local(frame, event, arg):
+    if event == "exception" and _records[0] < _MAX_RECORDS:
+        try:
+            exc, tb = arg[1], arg[2]
+            if not any(e is exc for e in _done):
+                last = tb
+                while last is not None and last.tb_next is not None:
+                    last = last.tb_next
+                if last is not None and last.tb_frame.f_code.co_filename != _script:
+                    _done.append(exc)
+                    _records[0] += 1
+                    _record(frame, exc)
+                elif last is not None:
+                    _done.append(exc)      # raised by the script itself: no boundary
+        except Exception:
+            pass
+    return _local
+
+
+def _global(frame, event, arg):
+    if event == "call" and frame.f_code.co_filename == _script:
+        return _local
+    return None
+
+
+def _main():
+    sys.argv = sys.argv[1:]
+    sys.argv[0] = _script
+    sys.path[0] = os.path.dirname(_script)
+    threading.settrace(_global)
+    sys.settrace(_global)
+    try:
+        runpy.run_path(_script, run_name="__main__")
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        sys.settrace(None)
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != _script:
+            tb = tb.tb_next
+        tb = tb or exc.__traceback__
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+        sys.stderr.flush()
+        sys.exit(1)
+    finally:
+        sys.settrace(None)
+
+
+_main()
+'''
+
+
+@dataclass
+class Boundary:
+    """One exception that entered the script's own code from a callee in another file."""
+    line: int
+    func: str
+    exc_type: str
+    message: str
+    values: dict[str, dict[str, str]] = field(default_factory=dict)   # expression text -> {"value"|"type"|"object"}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Boundary:
+        return cls(int(d["line"]), str(d.get("func", "")), str(d.get("exc_type", "")), str(d.get("message", "")),
+                   {str(k): dict(v) for k, v in dict(d.get("values", {})).items() if isinstance(v, dict)})
+
+    def value(self, expr: str) -> str | None:
+        return self.values.get(expr, {}).get("value")
+
+    def type_of(self, expr: str) -> str | None:
+        return self.values.get(expr, {}).get("type")
+
+    def object_of(self, expr: str) -> str | None:
+        return self.values.get(expr, {}).get("object")
+
+    def member_of(self, expr: str) -> str | None:
+        return self.values.get(expr, {}).get("member")
+
+
+def load(path: Path) -> list[Boundary]:
+    out: list[Boundary] = []
+    if not path.exists():
+        return out
+    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            out.append(Boundary.from_dict(json.loads(raw)))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def boundary_run(source: str, run) -> list[Boundary]:
+    """Run ``source`` once under the launcher (``run(source, launcher_argv, extra_env)``, as
+    ``reducer.trace.trace_run`` calls it) and read the boundaries it recorded, in order."""
+    with tempfile.TemporaryDirectory(prefix="reprobot-boundary-") as d:
+        launcher = Path(d) / "reprobot_boundary_launcher.py"
+        launcher.write_text(LAUNCHER, encoding="utf-8")
+        out = Path(d) / "boundary.jsonl"
+        run(source, [str(launcher)], {ENV_VAR: str(out)})
+        return load(out)
+
+
+def matching(boundaries: list[Boundary], exc_type: str, message: str) -> list[Boundary]:
+    """The boundaries of the target failure, best first: same type and message, then same type,
+    then the rest (a message the launcher saw differently), latest first within each."""
+    def rank(b: Boundary) -> int:
+        same_type = bool(exc_type) and (b.exc_type == exc_type or b.exc_type.endswith("." + exc_type)
+                                        or exc_type.endswith(b.exc_type.rsplit(".", 1)[-1]))
+        same_message = bool(message) and (b.message == message or message in b.message
+                                          or (bool(b.message) and b.message in message))
+        return 0 if same_type and same_message else 1 if same_message else 2 if same_type else 3
+    ordered = sorted(enumerate(boundaries), key=lambda ib: (rank(ib[1]), -ib[0]))
+    return [b for _, b in ordered]

@@ -1,0 +1,498 @@
+"""The boundary call first: the one call in the script's own code that entered the library where
+the failure was raised, written out with the values its arguments had when it failed, as a whole
+program — the imports it needs and that call:
+
+    import textwrap
+    textwrap.shorten('Summarise the release notes for 2.3', width=4, placeholder=' [truncated]')
+
+Offered in the prelude, before the first cut: if it fails the same way, the search goes on from
+it (usually nothing is left to do); if not, one run is lost.
+
+Where the call needs something that cannot be written as a value (an object of the script's own
+class, a parser or a tokenizer built at run time), a second candidate keeps the backward slice
+that builds it and only that: the statements that bind the names the unwritten parts read (a
+local assignment before the call, hoisted; the top-level definitions they read, transitively)
+and the imports.
+
+What it must never change: the callee (a library function or method, spelled through the
+script's own import, or imported by its module when the script reached it through a variable),
+the arguments' order, keywords and values. A value the static provenance check says may come
+from the environment or a file, or that spells a secret, is never written (the call's own
+expression stays, and with it the slice that computes it). Values come from
+``reducer.boundary``: the failing call's own, not the latest call at that line.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, field
+
+from reducer.passes.base import Gate
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+@dataclass
+class _Parts:
+    imports: list[str] = field(default_factory=list)    # import statements, in the script's order
+    unresolved: set[str] = field(default_factory=set)    # script names the call still reads
+    ok: bool = True
+
+
+def _imports(tree: ast.Module) -> dict[str, tuple[int, str]]:
+    """bound name -> (order, the import statement that binds only it), over every import of the
+    script (a guard's, a function's too): the candidate is one flat module."""
+    out: dict[str, tuple[int, str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                bound = a.asname or a.name.split(".")[0]
+                text = f"import {a.name}" + (f" as {a.asname}" if a.asname else "")
+                out.setdefault(bound, (node.lineno, text))
+        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            mod = "." * node.level + (node.module or "")
+            for a in node.names:
+                if a.name == "*":
+                    continue
+                bound = a.asname or a.name
+                text = f"from {mod} import {a.name}" + (f" as {a.asname}" if a.asname else "")
+                out.setdefault(bound, (node.lineno, text))
+    return out
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _segment(source: str, node: ast.AST) -> str | None:
+    return ast.get_source_segment(source, node)
+
+
+def _calls_at(tree: ast.Module, line: int) -> list[ast.Call]:
+    """The calls whose text covers ``line``, innermost (latest start, shortest) first."""
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    return sorted(calls, key=lambda c: ((c.end_lineno or c.lineno) - c.lineno,
+                                        (c.end_col_offset or 0) - c.col_offset))
+
+
+def _importable(obj: str | None) -> tuple[str, str] | None:
+    """("textwrap", "shorten") for "textwrap:shorten": a module-level function or class of a
+    library module, spelled ``module.name`` after ``import module``."""
+    if not obj or ":" not in obj:
+        return None
+    mod, qual = obj.split(":", 1)
+    if not mod or mod in ("__main__", "builtins") or mod.startswith("_") or "<" in qual:
+        return None
+    if not all(p.isidentifier() for p in mod.split(".")) or not all(p.isidentifier() for p in qual.split(".")):
+        return None
+    return mod, qual
+
+
+class _Builder:
+    def __init__(self, source: str, tree: ast.Module, boundary, allowed) -> None:
+        self.source, self.tree, self.b, self.allowed = source, tree, boundary, allowed
+        self.imports = _imports(tree)
+
+    def closed(self, node: ast.AST) -> bool:
+        """Reads only imported names and builtins (and binds none): it can stand alone."""
+        if any(isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom,
+                              ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)) for n in ast.walk(node)):
+            return False
+        return all(n in self.imports or (n in _BUILTINS and not self._rebound(n)) for n in _names(node))
+
+    def _rebound(self, name: str) -> bool:
+        return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(self.tree)) \
+            or any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name
+                   for n in ast.walk(self.tree))
+
+    def value(self, node: ast.AST) -> str | None:
+        """The recorded value of this expression, where it may be written into the repro."""
+        text = _segment(self.source, node)
+        if text is None:
+            return None
+        value = self.b.value(text)
+        if value is None or not self.allowed(text, [value]):
+            return None
+        # the script's own enum members are written as they are, and need their class: not here
+        try:
+            ast.literal_eval(value)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+        return value
+
+    def expr(self, node: ast.AST, parts: _Parts, literal_only: bool) -> str | None:
+        """The text that stands for ``node`` in the candidate."""
+        text = _segment(self.source, node)
+        if text is None:
+            return None
+        if self.closed(node):
+            self._need(_names(node), parts)
+            return text
+        value = self.value(node)
+        if value is not None:
+            return value
+        member = _importable(self.b.member_of(text))
+        if member is not None and member[0] != "__main__":
+            mod, qual = member
+            if f"import {mod}" not in parts.imports:
+                parts.imports.append(f"import {mod}")
+            return f"{mod}.{qual}"
+        own = self.own_members(node)
+        if own is not None:
+            parts.unresolved |= own[1]
+            return own[0]
+        if literal_only:
+            return None
+        parts.unresolved |= {n for n in _names(node) if n not in self.imports and n not in _BUILTINS}
+        self._need(_names(node) & set(self.imports), parts)
+        return text
+
+    def own_members(self, node: ast.AST) -> tuple[str, set[str]] | None:
+        """A recorded value that spells members of the script's own enums (``{"dtype": DType.F16}``):
+        written as it is, with the classes it names kept (their definitions are the slice)."""
+        text = _segment(self.source, node)
+        value = self.b.value(text) if text is not None else None
+        if value is None or not self.allowed(text, [value]):
+            return None
+        try:
+            tree = ast.parse(value, mode="eval")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        names = _names(tree)
+        classes = {s.name for s in self.tree.body if isinstance(s, ast.ClassDef)}
+        if not names or not names <= classes:
+            return None
+        return value, names
+
+    def _need(self, names: set[str], parts: _Parts) -> None:
+        for n in sorted(names, key=lambda n: self.imports[n][0] if n in self.imports else 0):
+            if n in self.imports and self.imports[n][1] not in parts.imports:
+                parts.imports.append(self.imports[n][1])
+
+    def func(self, call: ast.Call, parts: _Parts, literal_only: bool) -> str | None:
+        func = call.func
+        text = _segment(self.source, func)
+        if text is None:
+            return None
+        if self.closed(func):
+            self._need(_names(func), parts)
+            return text
+        # a library function reached through a variable: spelled through its module
+        found = _importable(self.b.object_of(text))
+        if found is not None and "." not in found[1] and not self.b.type_of(text) in ("builtins:method",):
+            mod, qual = found
+            stmt = f"import {mod}"
+            if stmt not in parts.imports:
+                parts.imports.append(stmt)
+            return f"{mod}.{qual}"
+        if isinstance(func, ast.Attribute):
+            receiver = func.value
+            rtext = _segment(self.source, receiver)
+            if rtext is None:
+                return None
+            if self.closed(receiver):
+                self._need(_names(receiver), parts)
+                return text
+            value = self.value(receiver)
+            if value is not None:
+                return f"({value}).{func.attr}"
+            if literal_only:
+                return None
+            parts.unresolved |= {n for n in _names(receiver) if n not in self.imports and n not in _BUILTINS}
+            self._need(_names(receiver) & set(self.imports), parts)
+            return text
+        if literal_only:
+            return None
+        parts.unresolved |= {n for n in _names(func) if n not in self.imports and n not in _BUILTINS}
+        return text
+
+    def call(self, call: ast.Call, literal_only: bool) -> tuple[str, _Parts] | None:
+        parts = _Parts()
+        func = self.func(call, parts, literal_only)
+        if func is None:
+            return None
+        args: list[str] = []
+        for a in call.args:
+            inner = a.value if isinstance(a, ast.Starred) else a
+            t = self.expr(inner, parts, literal_only)
+            if t is None:
+                return None
+            args.append(("*" if isinstance(a, ast.Starred) else "") + t)
+        for k in call.keywords:
+            t = self.expr(k.value, parts, literal_only)
+            if t is None:
+                return None
+            args.append(f"{k.arg}={t}" if k.arg else f"**{t}")
+        return f"{func}({', '.join(args)})", parts
+
+    def receiver_guess(self, call: ast.Call) -> str | None:
+        """``module.Class().method(values)`` where the receiver is a library object built with no
+        arguments we know of: a guess the oracle checks (a ConfigParser, a JSONDecoder)."""
+        if not isinstance(call.func, ast.Attribute):
+            return None
+        rtext = _segment(self.source, call.func.value)
+        found = _importable(self.b.type_of(rtext or ""))
+        if found is None or "." in found[1]:
+            return None
+        parts = _Parts()
+        args: list[str] = []
+        for a in call.args:
+            inner = a.value if isinstance(a, ast.Starred) else a
+            t = self.expr(inner, parts, True)
+            if t is None:
+                return None
+            args.append(("*" if isinstance(a, ast.Starred) else "") + t)
+        for k in call.keywords:
+            t = self.expr(k.value, parts, True)
+            if t is None:
+                return None
+            args.append(f"{k.arg}={t}" if k.arg else f"**{t}")
+        mod, qual = found
+        imports = parts.imports + ([f"import {mod}"] if f"import {mod}" not in parts.imports else [])
+        return "\n".join(imports + [f"{mod}.{qual}().{call.func.attr}({', '.join(args)})"]) + "\n"
+
+    # ---- the slice: what builds the parts that cannot be written as values --------------------
+    def slice(self, call_text: str, parts: _Parts, line: int) -> str | None:
+        """Imports + the statements that bind ``parts.unresolved`` (transitively) + the call.
+
+        A name the call reads is looked up in the failing function first: a plain assignment
+        before the call (hoisted), a value the launcher recorded, a parameter (the argument of
+        the function's one call site, when that is at the top level); then at the top level. A
+        name a top-level definition reads is looked up at the top level only (or it is that
+        definition's own local). A name the call needs that none of these binds: no slice."""
+        top = {}    # name -> top-level statement binding it
+        for stmt in self.tree.body:
+            for n in _binds(stmt):
+                top.setdefault(n, stmt)
+        local = self._local_bindings(line)
+        params = self._parameters(line)
+        chosen: list[ast.stmt] = []
+        hoisted: list[ast.stmt] = []
+        todo: list[tuple[str, bool]] = [(n, True) for n in sorted(parts.unresolved)]
+        done: set[tuple[str, bool]] = set()
+        imports = list(parts.imports)
+        assigned: list[str] = []
+        while todo:
+            name, in_function = todo.pop()
+            if (name, in_function) in done:
+                continue
+            done.add((name, in_function))
+            reads: set[str] = set()
+            top_reads: set[str] = set()
+            if in_function and self._recorded(name) is not None:
+                # the value the failing frame held: better than the code that computed it
+                assigned.append(f"{name} = {self._recorded(name)}")
+                continue
+            elif in_function and name in local:
+                stmt = local[name]
+                if stmt not in hoisted:
+                    hoisted.append(stmt)
+                reads = _free(stmt)
+            elif in_function and name in params:
+                if params[name] is None:
+                    return None
+                text, names = params[name]
+                assigned.append(f"{name} = {text}")
+                top_reads = names
+            elif name in top and not isinstance(top[name], (ast.Import, ast.ImportFrom)):
+                stmt = top[name]
+                if stmt not in chosen:
+                    chosen.append(stmt)
+                top_reads = _free(stmt)
+            elif name in self.imports:
+                if self.imports[name][1] not in imports:
+                    imports.append(self.imports[name][1])
+                continue
+            elif name in _BUILTINS:
+                continue
+            elif in_function:
+                return None         # a loop variable, a name we have no value for
+            else:
+                continue            # a top-level definition's own local
+            for n in sorted(reads, reverse=True):
+                todo.append((n, True))
+            for n in sorted(top_reads, reverse=True):
+                todo.append((n, False))
+        chosen.sort(key=lambda s: s.lineno)
+        hoisted.sort(key=lambda s: s.lineno)
+        body = [self._text(s) for s in chosen]
+        hoist = [_dedent(self._text(s)) for s in hoisted]
+        if any(t is None for t in body + hoist):
+            return None
+        order = {text: (line, text) for line, text in self.imports.values()}
+        imports.sort(key=lambda t: order.get(t, (0, t)))
+        return "\n".join(imports + body + assigned[::-1] + hoist + [call_text]) + "\n"   # type: ignore[operator]
+
+    def _text(self, stmt: ast.stmt) -> str | None:
+        """A statement's whole lines, its decorators included (a dataclass stays one)."""
+        start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
+        end = stmt.end_lineno or stmt.lineno
+        lines = self.source.splitlines()
+        if start < 1 or end > len(lines):
+            return None
+        return "\n".join(lines[start - 1:end])
+
+    def _holder(self, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        holder = None
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or 0):
+                if holder is None or node.lineno > holder.lineno:
+                    holder = node
+        return holder
+
+    def _parameters(self, line: int) -> dict[str, tuple[str, set[str]] | None]:
+        """parameter -> (the argument's text at the function's one call site, the names it
+        reads), when that call is a statement of the top level; None when it is not known."""
+        holder = self._holder(line)
+        if holder is None:
+            return {}
+        a = holder.args
+        names = [p.arg for p in [*a.posonlyargs, *a.args]]
+        out: dict[str, tuple[str, set[str]] | None] = {n: None for n in names + [p.arg for p in a.kwonlyargs]}
+        calls = [n for n in ast.walk(self.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                 and n.func.id == holder.name]
+        top_calls = [c for c in _module_level(self.tree) if c in calls]
+        if len(calls) != 1 or len(top_calls) != 1:
+            return out
+        call = calls[0]
+        if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+            return out
+        given = dict(zip(names, call.args))
+        given.update({k.arg: k.value for k in call.keywords if k.arg})
+        for n, node in given.items():
+            text = ast.get_source_segment(self.source, node)
+            if text is not None and n in out:
+                out[n] = (text, _names(node))
+        return out
+
+    def _recorded(self, name: str) -> str | None:
+        """A variable of the failing frame whose value was recorded and may be written."""
+        value = self.b.value(name)
+        if value is None or not self.allowed(name, [value]):
+            return None
+        try:
+            ast.literal_eval(value)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+        return value
+
+    def _local_bindings(self, line: int) -> dict[str, ast.stmt]:
+        """In the function that holds ``line``: name -> the one plain assignment before it that
+        binds the name (not in a loop or a branch: hoisted as it is)."""
+        holder = None
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or 0):
+                if holder is None or node.lineno > holder.lineno:
+                    holder = node
+        if holder is None:
+            return {}
+        out: dict[str, ast.stmt] = {}
+        counts: dict[str, int] = {}
+        for node in ast.walk(holder):
+            for n in _binds(node) if isinstance(node, ast.stmt) else ():
+                counts[n] = counts.get(n, 0) + 1
+        for stmt in holder.body:
+            if stmt.lineno >= line:
+                break
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and getattr(stmt, "value", None) is not None:
+                for n in _binds(stmt):
+                    if counts.get(n) == 1:
+                        out[n] = stmt
+        return out
+
+
+def _module_level(tree: ast.Module) -> list[ast.AST]:
+    """The nodes the module itself runs: not inside a function, a class or a lambda."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _binds(stmt: ast.AST) -> list[str]:
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [stmt.name]
+    if isinstance(stmt, ast.Assign):
+        return [n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+        return [stmt.target.id]
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return [a.asname or a.name.split(".")[0] for a in stmt.names]
+    return []
+
+
+def _free(stmt: ast.stmt) -> set[str]:
+    """Names a statement reads from outside (an over-approximation: every name it loads but
+    those it binds itself, parameters included)."""
+    loads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    stores = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    params = {a.arg for n in ast.walk(stmt) if isinstance(n, ast.arguments)
+              for a in [*n.posonlyargs, *n.args, *n.kwonlyargs, *([n.vararg] if n.vararg else []),
+                        *([n.kwarg] if n.kwarg else [])]}
+    inner = {n.name for n in ast.walk(stmt) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    return loads - stores - params - inner - set(_binds(stmt))
+
+
+def _dedent(text: str | None) -> str | None:
+    if text is None:
+        return None
+    import textwrap
+    return textwrap.dedent(text)
+
+
+def candidates(source: str, boundaries, allowed) -> list[str]:
+    """Whole-program candidates, most promising first: per boundary of the target failure, the
+    calls on its line with every part written as a value (innermost first), then a library
+    receiver built with no arguments, then the slices that keep what cannot be written."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    literal: list[str] = []
+    guesses: list[str] = []
+    slices: list[str] = []
+    for b in boundaries[:2]:
+        builder = _Builder(source, tree, b, allowed)
+        for call in _calls_at(tree, b.line):
+            got = builder.call(call, literal_only=True)
+            if got is not None:
+                text, parts = got
+                if not parts.unresolved:
+                    literal.append("\n".join(parts.imports + [text]) + "\n")
+                else:       # values that name the script's own classes: with their definitions
+                    sliced = builder.slice(text, parts, b.line)
+                    if sliced is not None:
+                        literal.append(sliced)
+            guess = builder.receiver_guess(call)
+            if guess is not None:
+                guesses.append(guess)
+            got = builder.call(call, literal_only=False)
+            if got is not None and got[1].unresolved:
+                sliced = builder.slice(got[0], got[1], b.line)
+                if sliced is not None:
+                    slices.append(sliced)
+    out: list[str] = []
+    for c in literal + guesses + slices:
+        if c not in out and c.strip() != source.strip():
+            out.append(c)
+    return out
+
+
+def boundary_call(gate: Gate) -> None:
+    """Offer the boundary call (see the module's docstring) before anything else is tried."""
+    trace = gate.trace
+    boundaries = getattr(trace, "boundary", None)
+    if not boundaries or gate.best != trace.source:
+        return
+    from reducer.boundary import matching
+    exc_type = getattr(trace, "target_exc_type", "") or ""
+    ranked = matching(list(boundaries), exc_type, gate.failure_message)
+    allowed = trace._allowed() if hasattr(trace, "_allowed") else (lambda expr, values: True)
+    found = candidates(gate.best, ranked, allowed)
+    if found:
+        gate.first([(i, c) for i, c in enumerate(found)])
