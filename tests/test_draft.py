@@ -316,3 +316,18 @@ def test_file_dry_run_flags_random_looking_strings_for_a_person(repro: Path, cap
     assert main(["file", str(repro), "--dry-run", "--repo", "peft"]) == ExitCode.UNSAFE
     out = " ".join(capsys.readouterr().out.split())
     assert "--submit would refuse" in out and blob not in out
+
+
+def test_possibly_related_lists_only_matches_worth_opening() -> None:
+    from bot.issue.draft import _related_items
+    results = [{"repo": "huggingface/peft", "number": n, "title": "t", "score": s}
+               for n, s in ((1, 0.5), (2, 0.3), (3, 0.19), (4, 0.13))]
+    results.append({"repo": "huggingface/peft", "number": 5, "title": "t", "score": 0.12, "likely_duplicate": True})
+    assert [r["number"] for r in _related_items({"results": results})] == [1, 2, 5]
+    # a weak best match alone is not worth listing either
+    assert _related_items({"results": [{"repo": "a/b", "number": 9, "title": "t", "score": 0.15}]}) == []
+
+
+def test_counts_agree_with_their_nouns() -> None:
+    from bot.issue.templating import plural
+    assert plural(1, "frame") == "1 frame" and plural(3, "frame") == "3 frames" and plural(0, "run") == "0 runs"

@@ -153,10 +153,27 @@ def _read_optional_json(repro: ReproDir, path: Path) -> dict[str, Any] | None:
 RELATED_SHOWN = 5
 
 
+# dedup keeps matches down to its own floor for the terminal; a filed issue lists only those a
+# maintainer would open: at least this score, and at least half the best match's.
+RELATED_FLOOR = 0.2
+
+
+def _worth_showing(r: dict[str, Any], best: float) -> bool:
+    score = r.get("score")
+    if r.get("likely_duplicate") or not isinstance(score, (int, float)):
+        return True
+    return score >= max(RELATED_FLOOR, best / 2)
+
+
 def _related_items(related: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """dedup's best matches, the fields the template shows, entries without a number dropped."""
+    """dedup's best matches worth a maintainer's click, the fields the template shows, entries
+    without a number dropped."""
     out: list[dict[str, Any]] = []
-    for r in (related or {}).get("results") or []:
+    results = [r for r in (related or {}).get("results") or [] if isinstance(r, dict)]
+    best = max((float(r["score"]) for r in results if isinstance(r.get("score"), (int, float))), default=0.0)
+    for r in results:
+        if not _worth_showing(r, best):
+            continue
         # ``repo#number`` is written as a real reference: only a well-formed one.
         if not isinstance(r, dict) or not REPO_NAME.match(str(r.get("repo") or "")) \
                 or not isinstance(r.get("number"), int) or isinstance(r.get("number"), bool):

@@ -17,6 +17,11 @@ def templates_dir() -> Path:
     return Path(__file__).resolve().parents[1] / "_templates"
 
 
+def plural(count: object, word: str, many: str | None = None) -> str:
+    """``1 frame``, ``3 frames``: a count and its noun, agreed."""
+    return f"{count} {word if count == 1 else (many or word + 's')}"
+
+
 def environment(search_path: Sequence[str | Path]) -> jinja2.Environment:
     """Markdown, not HTML: jinja's HTML autoescape would not stop a mention, a code span break
     or a link, so every untrusted value goes through one of bot/issue/markdown.py's filters
@@ -25,4 +30,5 @@ def environment(search_path: Sequence[str | Path]) -> jinja2.Environment:
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                              undefined=jinja2.StrictUndefined)
     env.filters.update(FILTERS)
+    env.filters["plural"] = plural
     return env
