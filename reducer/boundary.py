@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reducer.trace import VALUE_SOURCE
+
 ENV_VAR = "REPROBOT_BOUNDARY_OUT"
 
 LAUNCHER = r'''
@@ -54,40 +56,7 @@ def _emit(obj):
             pass
 
 
-def _member(value):
-    enum = sys.modules.get("enum")
-    cls = type(value)
-    if enum is None or not isinstance(value, enum.Enum) or cls.__module__ != "__main__":
-        return None
-    path = cls.__qualname__.split(".") + [value.name]
-    return ".".join(path) if all(p.isidentifier() for p in path) else None
-
-
-def _source(value, depth=0):
-    cls = type(value)
-    if cls in (list, tuple, set, dict) and depth < 6 and len(value) <= 200:
-        if cls is dict:
-            parts = [(_source(k, depth + 1), _source(v, depth + 1)) for k, v in value.items()]
-            if any(k is None or v is None for k, v in parts):
-                return None
-            return "{" + ", ".join(k + ": " + v for k, v in parts) + "}"
-        items = [_source(v, depth + 1) for v in value]
-        if any(t is None for t in items):
-            return None
-        if cls is set:
-            return "{" + ", ".join(items) + "}" if items else "set()"
-        body = ", ".join(items)
-        return "[" + body + "]" if cls is list else "(" + body + ("," if len(items) == 1 else "") + ")"
-    member = _member(value)
-    if member is not None:
-        return member
-    if cls not in (int, float, complex, str, bytes, bool, type(None)):
-        return None
-    if cls is float and (value != value or value in (float("inf"), float("-inf"))):
-        return None
-    text = repr(value)
-    return None if any(p in text for p in _private) else text
-
+''' + VALUE_SOURCE + r'''
 
 def _describe(value):
     try:

@@ -43,36 +43,9 @@ from reducer.provenance import Provenance, leaked, secret_values
 
 ENV_VAR = "REPROBOT_TRACE_OUT"
 
-LAUNCHER = r'''
-import ast, atexit, json, os, re, runpy, sys, threading
-
-# In a child of the traced run (a spawn/forkserver worker, any Python the script started),
-# reducer/exception_hook/sitecustomize.py runs this file with _REPROBOT_TRACE_CHILD set: the
-# same tracer, installed before the child runs anything of the script, writing to the same file.
-_child = bool(globals().get("_REPROBOT_TRACE_CHILD"))
-_script = os.environ["REPROBOT_TRACE_SCRIPT"] if _child else os.path.abspath(sys.argv[1])
-if not _child:
-    # children inherit these: they trace themselves (sitecustomize.reprobot_trace_child)
-    os.environ["REPROBOT_TRACE_SCRIPT"] = _script
-    os.environ["REPROBOT_TRACE_LAUNCHER"] = os.path.abspath(__file__)
-_here = os.path.dirname(_script)
-# paths inside this run's own scratch copy and temp dir mean nothing in another run
-_private = [p for p in (_here, os.environ.get("TMPDIR", "").rstrip(os.sep)) if len(p) > 1]
-_out = os.environ.get("REPROBOT_TRACE_OUT")
-_fd = os.open(_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600) if _out else None
-_seen = set()
-_calls = {}
-_MAX_CALLS, _MAX_REPR = 2000, 2000
-
-
-def _emit(obj):
-    if _fd is not None:
-        try:
-            os.write(_fd, (json.dumps(obj) + "\n").encode("utf-8"))
-        except (OSError, ValueError, TypeError):
-            pass
-
-
+# How a launcher writes a recorded value back as source: shared with reducer/boundary.py's
+# launcher (both run as scripts in the user's interpreter; each defines ``_private``).
+VALUE_SOURCE = r'''
 def _member(value):
     """``Color.RED`` for a member of an enum the script defines: its repr is not source."""
     enum = sys.modules.get("enum")
@@ -109,7 +82,39 @@ def _source(value, depth=0):
         return None
     text = repr(value)
     return None if any(p in text for p in _private) else text
+'''
 
+LAUNCHER = r'''
+import ast, atexit, json, os, re, runpy, sys, threading
+
+# In a child of the traced run (a spawn/forkserver worker, any Python the script started),
+# reducer/exception_hook/sitecustomize.py runs this file with _REPROBOT_TRACE_CHILD set: the
+# same tracer, installed before the child runs anything of the script, writing to the same file.
+_child = bool(globals().get("_REPROBOT_TRACE_CHILD"))
+_script = os.environ["REPROBOT_TRACE_SCRIPT"] if _child else os.path.abspath(sys.argv[1])
+if not _child:
+    # children inherit these: they trace themselves (sitecustomize.reprobot_trace_child)
+    os.environ["REPROBOT_TRACE_SCRIPT"] = _script
+    os.environ["REPROBOT_TRACE_LAUNCHER"] = os.path.abspath(__file__)
+_here = os.path.dirname(_script)
+# paths inside this run's own scratch copy and temp dir mean nothing in another run
+_private = [p for p in (_here, os.environ.get("TMPDIR", "").rstrip(os.sep)) if len(p) > 1]
+_out = os.environ.get("REPROBOT_TRACE_OUT")
+_fd = os.open(_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600) if _out else None
+_seen = set()
+_calls = {}
+_MAX_CALLS, _MAX_REPR = 2000, 2000
+
+
+def _emit(obj):
+    if _fd is not None:
+        try:
+            os.write(_fd, (json.dumps(obj) + "\n").encode("utf-8"))
+        except (OSError, ValueError, TypeError):
+            pass
+
+
+''' + VALUE_SOURCE + r'''
 
 def _literal(value):
     try:
