@@ -77,7 +77,7 @@ seen.append("artifact=" + str(can(lambda: append({artifact!r} + "/index.html", "
 seen.append("pth=" + "".join(str(can(lambda d=d: append(os.path.join(d, "reprobot_evil.pth"), {pth_line!r})))[0]
                               for d in {site_dirs!r}))
 seen.append("route=" + "".join(str(can(lambda p=p: append(p, {route_line!r})))[0]
-                                for p in sorted(set(glob.glob("/reprobot/bot/commands/route.py") + {route_paths!r}))))
+                                for p in dict.fromkeys(glob.glob("/reprobot/bot/commands/route.py") + {route_paths!r})))
 # A later step would read through a link left in the repro folder: swap repro.py for one.
 if os.fork() == 0:
     os.setsid()
@@ -171,8 +171,9 @@ def test_posted_code_reaches_nothing_of_the_runner(tmp_path: Path) -> None:
         assert fields["sock"] == "FileNotFoundError" and fields["abstract"] == "ConnectionRefusedError", seen
         assert fields["artifact"] == "FileNotFoundError", seen
         # The job interpreter and reprobot's snapshot are there, and read-only.
-        # pth: OSError (read-only file system); route: the snapshot's PermissionError (read-only
-        # files, and no capability to override that), the checkout's FileNotFoundError (not there).
+        # pth: OSError (read-only file system); route, in this order wherever the checkout lives:
+        # the snapshot's PermissionError (read-only files, and no capability to override that),
+        # the checkout's FileNotFoundError (not there).
         assert fields["pth"] == "O" and fields["route"] == "PF", seen
         for name in COMMAND_FILES:
             assert (paths["temp"] / "_runner_file_commands" / name).read_text() == "", name
