@@ -393,10 +393,27 @@ def trace_data(failure: Failure, repro: ReproDir, resumed: bool, oracle: Oracle 
 
 def retracer(oracle: Oracle):
     """Traced runs of a changed best, warm where candidates run warm: they only suggest
-    candidates, and every candidate is then judged by a run of its own."""
+    candidates, and every candidate is then judged by a run of its own.
+
+    The first one also records the boundary calls (one more run): when the prelude brought a
+    child's work home, the original's run never raised in its own process, so only this trace
+    can hand the boundary-call candidate its failing call."""
+    from reducer.boundary import boundary_run
     from reducer.trace import trace_run
     run = pinned_run_fn(oracle, warm=True)
-    return lambda source: trace_run(source, run)
+    pending = [True]
+
+    def retrace(source: str):
+        data = trace_run(source, run)
+        if pending:
+            pending.clear()
+            try:
+                data.boundary = boundary_run(source, run)
+                data.target_exc_type = oracle.target.exc_type
+            except Exception:  # noqa: BLE001 - an optimisation: the trace stands without it
+                pass
+        return data
+    return retrace
 
 
 class Saver:

@@ -688,6 +688,9 @@ class Reducer:
     def _search(self) -> None:
         if not self.stats.first_cut_done:     # the prelude, once (kept across --resume)
             for p in self.prelude:
+                # a prelude pass that changed the best (bring_home: the child's work now runs in
+                # the parent) hands the next ones a trace of what runs now, not of the original
+                self._refresh_trace()
                 self._run_pass(p)
             self.stats.first_cut_done = True
         # each phase to a fixpoint before the next; a change in a finer phase sends the

@@ -2,16 +2,17 @@
 candidates through the gate (see ``reducer.search``); one module per family of passes."""
 from __future__ import annotations
 
-from reducer.passes import (arguments, boundary, classes, cleanup, constants, direct, heavy, inline, literals,
+from reducer.passes import (arguments, bindings, boundary, classes, cleanup, constants, direct, heavy, inline, literals,
                             parameters, recorded, scaffolding, single, slicing, statements, unwrap)
 from reducer.passes.base import Pass
 from reducer.passes.first_cut import first_cut
 
-# Once, before the phases: the boundary call (the imports plus the one call that entered the
-# library where the failure was raised, with its recorded arguments: often the whole repro),
-# a child process's work brought into the parent (every later run is then in-process), then the
-# trace-guided first cut (the original minus what never ran).
-PRELUDE: list[Pass] = [Pass("boundary_call", boundary.boundary_call), Pass("bring_home", direct.bring_home),
+# Once, before the phases: a child process's work brought into the parent (every later run is
+# then in-process, and traced there), the boundary call (the imports plus the one call that
+# entered the library where the failure was raised, with its recorded arguments: often the whole
+# repro), then the trace-guided first cut (the best minus what never ran). The search traces the
+# best again before each prelude pass when the one before changed it.
+PRELUDE: list[Pass] = [Pass("bring_home", direct.bring_home), Pass("boundary_call", boundary.boundary_call),
                        Pass("first_cut", first_cut)]
 
 # Two phases, coarse to fine. STRUCTURE passes remove statements (the measure a maintainer reads
@@ -38,6 +39,11 @@ STRUCTURE: list[Pass] = [
     Pass("inline_functions", inline.inline_functions),
     Pass("collapse_classes", classes.collapse_classes),
     Pass("propagate_constants", constants.propagate_constants),
+    # Bindings a person would not keep (reducer/passes/bindings.py): few targets each, and what
+    # they free (an import, a helper, a dict) the passes above then remove.
+    Pass("path_literals", bindings.path_literals),
+    Pass("fold_kwargs", bindings.fold_kwargs),
+    Pass("value_functions", bindings.value_functions),
     # After the value passes: they put the values the trace saw at the lines it saw them, and a
     # loop written as its one step no longer has the loop variable those values were recorded
     # for. Before remove_arguments and cleanup, which the parameters and helpers it frees feed.
@@ -52,6 +58,8 @@ FINE: list[Pass] = [
     Pass("arguments_to_defaults", arguments.arguments_to_defaults),
     Pass("shrink_containers", literals.shrink_containers),
     Pass("shrink_literals", literals.shrink_literals),
+    # A token or three a binding: every one at once first, so a long script pays one run.
+    Pass("inline_single_use", bindings.inline_single_use),
 ]
 DEFAULT_PHASES: list[list[Pass]] = [STRUCTURE, FINE]
 
