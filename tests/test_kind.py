@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import textwrap
 from pathlib import Path
@@ -227,7 +228,8 @@ def test_preview_says_usage_error_first_and_submit_needs_anyway(
     out = " ".join(capsys.readouterr().out.split())
     line = "This looks like a usage error: a deliberate check in peft/config.py:__post_init__ rejected the input"
     assert line in out, out
-    assert "It passes with: without `" in out
+    # the change that makes it pass, as contrast found it: dropping one of the two keywords the rule joins
+    assert re.search(r"It passes with: without `(use_dora=True|layers_pattern='layers')` \(the default\)", out), out
     assert out.index(line) < out.index("issue preview")          # said first
     assert "--submit refuses unless --anyway is given" in out
     draft = json.loads((folder / "draft-peft.json").read_text())
