@@ -4,6 +4,11 @@ issue is held out before any rule is written against it (bot/data/kind/README.md
 
     python bench/split_kind.py --issues gathered.jsonl
 
+Parts: `train.jsonl` and `heldout_v2.jsonl`. The first held-out part (salt `reprobot-30-kind`) was
+read while rules were written, so it was folded into train (rows keep `origin: heldout-v1`) and a
+new held-out part is drawn with its own salt from issues gathered after that; every issue added
+from now on is assigned by the v2 salt.
+
 Issues already in the set are left as they are; text fields pass through reprobot's scrubber.
 """
 from __future__ import annotations
@@ -23,13 +28,27 @@ from bot.scrub import scrub_json  # noqa: E402
 
 DATA = ROOT / "bot" / "data" / "kind"
 HELD_OUT_SHARE = 0.35
-SALT = "reprobot-30-kind"
+SALT = "reprobot-30-kind-v2"
+HELD_OUT = "heldout_v2"
+PARTS = ("train", HELD_OUT)
 LABELS = ("bug", "usage", "environment")
 KEYS = ("repo", "number", "title", "exc_type", "message", "frames", "entry_call", "label", "evidence", "source")
 
 
 def part(issue: dict[str, Any]) -> str:
-    return "heldout" if _fraction(f"{SALT}:{ref(issue)}") < HELD_OUT_SHARE else "train"
+    return HELD_OUT if _fraction(f"{SALT}:{ref(issue)}") < HELD_OUT_SHARE else "train"
+
+
+def _fold_v1(parts: dict[str, list[dict[str, Any]]]) -> int:
+    """Move the first held-out part (seen while writing rules) into train, marked by origin."""
+    old = DATA / "heldout.jsonl"
+    rows = _read(old)
+    for row in rows:
+        row["origin"] = "heldout-v1"
+        parts["train"].append(row)
+    if old.exists():
+        old.unlink()
+    return len(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,10 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--issues", type=Path, action="append", default=[])
     args = ap.parse_args(argv)
     DATA.mkdir(parents=True, exist_ok=True)
-    parts = {p: _read(DATA / f"{p}.jsonl") for p in ("train", "heldout")}
+    parts = {p: _read(DATA / f"{p}.jsonl") for p in PARTS}
+    folded = _fold_v1(parts)
     known = {ref(i) for rows in parts.values() for i in rows}
     added = 0
     for path in args.issues:
+        if not path.is_file():
+            print(f"split_kind: no such file: {path}", file=sys.stderr)
+            return 2
         for issue in _read(path):
             if ref(issue) in known or issue.get("label") not in LABELS:
                 continue
@@ -54,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.sort(key=lambda i: (i["repo"], i["number"]))
         _write(DATA / f"{p}.jsonl", rows)
     counts = {p: {lab: sum(r["label"] == lab for r in rows) for lab in LABELS} for p, rows in parts.items()}
-    print(json.dumps({"added": added, **counts}))
+    print(json.dumps({"added": added, "folded_heldout_v1": folded, **counts}))
     return 0
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import textwrap
 from pathlib import Path
@@ -105,6 +106,39 @@ def test_a_keyword_the_users_own_call_does_not_take_is_usage() -> None:
                                           "'layer_replication'")).kind == ENVIRONMENT
 
 
+@pytest.mark.parametrize("exc,message,frames,user_line,want", [
+    # a plainly stated constraint on an error line alone (trl's GRPO divisibility rule)
+    ("ValueError", "The global train batch size (1 x 1) must be evenly divisible by the number of generations per "
+                   "prompt (8).", [], "GRPOTrainer", USAGE),
+    # addressing the caller is not enough without a constraint: this one was a bug (peft#414)
+    ("ValueError", "You can't train a model that has been loaded in 8-bit precision on multiple devices.", [], None, BUG),
+    # the caller's own line asks for an attribute the object lacks; the library only forwards the lookup
+    ("AttributeError", "'PeftModelForCausalLM' object has no attribute 'chat'",
+     ["peft/tuners/lora/model.py:__getattr__", "torch/nn/modules/module.py:__getattr__"], "model.chat(tok, q)", USAGE),
+    # the same message shape from deeper library code stays a bug
+    ("AttributeError", "'GRPOTrainer' object has no attribute 'current_gradient_accumulation_steps'",
+     ["trl/trainer/grpo_trainer.py:_compute_loss"], "trainer.train()", BUG),
+    # a module of the stack lacking a name: the installed release
+    ("AttributeError", "module 'bitsandbytes.nn' has no attribute 'Linear8bitLt'", [], None, ENVIRONMENT),
+    # the caller constructs the config itself: the keyword is theirs
+    ("TypeError", "LoraConfig.__init__() got an unexpected keyword argument 'use_original_init'", [],
+     "LoraConfig(r=16, use_original_init=False)", USAGE),
+    # the caller calls the method the signature error names
+    ("TypeError", "PeftModelForSeq2SeqLM.generate() takes 1 positional argument but 2 were given", [],
+     "model.generate(input_ids)", USAGE),
+    # a keyword passed by the Trainer, not by the caller's line
+    ("TypeError", "forward() got an unexpected keyword argument 'num_items_in_batch'", [], "trainer.train()", BUG),
+    # the rejected call is in the library's own example script
+    ("TypeError", "Accelerator.__init__() got an unexpected keyword argument 'logging_dir'", [],
+     "accelerate launch examples/megatron_lm_gpt_pretraining.py", BUG),
+    # a loader naming the caller's repo id as lacking its files
+    ("OSError", "TheBloke/Llama-2-7B-GGML does not appear to have a file named config.json.",
+     ["transformers/modeling_utils.py:from_pretrained"], "AutoModel.from_pretrained(mid)", USAGE),
+])
+def test_rules_from_the_train_part(exc, message, frames, user_line, want) -> None:
+    assert classify(Evidence(exc, message, frames_from_strings(frames), user_line)).kind == want
+
+
 def test_expected_behavior_for_a_usage_error_does_not_claim_the_call_should_complete() -> None:
     from bot.issue.draft import _expected
     record = failure_from_text(f"ValueError: {GREEDY}").record
@@ -194,7 +228,8 @@ def test_preview_says_usage_error_first_and_submit_needs_anyway(
     out = " ".join(capsys.readouterr().out.split())
     line = "This looks like a usage error: a deliberate check in peft/config.py:__post_init__ rejected the input"
     assert line in out, out
-    assert "It passes with: without `" in out
+    # the change that makes it pass, as contrast found it: dropping one of the two keywords the rule joins
+    assert re.search(r"It passes with: without `(use_dora=True|layers_pattern='layers')` \(the default\)", out), out
     assert out.index(line) < out.index("issue preview")          # said first
     assert "--submit refuses unless --anyway is given" in out
     draft = json.loads((folder / "draft-peft.json").read_text())

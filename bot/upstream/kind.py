@@ -106,6 +106,17 @@ _ENV_MESSAGE = [
      "bitsandbytes' compiled library did not load (the CPU-only fallback was used)"),
 ]
 _CONFIG_KWARG = re.compile(r"\b(\w*Config)\.__init__\(\) got an unexpected keyword argument '(\w+)'")
+# An attribute missing on a *module* of the stack (not on an instance): the installed release has no
+# such name, the same evidence as an ImportError of it.
+_MODULE_ATTR = re.compile(r"^module '([\w.]+)' has no attribute '(\w+)'")
+
+
+def _builds_itself(ev: Evidence, cls: str) -> bool:
+    """The caller's own line constructs ``cls`` and nothing loaded it from a saved file: a keyword the
+    class rejects is then the caller's, not a config written by another release."""
+    if not ev.user_line or not re.search(rf"\b{re.escape(cls)}\b", ev.user_line):
+        return False
+    return not any(f.func == "from_pretrained" for f in ev.lib) and "from_pretrained" not in ev.user_line
 
 
 def _environment(ev: Evidence) -> Kind | None:
@@ -118,8 +129,13 @@ def _environment(ev: Evidence) -> Kind | None:
         if pattern.search(ev.message or ""):
             return Kind(ENVIRONMENT, why, "check the versions, the CUDA setup and reinstall the package the "
                                           "message names", 0.8)
+    m = _MODULE_ATTR.search(ev.message or "")
+    if m and ev.exc == "AttributeError" and m.group(1).split(".")[0] in STACK:
+        return Kind(ENVIRONMENT, f"the installed {m.group(1)} has no `{m.group(2)}`: another release than the code "
+                                 "expects, or an old or broken install of it",
+                    f"check the installed {m.group(1).split('.')[0]} version and reinstall it", 0.7)
     m = _CONFIG_KWARG.search(ev.message or "")
-    if m and ev.exc == "TypeError":
+    if m and ev.exc == "TypeError" and not _builds_itself(ev, m.group(1)):
         return Kind(ENVIRONMENT, f"{m.group(1)} does not know `{m.group(2)}`: a saved config written by another "
                                  "release than the installed one",
                     "load it with the release that saved it, or upgrade the installed one", 0.6)
@@ -140,6 +156,19 @@ _REMEDY = re.compile(r"\bplease (?:select|pass|set|use|rerun|re-run|specify|prov
 _RULE = re.compile(r"\bmust\b|\bshould\b|\bnot supported\b|\bdo(?:es)? not support\b|\bonly\b.*\bsupport|"
                    r"\(got [^)]*\)|\bgot\b|\bexpected\b|\bplease\b|\byou need\b|\brequires?\b|\binvalid\b|"
                    r"\bnot (?:allowed|valid|used)\b|\bhas to be\b|\bcan only\b", re.I)
+# A constraint the caller's input broke, stated so plainly that the raise needs no validator name
+# around it to read as a deliberate check (a divisibility rule, a list of allowed values, two options
+# that exclude each other).
+_CONSTRAINT = re.compile(r"\bmust be (?:evenly )?divisible by\b|\b(?:should|must) be one of\b|\bvalid values\b|"
+                         r"\b(?:is|are) not compatible with\b|\bincompatible with\b|"
+                         r"\b(?:should|must) be a (?:strictly )?positive\b|\byou passed\b", re.I)
+# An OSError of a loader that names the caller's path or repo id as lacking the files it needs.
+_MISSING_FILES = re.compile(r"does not appear to have a file named|is not a valid model identifier|"
+                            r"is not a local folder", re.I)
+_ATTRIBUTE = re.compile(r"has no attribute '?(\w+)'?")
+# The failing call sits in the library's own example script: an example that no longer runs is the
+# library's to fix, whatever the raise says.
+_LIBRARY_EXAMPLE = re.compile(r"(?:^|[\s/])examples?/[\w./-]+\.py\b")
 _VALIDATOR = re.compile(r"^(?:_*validate\w*|_*check\w*|_*verify\w*|__post_init__|_*sanity\w*)$")
 _PREPARE = re.compile(r"^_*prepare\w*$")
 _DELIBERATE = {"ValueError", "TypeError", "NotImplementedError"}
@@ -193,12 +222,35 @@ def _contrast_fix(ev: Evidence) -> tuple[str, str] | None:
     return None
 
 
+def _user_calls(ev: Evidence, func: str) -> bool:
+    """The caller's own line calls the function the signature error names (``model.generate`` for
+    ``PeftModelForSeq2SeqLM.generate()``): the arguments rejected are the caller's."""
+    name = func.rsplit(".", 1)[-1]
+    return bool(ev.user_line and name and not name.startswith("_") and re.search(rf"\b{re.escape(name)}\b", ev.user_line))
+
+
+def _own_attribute(ev: Evidence) -> Kind | None:
+    """The caller's own line asks for an attribute the object does not have, and the library frames
+    only pass the lookup along (``__getattr__``)."""
+    m = _ATTRIBUTE.search(ev.message or "")
+    if ev.exc != "AttributeError" or not m or not ev.user_line:
+        return None
+    attr = m.group(1)
+    if not re.search(rf"\.{re.escape(attr)}\b", ev.user_line) or any(f.func != "__getattr__" for f in ev.lib):
+        return None
+    return Kind(USAGE, f"the caller's own code asks for `.{attr}`, which this object does not have",
+                f"check which class provides `{attr}` (its docs) and call it on that", 0.6)
+
+
 def _usage(ev: Evidence) -> Kind | None:
     message = ev.message or ""
     raiser = ev.raiser
     behalf = _on_behalf(ev)
-    if behalf:
+    if behalf or (ev.user_line and _LIBRARY_EXAMPLE.search(ev.user_line)):
         return None
+    own = _own_attribute(ev)
+    if own:
+        return own
     sites = raisers(ev.exc_type, message) if raiser is None else {}
     deliberate_site = next((s for s in sites.values()
                             if s.exc in _DELIBERATE | _DELIBERATE_WITH_REMEDY and s.same_exc), None)
@@ -211,15 +263,27 @@ def _usage(ev: Evidence) -> Kind | None:
     # Python rejected the call's own keywords: the innermost frame is the user's line (a paste
     # without frames: a constructor), never a library frame passing keywords on.
     sig = _SIGNATURE.search(message)
-    if ev.exc == "TypeError" and sig and raiser is None and (ev.frames or sig.group("func").endswith("__init__")):
+    if ev.exc == "TypeError" and sig and raiser is None and (ev.frames or sig.group("func").endswith("__init__")
+                                                              or _user_calls(ev, sig.group("func"))):
         kw = sig.group("kw") or sig.group("kw2")
         fix = fixed[1] if fixed else (f"drop or rename `{kw}`" if kw else "check the call's arguments against its signature")
         return Kind(USAGE, f"the call's own arguments do not match the signature of {sig.group('func')}()", fix,
                     0.85 if fixed else 0.7)
+    constraint = _first_sentence(message, _CONSTRAINT)
+    if ev.exc == "ValueError" and not library_raise and not ev.frames and constraint:
+        # an error line alone (no frames, no catalogued raise): only a plainly stated constraint counts
+        fix = fixed[1] if fixed else None
+        return Kind(USAGE, f"a deliberate check rejected the input: {constraint}", fix, 0.85 if fixed else 0.6)
     if ev.exc not in _DELIBERATE | _DELIBERATE_WITH_REMEDY or not library_raise:
         return None
     remedy = _first_sentence(message, _REMEDY)
     if ev.exc in _DELIBERATE_WITH_REMEDY:
+        if not remedy and ev.exc in {"OSError", "EnvironmentError"}:
+            missing = _first_sentence(message, _MISSING_FILES)
+            if missing:
+                return Kind(USAGE, f"{ev.exc} raised on purpose{' in ' + where if where else ''}: the path or repo id "
+                                   f"passed does not hold what is loaded ({missing})",
+                            "check the path or repo id passed (and that it holds the files of this library)", 0.6)
         return Kind(USAGE, f"{ev.exc} raised on purpose{' in ' + where if where else ''}, and the message says "
                            "what to change", remedy, 0.65) if remedy else None
 
@@ -232,6 +296,8 @@ def _usage(ev: Evidence) -> Kind | None:
         confidence = 0.75
     elif remedy:
         reason, fix, confidence = f"{ev.exc} raised on purpose{at}, and the message says what to change", remedy, 0.7
+    elif constraint:
+        reason, fix, confidence = f"a deliberate check{at} rejected the input: {constraint}", None, 0.65
     elif fixed and (fixed[0] in _identifiers(message) or fixed[0] in message):
         reason, fix, confidence = f"{ev.exc} raised on purpose{at}, naming `{fixed[0]}`", None, 0.7
     else:
@@ -259,6 +325,8 @@ def _bug(ev: Evidence) -> Kind:
     behalf = _on_behalf(ev)
     if behalf:
         return Kind(BUG, behalf, None, 0.65)
+    if ev.user_line and _LIBRARY_EXAMPLE.search(ev.user_line):
+        return Kind(BUG, f"{ev.exc}{where}: the failing call is in the library's own example script", None, 0.6)
     return Kind(BUG, f"{ev.exc}{where}: nothing shows a deliberate check of the caller's input, so it is "
                      "treated as a bug", None, 0.5)
 
