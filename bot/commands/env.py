@@ -12,15 +12,14 @@ import argparse
 import json
 from pathlib import Path
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from bot.commands._options import add_json, add_offline, add_python
+from bot.output import console
 from bot.upstream.targets import REPO_KEYS
 from reducer.errors import ExitCode, ReprobotError
 
-console = Console(highlight=False, soft_wrap=True)
 MAX_PER_GROUP = 25  # the long tail of unrelated distributions is in --json
 
 
