@@ -22,7 +22,6 @@ from bot.store import ReproDir, latest_repro, rerun_notes, shown_path
 from reducer.errors import ExitCode, ReprobotError
 
 
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("file", help="preview (--dry-run) or file (--submit) the drafted issue",
                        description="Show the draft as it would be filed, validated against the target "
@@ -109,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         return _run(args, repro)
 
 
+# How --dry-run colours each preflight rule (red: --submit refuses; yellow: it asks first).
 _STYLE = {"secret": "red", "placeholder": "red", "invalid": "red", "uncertain": "yellow"}
 
 
