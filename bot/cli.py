@@ -8,12 +8,9 @@ import sys
 import threading
 from typing import Sequence
 
-from rich.console import Console
-
 from bot.commands import NAMES
+from bot.output import err_console, quiet
 from reducer.errors import ExitCode, ReprobotError
-
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -32,7 +29,20 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 raise
             continue  # a subcommand not built yet
         module.register(sub)
+    for command in sub.choices.values():
+        _add_quiet(command)
     return parser
+
+
+def _add_quiet(p: argparse.ArgumentParser) -> None:
+    """``--quiet`` under every command (and every ``index``/``action`` action), defined once
+    here; ``--json`` implies it wherever a command has ``--json`` (stdout is the JSON)."""
+    subs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+    for s in subs:
+        for q in s.choices.values():
+            _add_quiet(q)
+    if not subs and "--quiet" not in p._option_string_actions:
+        p.add_argument("--quiet", action="store_true", help="print nothing but errors (and --json)")
 
 
 class Terminated(KeyboardInterrupt):
@@ -68,10 +78,13 @@ def _main(argv: Sequence[str] | None) -> int:
     if "--" in argv:
         cut = argv.index("--")
         argv, passthrough = argv[:cut], argv[cut + 1:]
-    args = parser.parse_args(argv)
-    args.passthrough = passthrough
     try:
-        return int(args.func(args) or 0)
+        # Inside the try: an option's type may reject a value with reprobot's own one-line
+        # error (an unknown --repo KEY) rather than argparse's usage block.
+        args = parser.parse_args(argv)
+        args.passthrough = passthrough
+        with quiet(bool(getattr(args, "quiet", False) or getattr(args, "json", False))):
+            return int(args.func(args) or 0)
     except ReprobotError as e:
         err_console.print(f"[bold red]reprobot:[/] {e.message}", markup=True, highlight=False)
         if e.exit_code == ExitCode.INTERRUPTED and _TERMINATED.is_set():

@@ -35,7 +35,8 @@ class StepLine:
 
 
 @dataclass
-class Prepared:
+class FolderSteps:
+    """What ``run_missing_steps`` found or ran: routing, related issues, one line per step."""
     route: dict[str, Any] | None = None
     related: dict[str, Any] | None = None
     lines: list[StepLine] = field(default_factory=list)
@@ -212,11 +213,12 @@ def duplicate_line(dup: dict[str, Any]) -> str:
 
 
 # ---- the whole preparation ------------------------------------------------------------------
-def prepare(repro: ReproDir, *, python: str | None = None, db: str | Path | None = None,
-            api_url: str | None = None, search: bool = True,
-            notify: Callable[[StepLine], None] | None = None) -> Prepared:
-    """Run what the folder lacks for a preview; returns routing, related issues and one line per step."""
-    out = Prepared()
+def run_missing_steps(repro: ReproDir, *, python: str | None = None, db: str | Path | None = None,
+                      api_url: str | None = None, search: bool = True,
+                      notify: Callable[[StepLine], None] | None = None) -> FolderSteps:
+    """Run the steps the folder lacks before a preview (route, env, dedup), keep those it has;
+    returns routing, related issues and one line per step."""
+    out = FolderSteps()
 
     def say(step: str, did: str, text: str) -> None:
         line = StepLine(step, did, scrub(text).text)
@@ -255,15 +257,17 @@ def prepare(repro: ReproDir, *, python: str | None = None, db: str | Path | None
         else:
             text = _related_text(out.related)
             if out.related.get("index_source") == "bundled":
+                from bot.upstream.targets import get_target
+                key = get_target(out.target).key if out.target else "peft"
                 text += ("; your issue index is empty: `reprobot index seed` keeps these offline, `reprobot index "
-                         f"sync --repo {out.target or 'huggingface/peft'}` adds the rest (needs GITHUB_TOKEN)")
+                         f"sync --repo {key}` adds the rest (needs GITHUB_TOKEN)")
             if token and not search:
                 text += "; GitHub search runs once the draft has passed its checks"
             say("related issues", "ran", text)
     return out
 
 
-def search_related(repro: ReproDir, prep: Prepared, *, db: str | Path | None = None,
+def search_related(repro: ReproDir, prep: FolderSteps, *, db: str | Path | None = None,
                    api_url: str | None = None) -> StepLine | None:
     """Before filing: GitHub search for the error text, when a token is set and related.json
     does not already include a search. Updates ``prep.related``; None when nothing was done."""

@@ -44,7 +44,7 @@ class ReductionProgress:
             self._last_accepted, self._last_line = p.accepted, now
             print(f"[reduce {p.elapsed:6.0f}s] {p.pass_name}: {p.size_now.tokens} tokens "
                   f"(from {p.size_start.tokens}), runs {p.runs}, kept {p.accepted}, cache hits {p.cache_hits}",
-                  flush=True)
+                  file=self.console.file, flush=True)
 
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
@@ -77,7 +77,7 @@ class SyncProgress:
         now = time.monotonic()
         if stats.pages == 1 or now - self._last_line >= self.every:
             self._last_line = now
-            print(f"[dedup] {text}", flush=True)
+            print(f"[dedup] {text}", file=self.console.file, flush=True)
 
     def __exit__(self, *exc) -> None:
         if self._status is not None:

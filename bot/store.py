@@ -9,7 +9,7 @@ import json
 import os
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ from reducer.processes import script_argument
 from reducer.signature import Signature
 
 if TYPE_CHECKING:
-    from reducer.failure import Failure
+    from reducer.failure import Failure, FailureSpec
 
 DEFAULT_ROOT = Path("repros")
 
@@ -66,7 +66,7 @@ class ReproDir:
                                 ExitCode.BAD_INPUT)
         return d
 
-    # The files, as DESIGN.md lists them.
+    # The files, as docs/DESIGN.md lists them.
     original = property(lambda self: self.path / "original.py")
     repro = property(lambda self: self.path / "repro.py")
     signature_json = property(lambda self: self.path / "signature.json")
@@ -147,3 +147,114 @@ def record_failure(failure: "Failure", root: Path = DEFAULT_ROOT) -> ReproDir:
     })
     write_text_atomic(d.traceback_txt, record.text + "\n")
     return d
+
+
+# ---- lookups: which folder, and what its files say ------------------------------------------
+def latest_repro(root: Path = DEFAULT_ROOT) -> Path:
+    """The repro folder under ``root`` whose failure was recorded last."""
+    folders = [p.parent for p in root.glob("*/signature.json")] if root.is_dir() else []
+    if not folders:
+        raise ReprobotError(f"no repro folder under {root}/; pass one, or run `reprobot reduce` first",
+                            ExitCode.FILE_MISSING)
+    return max(folders, key=lambda p: (p / "signature.json").stat().st_mtime)
+
+
+def find_stored(root: Path, spec: "FailureSpec") -> "tuple[Failure, ReproDir] | None":
+    """The repro folder an earlier `reduce` of this script (same arguments, same launch line)
+    left under ``root``, as (Failure, ReproDir), without running anything; None when there is
+    none to continue (`reduce --resume`)."""
+    from reducer.failure import stored_failure
+    from reducer.outcome import TracebackRecord
+    if not root.is_dir():
+        return None
+    prefix = slugify(spec.script.stem) + "-"
+    candidates = []
+    for sig_file in root.glob(f"{prefix}*/signature.json"):
+        folder = ReproDir(sig_file.parent)
+        try:
+            data = folder.read_json(sig_file)
+        except ReprobotError:
+            continue
+        script_name = spec.launch.relpath if spec.launch is not None else spec.script.name
+        if data.get("script") != script_name or list(data.get("args") or []) != list(spec.args):
+            continue
+        if (data.get("launch") or {}).get("tokens") != (spec.launch.tokens if spec.launch is not None else None):
+            continue
+        # A session stopped between confirming the failure and its first progress record has
+        # no reduction.json yet: its confirmed failure still holds.
+        newest = folder.reduction_json if folder.reduction_json.is_file() else sig_file
+        candidates.append((newest.stat().st_mtime, folder, data))
+    if not candidates:
+        return None
+    _, folder, data = max(candidates, key=lambda c: c[0])
+    try:
+        signature = Signature.from_dict(data["signature"])
+        record = TracebackRecord.from_dict(data["record"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return stored_failure(spec, signature, record, list(data.get("runs") or []),
+                          bool(data.get("as_itself")), data.get("gpus"),
+                          rate=data.get("rate"), seed=data.get("seed")), folder
+
+
+# The verdict kinds versions.json and contrast.json record that a draft reads back; the values
+# of bot/rerun/verdict.py's Kind, which takes them from here (the store sits below rerun/).
+VERDICT_PASS = "PASS"
+VERDICT_SAME = "same failure"
+
+
+@dataclass
+class RerunNotes:
+    """What versions.json and contrast.json add to a draft."""
+    fails_on: list[str] = field(default_factory=list)     # "Still fails on transformers 5.23.0 (latest)"
+    passes_on: list[str] = field(default_factory=list)    # "Passes on accelerate 1.14.0 (latest)"
+    bisect: str | None = None
+    works_with: list[str] = field(default_factory=list)   # contrast changes that make it pass
+
+    @property
+    def likely_fixed(self) -> bool:
+        return bool(self.passes_on)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.fails_on or self.passes_on or self.bisect or self.works_with)
+
+    def headline(self) -> str | None:
+        if self.likely_fixed:
+            return ("Passes on " + "; ".join(self.passes_on) +
+                    " — likely fixed upstream: is filing still useful?")
+        return None
+
+
+def _versions_of(row: dict) -> str:
+    changed = row.get("changed") or {}
+    shown = row.get("versions") or {}
+    names = list(changed) or list(shown)
+    return " / ".join(f"{n} {shown.get(n, changed.get(n))}" for n in names)
+
+
+def rerun_notes(repro: ReproDir) -> RerunNotes:
+    """What the folder's versions.json and contrast.json say (empty notes when neither exists)."""
+    notes = RerunNotes()
+    path = repro.path / "versions.json"
+    if path.is_file():
+        data = repro.read_json(path)
+        for row in data.get("rows", []):
+            kind = row["verdict"]["kind"]
+            if row["label"] == "locked":
+                continue
+            latest = "latest" in row["label"]
+            where = _versions_of(row) + (" (latest)" if latest else "")
+            if kind == VERDICT_PASS:
+                notes.passes_on.append(where)
+            elif kind == VERDICT_SAME and latest:
+                notes.fails_on.append(where)
+        if data.get("bisect") and data["bisect"].get("first_changed"):
+            notes.bisect = data["bisect"]["sentence"]
+    path = repro.path / "contrast.json"
+    if path.is_file():
+        data = repro.read_json(path)
+        for ch in data.get("changes", []):
+            if ch["verdict"]["kind"] == VERDICT_PASS:
+                notes.works_with.append(ch["change"])
+    return notes

@@ -138,7 +138,7 @@ def test_file_dry_run_right_after_reduce_runs_the_missing_steps(reduced: Path, o
     # An empty index: the known issues bundled with reprobot are searched, and the line says so.
     from bot.upstream.seed import known_issues
     assert f"found ({len(known_issues())} known issues bundled with reprobot); best: peft#" in out, out
-    assert "reprobot index sync --repo huggingface/peft" in out
+    assert "reprobot index sync --repo peft" in out
     related = json.loads((folder / "related.json").read_text())
     assert related["index_source"] == "bundled" and related["indexed_issues"] >= 300
     assert "draft: draft-peft.md written" in out

@@ -309,3 +309,32 @@ def test_find_marked_with_pygithub(gh: FakeGitHub) -> None:
     own = gh.add_issue(REPO, title="ours", body=bare(marker(sig)), user=FILER)
     found = find_marked(client, REPO, sig)
     assert found is not None and found.number == own["number"]
+
+
+def test_preflight_is_what_the_preview_shows_and_what_submit_refuses(repro: Path, gh: FakeGitHub,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """One rule set (bot/issue/filing.py:preflight): --dry-run prints each problem's preview,
+    --submit stops on the first with its refusal and exit code."""
+    from bot.issue.filing import draft_for_filing, preflight
+    from bot.store import ReproDir
+
+    assert main(["draft", str(repro), "--repo", "peft"]) == 0
+    md = repro / "draft-peft.md"
+    text = md.read_text()
+    md.write_text(text.replace("```python\n", "```python\nHOST = \"<ip>\"\n", 1))
+    folder = ReproDir.open(repro)
+    draft, _, secrets = draft_for_filing(folder, "peft")
+    problems = preflight(folder, draft, "peft", secrets)
+    assert [p.rule for p in problems] == ["placeholder"]
+    assert problems[0].blocks(set(), yes=True) and problems[0].waiver is None
+    capsys.readouterr()
+    assert main(["file", str(repro), "--dry-run", "--repo", "peft"]) == 0
+    assert flat(problems[0].preview) in flat(capsys.readouterr().out)
+    assert submit(repro) == problems[0].exit_code == ExitCode.UNSAFE
+    assert flat(capsys.readouterr().err) == "reprobot: " + flat(problems[0].refusal)
+    assert gh.requests_to("POST", ISSUES) == []
+    # A draft with nothing wrong has no problem, and files.
+    md.write_text(text)
+    draft, _, secrets = draft_for_filing(folder, "peft")
+    assert preflight(folder, draft, "peft", secrets) == []
+    assert submit(repro) == 0

@@ -122,3 +122,61 @@ def test_the_graph_sees_the_imports_it_should() -> None:
 def test_no_import_cycles() -> None:
     found = cycles(import_graph())
     assert found == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+# ---- layer order -----------------------------------------------------------------------------
+# Lowest first. A module may import its own layer and the layers below it, never one above:
+# the engine never knows about the bot, the registry of targets knows nothing of the stages that
+# read it, the stages (env, upstream, issue) know nothing of what drives them, and only the
+# command line knows every command. Within a layer, test_no_import_cycles is the rule.
+# Every module of bot/ and reducer/ must sit in a layer (a new package is placed here on purpose).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("engine", ("reducer",)),
+    ("core", ("bot", "bot.store", "bot.scrub", "bot.output", "bot.progress")),
+    ("targets", ("bot.targets",)),
+    ("stages", ("bot.env", "bot.upstream", "bot.issue")),
+    ("drivers", ("bot.rerun", "bot.action", "bot.prepare", "bot.reduction", "bot.standalone")),
+    ("cli", ("bot.commands", "bot.cli", "bot.__main__")),
+)
+
+
+def layer_of(module: str) -> int | None:
+    """The layer index of ``module``: the longest prefix listed wins (``bot.store`` is core, not
+    the bare ``bot`` package's layer)."""
+    best: tuple[int, int] | None = None
+    for rank, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if module == prefix or module.startswith(prefix + "."):
+                if best is None or len(prefix) > best[0]:
+                    best = (len(prefix), rank)
+    return None if best is None else best[1]
+
+
+def upward_edges(graph: dict[str, set[str]]) -> list[str]:
+    out = []
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            a, b = layer_of(module), layer_of(target)
+            if a is not None and b is not None and b > a:
+                out.append(f"{module} ({LAYERS[a][0]}) -> {target} ({LAYERS[b][0]})")
+    return out
+
+
+def test_the_layer_check_can_fail() -> None:
+    assert layer_of("bot.store") == 1 and layer_of("bot") == 1 and layer_of("bot.upstream.route") == 3
+    assert layer_of("bot.targets.registry") == 2 and layer_of("reducer.passes.cleanup") == 0
+    assert layer_of("bot.commands.file") == 5 and layer_of("bot.cli") == 5
+    assert upward_edges({"reducer.search": {"bot.store"}, "bot.upstream.kind": {"bot.rerun.report"},
+                         "bot.commands.file": {"bot.issue.filing"}}) == [
+        "bot.upstream.kind (stages) -> bot.rerun.report (drivers)",
+        "reducer.search (engine) -> bot.store (core)"]
+
+
+def test_every_module_has_a_layer() -> None:
+    unplaced = sorted(m for m in import_graph() if layer_of(m) is None)
+    assert unplaced == [], "modules in no layer (add them to LAYERS): " + ", ".join(unplaced)
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    found = upward_edges(import_graph())
+    assert found == [], "imports against the layer order:\n" + "\n".join(found)

@@ -252,10 +252,14 @@ def test_exhausted_rate_limit_mid_sync_keeps_a_consistent_index(fake_github: Fak
 def test_sync_unknown_repo_and_missing_token(fake_github: FakeGitHub, tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     db = str(tmp_path / "db.sqlite3")
-    assert main(["index", "sync", "--repo", "huggingface/nope", "--db", db]) == ExitCode.BAD_INPUT
+    # --repo takes a target's key; owner/name is mapped to it; anything else is a one-line usage
+    # error before any request (a repository reprobot does not draft for has nothing to dedup).
+    assert main(["index", "sync", "--repo", "huggingface/nope", "--db", db]) == ExitCode.USAGE
     assert main(["index", "sync", "--repo", "not-a-repo", "--db", db]) == ExitCode.USAGE
+    assert fake_github.requests_to("GET", r".*") == []
     monkeypatch.delenv("GITHUB_TOKEN")
     assert main(["index", "sync", "--repo", REPO, "--db", db]) == ExitCode.NO_TOKEN
+    assert main(["index", "sync", "--repo", "accelerate", "--db", db]) == ExitCode.NO_TOKEN
 
 
 def test_cli_sync(fake_github: FakeGitHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -146,11 +146,11 @@ def test_a_release_that_does_not_exist_is_one_line_not_a_crash(world, env_cache)
                  "--no-index", "--find-links", str(wheels), "--json"]) == 0
     note = json.loads((folder / "versions.json").read_text())["bisect"]["note"]
     assert note.startswith("otherlib") and "\n" not in note
-    from bot.rerun.environments import NotInstallable, prepare, probe
+    from bot.rerun.environments import NotInstallable, overlay_environment, probe
     from bot.rerun.releases import IndexOptions
     with pytest.raises(NotInstallable) as e:
-        prepare(str(python), probe(str(python), []), {"fakelib": "9.9"},
-                IndexOptions(("--no-index", "--find-links", str(wheels))))
+        overlay_environment(str(python), probe(str(python), []), {"fakelib": "9.9"},
+                            IndexOptions(("--no-index", "--find-links", str(wheels))))
     assert "\n" not in str(e.value) and "9.9" in str(e.value)
 
 

@@ -552,6 +552,7 @@ def test_submit_asks_about_an_uncertain_string_and_files_nothing_on_no(run_b: Ru
                                                                        fake_github: FakeGitHub,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     import bot.commands.file as file_cmd
+    import bot.output as output
     folder = fresh(run_b.folder, tmp_path)
     paste(folder, UNCERTAIN)
     fake_github.add_repo(REPO)
@@ -565,7 +566,7 @@ def test_submit_asks_about_an_uncertain_string_and_files_nothing_on_no(run_b: Ru
         mp.setenv("REPROBOT_GITHUB_API", fake_github.url)
         mp.setenv("GITHUB_TOKEN", "test-token")
         mp.setattr(file_cmd.sys.stdin, "isatty", lambda: True)
-        mp.setattr(file_cmd.Confirm, "ask", answer)
+        mp.setattr(output.Confirm, "ask", answer)
         code = main(["file", str(folder), "--submit", "--not-a-duplicate", "--python", str(run_b.python)])
     out = capsys.readouterr().out
     assert code == 0 and "not filed" in out, out[-2000:]

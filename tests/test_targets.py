@@ -296,5 +296,6 @@ def test_the_throwaway_target_is_gone_after_its_fixture() -> None:
     assert "fakelib" not in REPO_KEYS
     text = tb(["fakelib/widgets.py:build"], "KeyError: 'width'")
     assert route(failure_from_text(text)).target is None
-    with pytest.raises(SystemExit):
+    with pytest.raises(ReprobotError) as e:   # --repo's type: reprobot's one-line usage error
         build_parser().parse_args(["draft", "x", "--repo", "fakelib"])
+    assert e.value.exit_code == ExitCode.USAGE

@@ -333,7 +333,7 @@ def reproduce(event: DiscussionEvent, opts: ReproduceOptions, *, environ: dict[s
     try:
         isolate = iso.mode == "namespaces"
         script_name = f"discussion_{event.number}.py"
-        sandbox.prepare(work, script_name, ex.script, isolate=isolate)
+        sandbox.stage_workdir(work, script_name, ex.script, isolate=isolate)
         sandbox.snapshot(work)
         layout = sandbox.Layout(work=work, isolate=isolate, python=opts.python, read_only=opts.read_only,
                                 hide=(*sandbox.runner_folders(src_env), str(opts.out.resolve())), limits=opts.limits)

@@ -193,7 +193,8 @@ def _nproc(budget: int) -> int:
     return user_tasks() + budget
 
 
-def prepare(work: Path, script_name: str, script: str, *, isolate: bool) -> None:
+def stage_workdir(work: Path, script_name: str, script: str, *, isolate: bool) -> None:
+    """The run's folders (export/, input/ with the posted script, root/) laid out in ``work``."""
     for sub in ("export", "input", "root"):
         (work / sub).mkdir()
     (work / "input" / script_name).write_text(script, encoding="utf-8")
@@ -226,7 +227,7 @@ def probe() -> Isolation:
     with tempfile.TemporaryDirectory(prefix="reprobot-probe-") as tmp:
         work = Path(tmp)
         layout = Layout(work=work, isolate=True, python=sys.executable)
-        prepare(work, "probe.py", "", isolate=True)
+        stage_workdir(work, "probe.py", "", isolate=True)
         (work / "reprobot" / "bot" / "action").mkdir(parents=True)
         shutil.copy(Path(__file__).with_name("jail.py"), work / "reprobot" / "bot" / "action" / "jail.py")
         steps = [Step("probe", [sys.executable, "-I", "-S", "-c", check], wall=30)]

@@ -2,13 +2,46 @@
 
 One function per option: the flag, its dest, its default and its help text live in one place, so
 `--api-url` (say) reads and behaves the same under every command that takes it. An option whose
-meaning differs between commands (`--timeout`, `--jobs`, `--out`, `--repo`, ...) stays with its
-command. `add_rerun_options` is the set that `versions` and `contrast` share: both re-run a stored repro.
+meaning differs between commands (`--timeout`, `--jobs`, `--out`, ...) stays with its command.
+`add_rerun_options` is the set that `versions` and `contrast` share: both re-run a stored repro.
+`--repo` is a target's KEY under every command (`add_repo`); `--quiet` is added to every command
+by bot/cli.py.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+
+
+def repo_key(value: str) -> str:
+    """``--repo``'s type: a target's key ("peft"), or its owner/name ("huggingface/peft") mapped
+    to the key; anything else is reprobot's one-line usage error (bot/cli.py parses inside its
+    error handling)."""
+    from bot.upstream.targets import get_target
+    return get_target(value).key
+
+
+def add_repo(p: argparse.ArgumentParser, help: str, *, many: bool = False, required: bool = False) -> None:
+    """``--repo KEY`` (owner/name accepted); ``many``: repeatable, a list."""
+    from bot.upstream.targets import REPO_KEYS
+    p.add_argument("--repo", type=repo_key, choices=REPO_KEYS, metavar="KEY", required=required,
+                   **({"action": "append"} if many else {}),
+                   help=f"{help}; KEY is one of {', '.join(REPO_KEYS)} (owner/name also accepted)")
+
+
+class DeprecatedAlias(argparse.Action):
+    """An old spelling of a flag: sets the new flag's dest and says the new name, in one line."""
+
+    def __init__(self, option_strings, dest, new: str, **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=argparse.SUPPRESS,
+                         **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from bot.output import err_console
+        err_console.print(f"reprobot: {option_string} is now {self.new} (the old spelling will go away)",
+                          markup=False)
+        setattr(namespace, self.dest, True)
 
 
 def add_api_url(p: argparse.ArgumentParser) -> None:
@@ -59,6 +92,6 @@ def add_rerun_options(p: argparse.ArgumentParser, written: str) -> None:
 
 
 def notifier(args: argparse.Namespace):
-    """Progress lines on the terminal, none with --json (stdout is the JSON)."""
+    """Progress lines on the terminal (silenced with the console under --quiet and --json)."""
     from bot.output import console
-    return (lambda msg: None) if args.json else (lambda msg: console.print(f"[dim]{msg}[/]", highlight=False))
+    return lambda msg: console.print(f"[dim]{msg}[/]", highlight=False)

@@ -4,16 +4,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
 from rich.markup import escape
 
 from bot.action.event import DEFAULT_LABEL, load_event
 from bot.action.reproduce import DEFAULT_MAX_BODY, DEFAULT_MAX_TIME, DEFAULT_TIMEOUT
 from bot.action.sandbox import Limits
 from bot.commands._options import add_api_url, add_offline, add_python
+from bot.output import console
 from reducer.errors import ExitCode, ReprobotError
 
-console = Console(highlight=False, soft_wrap=True)
 
 
 def _positive(kind: type):

@@ -13,14 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from bot.commands._options import add_api_url, add_db, add_json, add_no_search, add_repro_dir, add_traceback
+from bot.commands._options import add_api_url, add_db, add_json, add_no_search, add_repo, add_repro_dir, add_traceback
+from bot.output import console
 from bot.progress import SyncProgress
 
-console = Console(highlight=False, soft_wrap=True)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_traceback(p)
     add_db(p)
     p.add_argument("--top", type=int, default=5, help="how many to show (default: 5)")
-    p.add_argument("--repo", metavar="OWNER/NAME", help="target repository (default: what `route` decides)")
+    add_repo(p, "target repository (default: what `route` decides)")
     add_no_search(p)
     p.add_argument("--no-sync", action="store_true",
                    help="rank what the index holds, without fetching the target repository's issues first")
@@ -51,14 +50,14 @@ def run(args: argparse.Namespace) -> int:
 
         # A forum post usually states its versions next to the traceback.
         failure.versions = mentioned_versions(failure.raw_text)
-    target = args.repo or route_with_index(failure, db=args.db).target
-    with SyncProgress(console if not args.json else None) as progress:
+    from bot.upstream.targets import get_target
+    target = get_target(args.repo).repo if args.repo else route_with_index(failure, db=args.db).target
+    with SyncProgress(console) as progress:
         result = related_for(failure, target, db=args.db, api_url=args.api_url, search=not args.no_search,
                              top=args.top, sync=not (args.no_sync or args.no_search), anonymous_search=True,
                              progress=progress.update)
     for note in result.notes:
-        if not args.json:
-            console.print(escape(scrub(note).text))
+        console.print(escape(scrub(note).text))
     data = result.to_dict()
     if failure.repro_dir is not None:
         write_json_atomic(ReproDir(failure.repro_dir).related_json, scrub_json(data))
@@ -66,12 +65,12 @@ def run(args: argparse.Namespace) -> int:
         print(scrub(json.dumps(data, indent=2)).text)
         return 0
     where = (f"{result.indexed} known issues bundled with reprobot; your index is empty: `reprobot index seed` "
-             "keeps them, `reprobot index sync --repo OWNER/NAME` adds the rest"
+             "keeps them, `reprobot index sync --repo KEY` adds the rest"
              if result.index_source == "bundled" else f"{result.indexed} indexed")
     if not result.results:
         if result.indexed == 0:
             console.print("the issue index is empty: fill it with `reprobot index seed` (offline), "
-                          "`reprobot index sync --repo OWNER/NAME` "
+                          "`reprobot index sync --repo KEY` "
                           "or `reprobot index import FILE`" + ("" if result.searched else "; GitHub search not used"))
         else:
             console.print(f"no related issue found among {where}"

@@ -4,15 +4,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
 from rich.markup import escape
 
+from bot.commands._options import add_repo
 from bot.issue.draft import build_draft, edited_by_hand, write_draft
 from bot.issue.forms import REPO_KEYS, get_form
+from bot.output import console
 from bot.store import ReproDir
 from reducer.errors import ExitCode, ReprobotError
 
-console = Console(highlight=False)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,9 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Fill the target repositories' bug-report forms from a repro folder "
                                    "(scrubbed), writing draft-<repo>.md and draft-<repo>.json there.")
     p.add_argument("repro_dir", type=Path, help="a repro folder (repros/<slug>-<id>)")
-    p.add_argument("--repo", action="append", choices=REPO_KEYS, metavar="KEY",
-                   help=f"draft for this repository ({', '.join(REPO_KEYS)}); repeatable; "
-                        "default: the one routing picked")
+    add_repo(p, "draft for this repository; repeatable; default: the one routing picked", many=True)
     p.add_argument("--cross-links", action="store_true",
                    help="also draft for the other repositories routing says are involved")
     p.add_argument("--all", action="store_true", help="draft for every repository reprobot knows")

@@ -12,15 +12,14 @@ import argparse
 import json
 from pathlib import Path
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from bot.commands._options import add_json, add_offline, add_python
+from bot.commands._options import add_json, add_offline, add_python, repo_key
+from bot.output import console
 from bot.upstream.targets import REPO_KEYS
 from reducer.errors import ExitCode, ReprobotError
 
-console = Console(highlight=False, soft_wrap=True)
 MAX_PER_GROUP = 25  # the long tail of unrelated distributions is in --json
 
 
@@ -37,8 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="compare with REPRO_DIR/env.json and list the differences")
     p.add_argument("--no-lock", action="store_true", help="write env.json only, no requirements.in/.lock")
     add_offline(p)
-    p.add_argument("--system-info", choices=REPO_KEYS, metavar="KEY",
-                   help="print the System Info block that repository's bug form asks for")
+    p.add_argument("--system-info", type=repo_key, choices=REPO_KEYS, metavar="KEY",
+                   help="print the System Info block that repository's bug form asks for "
+                        "(a key, or owner/name)")
     add_json(p, "env.json (or the differences)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds one probe attempt may take (default: 120)")
     p.set_defaults(func=run)

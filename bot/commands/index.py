@@ -1,7 +1,7 @@
 """`reprobot index`: the local issue index (SQLite + FTS5) that `dedup` searches.
 
-    reprobot index sync --repo OWNER/NAME [--full]   fetch issues and PRs through PyGithub (GITHUB_TOKEN)
-    reprobot index import FILE [--repo OWNER/NAME]   load a JSON list of GitHub REST issue objects
+    reprobot index sync --repo KEY [--full]          fetch issues and PRs through PyGithub (GITHUB_TOKEN)
+    reprobot index import FILE [--repo KEY]          load a JSON list of GitHub REST issue objects
     reprobot index seed                              load the known issues bundled with reprobot (offline)
     reprobot index status                            what is indexed, and up to when
 All take --db PATH (default: the user's cache directory).
@@ -11,13 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from bot.commands._options import add_api_url, add_db, add_json
+from bot.commands._options import add_api_url, add_db, add_json, add_repo
+from bot.output import console
 
-console = Console(highlight=False, soft_wrap=True)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,8 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_json(q, "the result as JSON")
 
     s = isub.add_parser("sync", help="fetch issues/PRs updated since the last sync (needs GITHUB_TOKEN)")
-    s.add_argument("--repo", required=True, metavar="OWNER/NAME", action="append",
-                   help="repository to sync (repeatable)")
+    add_repo(s, "repository to sync (repeatable)", many=True, required=True)
     s.add_argument("--full", action="store_true", help="ignore the last sync and fetch everything")
     s.add_argument("--no-comments", action="store_true",
                    help="do not read closed issues' comments (they say what fixed them)")
@@ -43,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     i = isub.add_parser("import", help="load a JSON list of GitHub REST issue objects (offline)")
     i.add_argument("file", help="JSON file: a list of issue objects (or a search result with 'items')")
-    i.add_argument("--repo", metavar="OWNER/NAME", help="repository, when the objects do not say")
+    add_repo(i, "repository, when the objects do not say")
     common(i)
     i.set_defaults(func=run_import)
 
@@ -59,9 +57,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_import(args: argparse.Namespace) -> int:
     from bot.upstream.index import IssueIndex, import_file
+    from bot.upstream.targets import get_target
 
     with IssueIndex.open(args.db) as index:
-        stats = import_file(index, args.file, args.repo)
+        stats = import_file(index, args.file, get_target(args.repo).repo if args.repo else None)
         total = index.count()
     out = {"added": stats.added, "updated": stats.updated, "repos": sorted(stats.repos), "total": total}
     if args.json:
@@ -85,21 +84,21 @@ def run_seed(args: argparse.Namespace) -> int:
     else:
         console.print(f"added {stats.added} known issue(s) bundled with reprobot "
                       f"({', '.join(sorted(stats.repos)) or 'all were already indexed'}); {total} in the index. "
-                      "`reprobot index sync --repo OWNER/NAME` adds the rest (needs GITHUB_TOKEN)")
+                      "`reprobot index sync --repo KEY` adds the rest (needs GITHUB_TOKEN)")
     return 0
 
 
 def run_sync(args: argparse.Namespace) -> int:
     from bot.issue.github import github_client
     from bot.upstream.index import IssueIndex, sync
+    from bot.upstream.targets import get_target
 
     client = github_client(api_url=args.api_url, require_token=True)
     results = []
     with IssueIndex.open(args.db) as index:
-        for repo in args.repo:
+        for repo in dict.fromkeys(get_target(key).repo for key in args.repo):
             def progress(st) -> None:
-                if not args.json:
-                    console.print(f"  {st.repo}: page {st.pages}, {st.fetched} fetched (up to {st.watermark})")
+                console.print(f"  {st.repo}: page {st.pages}, {st.fetched} fetched (up to {st.watermark})")
             stats = sync(index, repo, client=client, full=args.full, comments=not args.no_comments,
                          comment_budget=max(0, args.comment_budget), progress=progress)
             results.append({"repo": stats.repo, "since": stats.since, "fetched": stats.fetched,
@@ -127,7 +126,7 @@ def run_status(args: argparse.Namespace) -> int:
         # An empty index is a state, not an error (exit 5 means "no failure" elsewhere).
         console.print("the issue index is empty: run `reprobot index seed` (offline, the known issues "
                       "bundled with reprobot), `reprobot index import FILE` or "
-                      "`reprobot index sync --repo OWNER/NAME` (needs GITHUB_TOKEN)")
+                      "`reprobot index sync --repo KEY` (needs GITHUB_TOKEN)")
         return 0
     table = Table(title="issue index")
     for col in ("repository", "issues+PRs", "last sync (updated_at watermark)", "synced at"):

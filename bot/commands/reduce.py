@@ -74,7 +74,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-reduce", action="store_true", help="stop after finding and storing the failure")
     p.add_argument("--no-env", action="store_true",
                    help="skip env.json and the lockfile (`reprobot env` writes them later)")
-    p.add_argument("--quiet", action="store_true", help="print nothing but errors (and --json)")
     add_json(p, "one JSON object at the end (folder, status, sizes, runs, signature)", also="implies --quiet")
     p.add_argument("--versions", action="store_true",
                    help="afterwards, re-run the repro against the latest releases (`reprobot versions`)")
@@ -84,13 +83,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.quiet or args.json:
-        console.quiet = True
+    # --quiet (and --json, which implies it) is the CLI's: bot/cli.py silences bot.output.console.
     args.repro = None
     try:
         return _run(args)
     finally:
-        console.quiet = False
         if args.json and args.repro is not None:  # also when stopped at --max-time or interrupted
             print(json.dumps(summary(args.repro), indent=2))
 
@@ -129,6 +126,7 @@ def _run(args: argparse.Namespace):
         limits=RunLimits(args.max_processes, args.max_file_size), gpus=_gpus(args),
         gpus_per_job=args.gpus_per_job, launch=launch, flaky_runs=args.flaky_runs,
         env=({HANG_ENV: f"{args.hang_after:g}"} if args.hang_after else {}))
+    from bot.store import find_stored
     stored = find_stored(args.out, spec) if args.resume else None
     if stored is not None:
         failure, repro = stored
@@ -157,45 +155,6 @@ def _gpus(args: argparse.Namespace) -> list[str]:
     if args.gpus_per_job is not None and args.gpus_per_job < 1:
         raise ReprobotError("--gpus-per-job: expected 1 or more", ExitCode.USAGE)
     return parse_gpus(args.gpus)
-
-
-def find_stored(root: Path, spec: FailureSpec):
-    """The repro folder an earlier `reduce` of this script left, as (Failure, ReproDir), without
-    running anything; None when there is none to continue."""
-    from bot.store import ReproDir, slugify
-    from reducer.failure import stored_failure
-    from reducer.outcome import TracebackRecord
-    from reducer.signature import Signature
-    if not root.is_dir():
-        return None
-    prefix = slugify(spec.script.stem) + "-"
-    candidates = []
-    for sig_file in root.glob(f"{prefix}*/signature.json"):
-        folder = ReproDir(sig_file.parent)
-        try:
-            data = folder.read_json(sig_file)
-        except ReprobotError:
-            continue
-        script_name = spec.launch.relpath if spec.launch is not None else spec.script.name
-        if data.get("script") != script_name or list(data.get("args") or []) != list(spec.args):
-            continue
-        if (data.get("launch") or {}).get("tokens") != (spec.launch.tokens if spec.launch is not None else None):
-            continue
-        # A session stopped between confirming the failure and its first progress record has
-        # no reduction.json yet: its confirmed failure still holds.
-        newest = folder.reduction_json if folder.reduction_json.is_file() else sig_file
-        candidates.append((newest.stat().st_mtime, folder, data))
-    if not candidates:
-        return None
-    _, folder, data = max(candidates, key=lambda c: c[0])
-    try:
-        signature = Signature.from_dict(data["signature"])
-        record = TracebackRecord.from_dict(data["record"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    return stored_failure(spec, signature, record, list(data.get("runs") or []),
-                          bool(data.get("as_itself")), data.get("gpus"),
-                          rate=data.get("rate"), seed=data.get("seed")), folder
 
 
 def _rerun(repro, args: argparse.Namespace) -> None:

@@ -8,15 +8,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from bot.commands._options import add_db, add_json, add_repro_dir, add_traceback
+from bot.commands._options import DeprecatedAlias, add_db, add_json, add_repro_dir, add_traceback
+from bot.output import console
 from bot.scrub import scrub
 from bot.upstream.targets import TARGETS
 
-console = Console(highlight=False, soft_wrap=True)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,7 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_traceback(p)
     add_json(p, "route.json")
     add_db(p, when_empty="the known issues bundled with reprobot")
-    p.add_argument("--no-index", action="store_true", help="route by the traceback and repro alone")
+    p.add_argument("--no-issue-index", action="store_true",
+                   help="route by the traceback and repro alone, without the issue index's evidence")
+    # `versions --no-index` is pip's (no package index): the issue index's flag has its own name.
+    p.add_argument("--no-index", dest="no_issue_index", action=DeprecatedAlias, new="--no-issue-index")
     p.set_defaults(func=run)
 
 
@@ -38,11 +40,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.traceback is None and args.repro_dir:
         repro = ReproDir.open(args.repro_dir)
-        data = route_folder(repro, db=args.db, use_index=not args.no_index)
+        data = route_folder(repro, db=args.db, use_index=not args.no_issue_index)
     else:
         repro = None
         data = route_with_index(load_failure(args.repro_dir, args.traceback), db=args.db,
-                                use_index=not args.no_index).to_dict()
+                                use_index=not args.no_issue_index).to_dict()
         data["source"] = "pasted traceback"
     if args.json:
         print(scrub(json.dumps(data, indent=2)).text)

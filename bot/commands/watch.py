@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     folders = repro_folders(root)
     if not folders:
         raise ReprobotError(f"{root}: no repro folders in it", ExitCode.FILE_MISSING)
-    say = (lambda m: None) if args.json else (lambda m: console.print(f"[dim]{m}[/]", highlight=False))
+    say = lambda m: console.print(f"[dim]{m}[/]", highlight=False)  # noqa: E731  (silenced by --quiet/--json)
     state_dir = Path(args.state) if args.state else None
     packages = tuple(p.strip() for p in args.packages.split(",")) if args.packages else None
     client = login = None

@@ -488,8 +488,8 @@ class _Renderer:
 
 def _reruns(repro: ReproDir, notes: list[str]):
     """What `versions` and `contrast` found by running, for the draft's sections."""
-    from bot.rerun.report import notes_for
-    found = notes_for(repro)
+    from bot.store import rerun_notes
+    found = rerun_notes(repro)
     if found.likely_fixed:
         notes.append(found.headline())
     return found
@@ -541,8 +541,8 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
     run_as = "repro.py" if alone else script
     kind = classify_repro(repro)
     if kind is not None and kind.kind != "bug":
-        from bot.rerun.report import notes_for
-        notes.append(kind_line(kind, notes_for(repro).works_with))
+        from bot.store import rerun_notes
+        notes.append(kind_line(kind, rerun_notes(repro).works_with))
     args = [str(a) for a in sig_data.get("args") or []]
     cross = []
     if route:

@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Collection
 
 from github import BadCredentialsException, Github, GithubException
 
-from bot.issue.draft import MARKER_PREFIX, Draft, carries_marker, marker
-from bot.scrub import find_secrets
-from bot.store import ReproDir, write_json_atomic
+from bot.issue.draft import (MARKER_PREFIX, Draft, build_draft, carries_marker, edited_by_hand, load_draft, marker,
+                             newer_inputs, script_placeholders, write_draft)
+from bot.issue.forms import field_values, get_form
+from bot.scrub import Finding, find_secrets, scrub, uncertain_strings
+from bot.store import ReproDir, rerun_notes, write_json_atomic
 from reducer.errors import ExitCode, ReprobotError
 
 # reprobot's own editing aids in a draft (notes, "confirm this" prompts): not for upstream.
@@ -81,13 +83,118 @@ def submission_body(draft: Draft) -> str:
 
 def check_safe(title: str, body: str) -> None:
     """Fail closed: refuse to send anything in which a secret pattern survives."""
+    problem = _sent_secret(title, body)
+    if problem is not None:
+        raise ReprobotError(problem.refusal, problem.exit_code)
+
+
+def _sent_secret(title: str, body: str) -> "Problem | None":
     found = find_secrets(title + "\n" + body)
-    if found:
-        first = found[0]
-        where = "title" if first.line == 1 else f"body line {first.line - 1}"
-        raise ReprobotError(f"refusing to file: {first.kind} {first.preview} in the {where} "
-                            f"({len(found)} secret pattern{'s' if len(found) > 1 else ''}); remove it from the "
-                            f"draft or re-run `reprobot draft`", ExitCode.UNSAFE)
+    if not found:
+        return None
+    first = found[0]
+    where = "title" if first.line == 1 else f"body line {first.line - 1}"
+    return Problem("secret", f"refusing to file: {first.kind} {first.preview} in the {where} "
+                   f"({len(found)} secret pattern{'s' if len(found) > 1 else ''}); remove it from the "
+                   "draft or re-run `reprobot draft`", ExitCode.UNSAFE,
+                   f"--submit would refuse: {len(found)} secret pattern(s) in what would be sent")
+
+
+def draft_for_filing(repro: ReproDir, key: str,
+                     notify: Callable[[str], None] = lambda _: None) -> tuple[Draft, list[Finding], list[Finding]]:
+    """The draft to show or file: the stored one (a person may have edited it) or a fresh one,
+    built and written when the stored one is missing or older than its inputs (and not edited).
+    Returns (the draft with private details scrubbed again, what that scrub found now, secrets
+    in the stored text); ``notify`` gets one line saying which draft it is."""
+    stored = repro.draft_md(key).is_file() and repro.draft_json(key).is_file()
+    newer = newer_inputs(repro, key) if stored else []
+    if stored and (not newer or edited_by_hand(repro, key)):
+        draft = load_draft(repro.path, key)
+        if newer:
+            notify(f"draft: {repro.draft_md(key).name} (kept: edited by hand; newer than it: {', '.join(newer)} — "
+                   f"`reprobot draft --force` rebuilds it, then carry your edits over)")
+        else:
+            notify(f"draft: {repro.draft_md(key).name} (kept; `reprobot draft --force` writes it again)")
+    else:
+        draft = build_draft(repro.path, key)
+        md, _ = write_draft(repro.path, draft)
+        notify(f"draft: {md.name} " + (f"rebuilt (newer: {', '.join(newer)})" if newer else "written"))
+    again = scrub(draft.body)
+    title = scrub(draft.title)
+    secrets = title.secrets + again.secrets
+    fresh = replace(draft, body=again.text, title=title.text, fields=field_values(get_form(key), again.text))
+    return fresh, title.findings + again.findings, secrets
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason `file --submit` will not file a draft. The rule lives here once: `--dry-run`
+    shows ``preview``, `--submit` raises ``refusal`` with ``exit_code``."""
+    rule: str              # "secret", "placeholder", "invalid", "not-a-bug", "uncertain"
+    refusal: str           # the one-line error --submit stops with
+    exit_code: int
+    preview: str           # what --dry-run says (plain text, one or more lines)
+    waiver: str | None = None   # the flag that files it anyway ("--anyway", "--not-a-secret")
+    asks: bool = False     # without --yes a person is asked instead of refused
+
+    def blocks(self, waived: Collection[str], yes: bool) -> bool:
+        """Whether --submit stops here, given the waiver flags passed and whether it may ask."""
+        if self.waiver is not None and self.waiver in waived:
+            return False
+        return yes or not self.asks
+
+
+def uncertain_in(title: str, body: str) -> list[tuple[str, Finding]]:
+    """(where, finding) for each bare random-looking string in what would be filed."""
+    found = uncertain_strings(title + "\n" + body)
+    return [("title" if f.line == 1 else f"body line {f.line - 1}", f) for f in found]
+
+
+def preflight(repro: ReproDir, draft: Draft, key: str, stored_secrets: list[Finding]) -> list[Problem]:
+    """Everything that stops `file --submit` before anything is sent, in the order it is checked:
+    what is unsafe or incomplete first, then what a maintainer would close (a usage error or an
+    environment problem), then what a person must confirm. ``draft`` is the scrubbed draft and
+    ``stored_secrets`` the secrets of its stored text (both from ``draft_for_filing``)."""
+    from bot.upstream.kind import classify_repro, kind_line
+
+    problems: list[Problem] = []
+    md = repro.draft_md(key).name
+    form = get_form(key)
+    if stored_secrets:
+        first = stored_secrets[0]
+        problems.append(Problem("secret", f"refusing to file: {first.kind} {first.preview} at line {first.line} of "
+                                f"{md}; remove it, or re-run `reprobot draft`", ExitCode.UNSAFE,
+                                f"--submit would refuse: {len(stored_secrets)} secret pattern(s) in the stored draft"))
+    for line, placeholder in script_placeholders(draft.body):
+        problems.append(Problem("placeholder", f"refusing to file: line {line} of the script in {md} holds "
+                                f"{placeholder} where a private value was removed; put a stand-in value there that "
+                                "still fails the same way", ExitCode.UNSAFE,
+                                f"needs you: line {line} of the script in the draft holds {placeholder} where a "
+                                "private value was removed; put a stand-in value there that still fails the same "
+                                f"way (edit {md}); --submit refuses until then"))
+    check = draft.validate()
+    if not check.ok:
+        problems.append(Problem("invalid", f"{md} does not fill the {form.repo} form: "
+                                + "; ".join(map(str, check.problems)), ExitCode.BAD_INPUT,
+                                "\n".join(f"invalid: {p}" for p in check.problems)))
+    body = submission_body(draft)
+    sent = _sent_secret(draft.title, body)
+    if sent is not None and not stored_secrets:
+        problems.append(sent)
+    kind = classify_repro(repro)
+    if kind is not None and kind.kind != "bug":
+        line = kind_line(kind, rerun_notes(repro).works_with)
+        problems.append(Problem("not-a-bug", f"not filed: {line} Pass --anyway to file it as a bug report all the "
+                                "same", ExitCode.USAGE, line + "\n--submit refuses unless --anyway is given",
+                                waiver="--anyway"))
+    for where, f in uncertain_in(draft.title, body):
+        problems.append(Problem("uncertain", f"not filed: the {where} holds a string that may be a credential "
+                                f"({f.preview}); remove it from the draft, or pass --not-a-secret if it is an id",
+                                ExitCode.UNSAFE,
+                                f"check: the {where} holds a string that may be a credential or an id "
+                                f"({f.preview}): --submit asks before filing it (with --yes, refuses without "
+                                "--not-a-secret)", waiver="--not-a-secret", asks=True))
+    return problems
 
 
 def read_filed(repro: ReproDir) -> list[FiledIssue]:

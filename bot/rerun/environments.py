@@ -159,8 +159,8 @@ def key_for(base_python: str, base: Installed, pins: dict[str, str], index: Inde
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def prepare(base_python: str, base: Installed, pins: dict[str, str], index: IndexOptions,
-            root: Path | None = None) -> Environment:
+def overlay_environment(base_python: str, base: Installed, pins: dict[str, str], index: IndexOptions,
+                        root: Path | None = None) -> Environment:
     """The base with `pins` on top (name -> exact version); NotInstallable says why not."""
     if not pins:
         return Environment(base_python, [], {}, reused=True)

@@ -1,8 +1,8 @@
-"""versions.json / contrast.json, their tables on the terminal, and the lines a draft takes from them."""
+"""versions.json / contrast.json: writing them and their tables on the terminal (what a draft
+reads back from them is bot/store.py's ``rerun_notes``)."""
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, field
 
 from rich.markup import escape
 from rich.table import Table
@@ -10,7 +10,7 @@ from rich.table import Table
 from bot.output import console
 from bot.store import ReproDir, write_json_atomic
 from bot.rerun.contrast import Contrast, grouped
-from bot.rerun.verdict import Kind, Verdict
+from bot.rerun.verdict import Kind
 from bot.rerun.versions import Bisection, Row
 
 _STYLE = {Kind.PASS: "bold green", Kind.SAME: "red", Kind.DIFFERENT: "yellow", Kind.TIMEOUT: "yellow",
@@ -54,7 +54,7 @@ def print_rows(rows: list[Row]) -> None:
         return
     for r in rows:
         pins = " ".join(f"{n}={r.versions[n]}" for n in names if n in r.versions)
-        print(f"{r.label:<22} {pins} | {r.verdict.label()} | {r.seconds:.0f}s", flush=True)
+        console.print(f"{r.label:<22} {pins} | {r.verdict.label()} | {r.seconds:.0f}s", markup=False)
 
 
 def print_contrast(results: list[Contrast]) -> None:
@@ -67,59 +67,3 @@ def print_contrast(results: list[Contrast]) -> None:
         for c in items:
             extra = f" — {escape(c.verdict.detail)}" if title == "changes it" and c.verdict.detail else ""
             console.print(f"  line {c.change.line}: {escape(c.change.description)}{extra}", highlight=False)
-
-
-@dataclass
-class RerunNotes:
-    """What versions.json and contrast.json add to a draft."""
-    fails_on: list[str] = field(default_factory=list)     # "Still fails on transformers 5.23.0 (latest)"
-    passes_on: list[str] = field(default_factory=list)    # "Passes on accelerate 1.14.0 (latest)"
-    bisect: str | None = None
-    works_with: list[str] = field(default_factory=list)   # contrast changes that make it pass
-
-    @property
-    def likely_fixed(self) -> bool:
-        return bool(self.passes_on)
-
-    @property
-    def empty(self) -> bool:
-        return not (self.fails_on or self.passes_on or self.bisect or self.works_with)
-
-    def headline(self) -> str | None:
-        if self.likely_fixed:
-            return ("Passes on " + "; ".join(self.passes_on) +
-                    " — likely fixed upstream: is filing still useful?")
-        return None
-
-
-def _versions_of(row: dict) -> str:
-    changed = row.get("changed") or {}
-    shown = row.get("versions") or {}
-    names = list(changed) or list(shown)
-    return " / ".join(f"{n} {shown.get(n, changed.get(n))}" for n in names)
-
-
-def notes_for(repro: ReproDir) -> RerunNotes:
-    notes = RerunNotes()
-    path = repro.path / "versions.json"
-    if path.is_file():
-        data = repro.read_json(path)
-        for row in data.get("rows", []):
-            kind = Verdict.from_dict(row["verdict"]).kind
-            if row["label"] == "locked":
-                continue
-            latest = "latest" in row["label"]
-            where = _versions_of(row) + (" (latest)" if latest else "")
-            if kind is Kind.PASS:
-                notes.passes_on.append(where)
-            elif kind is Kind.SAME and latest:
-                notes.fails_on.append(where)
-        if data.get("bisect") and data["bisect"].get("first_changed"):
-            notes.bisect = data["bisect"]["sentence"]
-    path = repro.path / "contrast.json"
-    if path.is_file():
-        data = repro.read_json(path)
-        for ch in data.get("changes", []):
-            if Verdict.from_dict(ch["verdict"]).kind is Kind.PASS:
-                notes.works_with.append(ch["change"])
-    return notes

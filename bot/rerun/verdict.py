@@ -4,13 +4,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from enum import Enum
 
+from bot.store import VERDICT_PASS, VERDICT_SAME
 from reducer.outcome import Outcome
 from reducer.signature import MatchOptions, Signature, distinct_failures, find_match
 
 
 class Kind(str, Enum):
-    PASS = "PASS"
-    SAME = "same failure"
+    PASS = VERDICT_PASS
+    SAME = VERDICT_SAME
     DIFFERENT = "different failure"
     TIMEOUT = "timeout"
     NOT_INSTALLABLE = "not installable"

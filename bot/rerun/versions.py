@@ -14,7 +14,7 @@ from typing import Callable
 
 from packaging.utils import canonicalize_name
 
-from bot.rerun.environments import Installed, NotInstallable, prepare, probe
+from bot.rerun.environments import Installed, NotInstallable, overlay_environment, probe
 from bot.rerun.lock import STACK, Lock
 from bot.rerun.releases import IndexOptions, Releases, list_releases
 from bot.rerun.repro_run import ReproRunner
@@ -119,7 +119,7 @@ class VersionRunner:
         started = time.monotonic()
         self.notify(f"{label}: preparing the environment")
         try:
-            env = prepare(self.python, self.base, pins, self.index)
+            env = overlay_environment(self.python, self.base, pins, self.index)
         except NotInstallable as e:
             verdict = Verdict(Kind.NOT_INSTALLABLE, str(e))
             return Row(label, self._shown(merged, swap), verdict, time.monotonic() - started, dict(swap))

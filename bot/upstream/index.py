@@ -329,7 +329,7 @@ class IssueIndex:
         p = Path(path) if path is not None else default_db_path()
         if not create and not p.is_file():
             raise ReprobotError(f"no issue index at {p}: run `reprobot index import FILE` or "
-                                "`reprobot index sync --repo OWNER/NAME` first", ExitCode.FILE_MISSING)
+                                "`reprobot index sync --repo KEY` first", ExitCode.FILE_MISSING)
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(str(p), isolation_level=None, timeout=30)

@@ -388,14 +388,14 @@ def evidence_from_record(record: Any, *, repro_source: str | None = None, passes
 
 def classify_repro(repro: Any) -> Kind | None:
     """The kind of a repro folder's failure (signature.json, repro.py, contrast.json)."""
-    from bot.rerun.report import notes_for
+    from bot.store import rerun_notes
     from bot.upstream.failure import failure_from_repro
 
     try:
         failure = failure_from_repro(repro.path)
     except Exception:
         return None
-    works = notes_for(repro).works_with
+    works = rerun_notes(repro).works_with
     return classify(evidence_from_record(failure.record, repro_source=failure.repro_source, passes_with=works))
 
 
