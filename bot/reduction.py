@@ -88,7 +88,12 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
     result = search(start_source or failure.source, oracle, opts, trace, seen, stats, saver,
                     failure.spec.script, failure.record.message)
     save_search(failure, repro, result, saver)
-    best, record, outcome = confirm_cold(failure, repro, oracle, result, saver)
+    try:
+        best, record, outcome = confirm_cold(failure, repro, oracle, result, saver)
+    except DeadlineReached:
+        # the search's reserve was not enough for the cold run (a loaded machine): the best so
+        # far is saved, unverified cold, and --resume verifies it
+        raise time_limit(repro, result) from None
     # the final word: repro.py alone in an empty folder, offline (bot/standalone.py)
     best, record = make_self_contained(failure, repro, oracle, best, record)
     write_text_atomic(repro.traceback_txt, record.text + "\n")
