@@ -157,7 +157,10 @@ def shows_as_file(text: str):
             path = f"{tmp}/worker.py"
             with open(path, "w") as fh:
                 fh.write(source)
-            proc = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=60)
+            try:
+                proc = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=20)
+            except subprocess.TimeoutExpired:
+                return False        # a candidate that hangs (a target waiting for work) is no repro
         return text in proc.stderr
     return predicate
 
@@ -195,3 +198,20 @@ def test_bring_home_calls_the_target_before_the_parent_reads_its_results() -> No
     out = reduce_with(src, target, "bring_home")
     assert "worker_loop(q, r, 4)" in out and "proc.start()" not in out, out
     assert out.index('q.put(None)') < out.index("worker_loop(q, r, 4)") < out.index("r.get(timeout=30)")
+
+
+def test_bring_home_at_the_start_drops_the_join_when_results_are_read_before_it() -> None:
+    """The LoRA spawn worker's shape: the work is queued before the child starts, and the parent
+    reads results before it joins. Called at the start (the join dropped: a process never
+    started cannot be joined), the target sees its work and the parent its results."""
+    src = QUEUE_WORKER.replace("def worker_loop(requests, limit):", "def worker_loop(requests, results, limit):") \
+        .replace("            return\n", "            results.put(None)\n            return\n") \
+        .replace("    q = ctx.Queue()\n", "    q = ctx.Queue()\n    r = ctx.Queue()\n") \
+        .replace("args=(q, 4)", "args=(q, r, 4)") \
+        .replace("    proc.start()\n", "") \
+        .replace("    q.put(None)\n", "    q.put(None)\n    proc.start()\n    print(r.get(timeout=10))\n")
+    target = shows_as_file("ValueError: request of 8 tokens exceeds the limit of 4")
+    assert target(src)
+    out = reduce_with(src, target, "bring_home")
+    assert "worker_loop(q, r, 4)" in out and "proc.start()" not in out and "proc.join()" not in out, out
+    assert out.index('q.put(None)') < out.index("worker_loop(q, r, 4)") < out.index("r.get(timeout=10)")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from reducer.passes.base import Gate, collect, parse, replace, run_targets, safe
+from reducer.passes.base import Gate, collect, parse, replace, replace_many, run_targets, safe
 from reducer.passes.single import one_step
 
 _SUBMIT = {"submit"}
@@ -318,7 +318,7 @@ class _Move(cst.CSTTransformer):
 def _homes(module: cst.Module, child: Child) -> list[str]:
     """Where the target may be called instead, first the likeliest to see the child's work in
     place: right after the parent's last hand-off (``q.put``) that follows the start, before
-    anything reads the child's results; where the parent joins it; where it was started."""
+    anything reads the child's results; where it was started; where the parent joins it."""
     direct = direct_call(child.create)
     if direct is None:
         return []
@@ -327,9 +327,15 @@ def _homes(module: cst.Module, child: Child) -> list[str]:
     after = _after_start(module, child.start, collect(module, _feeds))
     if after is not None:
         out.append(safe(lambda: module.visit(_Move(child.start, after, call, child.join)).code))
+    # Where it was started (its join goes: a process never started cannot be joined) before
+    # where it is joined: a parent that reads the child's results between the two would wait
+    # for them at the join, and only the hand-off case above feeds the child after its start.
+    pairs: list[tuple[cst.CSTNode, object]] = [(child.start, call)]
+    if child.join is not None:
+        pairs.append((child.join, cst.RemoveFromParent()))
+    out.append(safe(lambda: replace_many(module, pairs)))
     if child.join is not None:
         out.append(_at_join(module, child, call))
-    out.append(safe(lambda: replace(module, child.start, call)))
     return [s for s in dict.fromkeys(out) if s is not None]
 
 
