@@ -308,3 +308,21 @@ def test_reduction_json_says_what_the_repro_and_the_original_cost(tmp_path):
     assert cost["original"]["peak_rss"] > 0, cost
     assert cost["repro"]["peak_rss"] <= cost["original"]["peak_rss"] * 1.1 + 32 * 1024 ** 2, cost
     assert cost["repro"]["wall_time"] < cost["original"]["wall_time"], cost    # the sleep is gone
+
+
+def test_the_time_limit_during_the_final_cold_run_keeps_the_best_and_says_resume(tmp_path):
+    """On a loaded machine the search's reserve can be too short for the final cold run: that is
+    the time limit (exit 14, the --resume line, repro.py kept), never a traceback."""
+    write(tmp_path / "t.py", "import json\njson.loads('{x')\n")
+    code = ("import sys, bot.reduction as r\n"
+            "from reducer.errors import DeadlineReached\n"
+            "def spent(*a, **k):\n    raise DeadlineReached()\n"
+            "r.cold_verdict = spent\n"
+            "from bot.cli import main\n"
+            "sys.exit(main(['reduce', 't.py', '--no-env']))\n")
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == ExitCode.TIME_LIMIT, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "--resume" in proc.stdout + proc.stderr
+    assert list(tmp_path.glob("repros/*/repro.py")) or list(tmp_path.glob("**/repro.py"))
