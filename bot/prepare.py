@@ -256,7 +256,7 @@ def prepare(repro: ReproDir, *, python: str | None = None, db: str | Path | None
             text = _related_text(out.related)
             if out.related.get("index_source") == "bundled":
                 text += ("; your issue index is empty: `reprobot index seed` keeps these offline, `reprobot index "
-                         f"sync --repo {out.target or 'huggingface/peft'}` adds the rest (needs GITHUB_TOKEN)")
+                         f"sync --repo {out.target or 'OWNER/NAME'}` adds the rest (needs GITHUB_TOKEN)")
             if token and not search:
                 text += "; GitHub search runs once the draft has passed its checks"
             say("related issues", "ran", text)

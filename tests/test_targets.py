@@ -20,11 +20,10 @@ from bot.env.probe import capture_env
 from bot.env.system_info import system_info
 from bot.issue.draft import build_draft
 from bot.issue.forms import CONFIRM_MARK, MISSING_MARK, field_values, get_form, parse_sections, validate
-from bot.issue.formspec import textarea
-from bot.upstream import targets as registry
+from bot import targets as registry
 from bot.upstream.failure import failure_from_text
 from bot.upstream.route import maintainers, route
-from bot.upstream.targets import REPO_KEYS, TARGETS, Target
+from bot.targets import REPO_KEYS, TARGETS, Target, textarea
 from reducer.errors import ExitCode, ReprobotError
 from tests.test_route import make_repro, tb
 

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from bot.commands._options import add_db, add_json, add_repro_dir, add_traceback
 from bot.scrub import scrub
-from bot.upstream.targets import TARGETS
+from bot.targets import TARGETS
 
 console = Console(highlight=False, soft_wrap=True)
 

@@ -27,8 +27,8 @@ from typing import Any
 
 from bot.upstream.failure import FailureReport, PathFrame, path_frames
 from bot.upstream.raise_sites import RaiseSite, raisers
-from bot.upstream import targets as registry
-from bot.upstream.targets import TARGETS  # noqa: F401  (re-exported: tests read it from here)
+from bot import targets as registry
+from bot.targets import TARGETS  # noqa: F401  (re-exported: tests read it from here)
 from reducer.errors import ExitCode, ReprobotError
 from reducer.outcome import TracebackRecord
 
@@ -88,7 +88,12 @@ def _call_text(line: str) -> str | None:
     return m.group(1) if m else None
 
 
-_NOT_FAMILIES = frozenset(["auto", "peft", "lora", "pretrained", "bitsandbytes", "generation", "base", "training", "quanto", "gptq", "awq", "hqq", "torch", "hf", "fbgemm", "compressed", "accelerator", "ia3", "adalora", "prefix", "prompt", "multihead", "self", "cross", "flash", "sdpa", "eager", "quantization", "cache", "text", "vision", "audio"])
+# Class-name stems that are not model families: the targets' own package names (PeftModel...),
+# and the words of methods, backends and building blocks.
+_NOT_FAMILIES = frozenset(registry.package_targets()) | frozenset([
+    "auto", "lora", "pretrained", "generation", "base", "training", "quanto", "gptq", "awq", "hqq", "hf", "fbgemm",
+    "compressed", "accelerator", "ia3", "adalora", "prefix", "prompt", "multihead", "self", "cross", "flash", "sdpa",
+    "eager", "quantization", "cache", "text", "vision", "audio"])
 
 
 def _family_name(stem: str) -> str | None:
