@@ -101,7 +101,9 @@ class Target:
     # `reprobot versions` swaps its releases by default and `--git NAME@REF` installs it from
     # ``repo``; off for torch, whose builds are per accelerator and gigabytes each.
     versions_swaps: bool = True
-    maintainers: str = MAINTAINERS_FILE        # where its "who can help" entry (keyed by repo) lives
+    # Where its "who can help" handles come from: a data file of the bot package with an entry
+    # keyed by ``repo`` (people edit it without touching code); None when its form names no one.
+    maintainers: str | None = MAINTAINERS_FILE
     # torch: every other target calls into it, so its frames are on almost every path. Its frames
     # count as evidence and earn a cross-link, but it is the target only for a failure with no
     # other target's frames on the path (otherwise the caller's bug would be filed against torch).
