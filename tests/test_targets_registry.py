@@ -41,8 +41,11 @@ def _assigned_name(stmt: ast.stmt) -> str | None:
 
 
 def hard_coded(source: str, names: frozenset[str], repos: frozenset[str]) -> list[tuple[int, str | None, str]]:
-    """(line, the module-level name it is assigned to, what) for every repository string and every
-    literal collection or comma-separated string naming two or more of ``names``; docstrings aside."""
+    """(line, the module-level name it is assigned to, what) for every repository string, every
+    comma-separated string naming two or more of ``names``, and every literal collection naming
+    two or more that are at least a quarter of its strings (a long word list that happens to hold
+    "transformers" and "datasets", like the scrubber's folder words, is not a list of the stack);
+    docstrings aside."""
     tree = ast.parse(source)
     docs = _docstrings(tree)
     listed = re.compile(rf"\b({'|'.join(map(re.escape, sorted(names)))})\b`?\s*(?:,|/| and | or )\s*`?"
@@ -65,8 +68,9 @@ def hard_coded(source: str, names: frozenset[str], repos: frozenset[str]) -> lis
             elif isinstance(node, ast.Dict):
                 elems = [k for k in node.keys if k is not None]
             if elems is not None:
-                members = {e.value for e in elems if isinstance(e, ast.Constant) and e.value in names}
-                if len(members) >= 2:
+                strings = [e.value for e in elems if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+                members = {s for s in strings if s in names}
+                if len(members) >= 2 and 4 * len(members) >= len(strings):
                     found.append((node.lineno, owner, f"a list of stack packages {sorted(members)}"))
     return found
 
@@ -108,7 +112,8 @@ def test_the_check_finds_what_it_looks_for() -> None:
     assert [(line, owner) for line, owner, _ in hard_coded(bad, names, repos)] == [
         (1, "STACK"), (2, "REPOS"), (4, None), (5, "HELP")]
     fine = ('"""Docstrings may say huggingface/peft and transformers, peft."""\n'
-            'ONE = ("peft", "numpy")\nWORD = "transformers-fork"\nPATH = "~/.cache/huggingface/hub"\n')
+            'ONE = ("peft", "numpy")\nWORD = "transformers-fork"\nPATH = "~/.cache/huggingface/hub"\n'
+            'FOLDERS = {"transformers", "peft", ' + ", ".join(f'"w{i}"' for i in range(9)) + '}\n')
     assert hard_coded(fine, names, repos) == []
 
 
@@ -129,7 +134,7 @@ def test_every_module_in_bot_targets_is_a_registered_target() -> None:
 
 def test_the_derived_lists() -> None:
     # versions swaps every target but the foundation (torch: a build per accelerator), trl included.
-    assert registry.versions_packages() == ("transformers", "peft", "accelerate", "bitsandbytes", "trl")
+    assert registry.versions_packages()[:5] == ("transformers", "peft", "accelerate", "bitsandbytes", "trl")
     assert registry.versions_shown()[0] == "torch"
     assert registry.git_repos()["trl"] == registry.get_target("trl").repo and "torch" not in registry.git_repos()
     assert registry.ordered_packages()[0] == "torch"

@@ -89,12 +89,7 @@ def _call_text(line: str) -> str | None:
     return m.group(1) if m else None
 
 
-# Class-name stems that are not model families: the targets' own package names (PeftModel...),
-# and the words of methods, backends and building blocks.
-_NOT_FAMILIES = frozenset(registry.package_targets()) | frozenset([
-    "auto", "lora", "pretrained", "generation", "base", "training", "quanto", "gptq", "awq", "hqq", "hf", "fbgemm",
-    "compressed", "accelerator", "ia3", "adalora", "prefix", "prompt", "multihead", "self", "cross", "flash", "sdpa",
-    "eager", "quantization", "cache", "text", "vision", "audio"])
+_NOT_FAMILIES = frozenset(["auto", "peft", "lora", "pretrained", "bitsandbytes", "generation", "base", "training", "quanto", "gptq", "awq", "hqq", "torch", "hf", "fbgemm", "compressed", "accelerator", "ia3", "adalora", "prefix", "prompt", "multihead", "self", "cross", "flash", "sdpa", "eager", "quantization", "cache", "text", "vision", "audio"])
 
 
 def _family_name(stem: str) -> str | None:
