@@ -160,9 +160,9 @@ def test_a_registered_target_is_in_every_derived_list(widgetlib: Target) -> None
 
     assert "widget-lib" in versions_stack() and "widget-lib" in shown()
     assert github_repos()["widget-lib"] == "example-org/widgetlib"
-    assert "widgetlib" in stack_names()
+    assert "widget-lib" in stack_names()
     args = probe_args()
-    assert "widgetlib" in args["--stack"].split(",") and "widget-extras" in args["--packages"].split(",")
+    assert "widget-lib" in args["--stack"].split(",") and "widget-extras" in args["--packages"].split(",")
     assert "import:widgetlib" in probe_sections()
     assert registry.repo_of_package("widgetlib") == "example-org/widgetlib"
     assert "widgetlib" in registry.owner_packages()

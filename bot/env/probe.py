@@ -656,10 +656,10 @@ def run_probe(python: str, sections: "list[str] | None" = None, modules: "list[s
 
 # Imported here, not at the top: the top half of this file runs alone in the user's interpreter.
 def stack_names() -> "list[str]":
-    """What every env.json records by name, in order: the targets' packages (the foundation's
-    first), then the libraries under them."""
-    from bot.targets import ordered_packages
-    return list(dict.fromkeys((*ordered_packages(), *SUPPORT)))
+    """What every env.json records by name, in order: the targets' distributions (the
+    foundation's first), then the libraries under them."""
+    from bot.targets import ordered_dists
+    return list(dict.fromkeys((*ordered_dists(), *SUPPORT)))
 
 
 def probe_sections() -> "list[str]":
@@ -674,8 +674,8 @@ def probe_sections() -> "list[str]":
 def probe_args() -> "dict[str, str]":
     """What the probe is told from the target registry: the stack, the other distributions the
     targets' System Info names, and the targets' commands."""
-    from bot.targets import env_packages, ordered_packages, system_info_clis
-    stack = list(ordered_packages())
+    from bot.targets import env_packages, ordered_dists, system_info_clis
+    stack = list(ordered_dists())
     recorded = set(stack) | set(SUPPORT) | set(EXTRA)
     return {"--stack": ",".join(stack), "--packages": ",".join(p for p in env_packages() if p not in recorded),
             "--clis": ",".join(system_info_clis())}
