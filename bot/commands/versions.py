@@ -22,7 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bisect", metavar="PACKAGE", help="binary-search PACKAGE's releases for the first change")
     p.add_argument("--package", metavar="PACKAGE", help="run every release of PACKAGE in --range")
     p.add_argument("--range", metavar="A..B", help="releases from A to B, both included (either may be empty)")
-    p.add_argument("--packages", metavar="P,Q", help="packages the default rows swap (default: every target package `versions` swaps, as locked)")
+    from bot.targets import versions_packages
+    p.add_argument("--packages", metavar="P,Q", help="packages the default rows swap (default: "
+                   f"{', '.join(versions_packages())}, as locked)")
     p.add_argument("--pre", action="store_true", help="include pre-releases")
     p.add_argument("--git", metavar="PACKAGE@REF", action="append", default=[],
                    help="add a row with PACKAGE installed from its GitHub repository at REF")
