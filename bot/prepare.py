@@ -257,8 +257,8 @@ def run_missing_steps(repro: ReproDir, *, python: str | None = None, db: str | P
         else:
             text = _related_text(out.related)
             if out.related.get("index_source") == "bundled":
-                from bot.upstream.targets import get_target
-                key = get_target(out.target).key if out.target else "peft"
+                from bot.targets import get_target
+                key = get_target(out.target).key if out.target else "KEY"
                 text += ("; your issue index is empty: `reprobot index seed` keeps these offline, `reprobot index "
                          f"sync --repo {key}` adds the rest (needs GITHUB_TOKEN)")
             if token and not search:

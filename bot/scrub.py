@@ -27,6 +27,8 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from bot.targets import owner_packages
+
 # --- the rules --------------------------------------------------------------------------
 
 # Characters a wrapped token can continue with on the next line.
@@ -194,9 +196,7 @@ _FOLDER_WORDS = frozenset({
 _FOLDER_LIKE = re.compile(r"(?:disk|nvme|sd[a-z]|vol|raid|data|md|gpu|node|shard|part|run|exp|v)\d*")
 # A source checkout of a stack package (an editable install, a fork): the folders above the package
 # (the person's home, the fork's name) say nothing a maintainer needs, like site-packages' prefix.
-SOURCE_PACKAGES = ("transformers", "peft", "accelerate", "bitsandbytes", "safetensors", "huggingface_hub",
-                   "tokenizers", "diffusers", "datasets", "trl", "optimum", "timm", "torch", "torchao", "deepspeed",
-                   "sentence_transformers", "evaluate")
+SOURCE_PACKAGES = (*owner_packages(), "optimum", "timm", "torchao", "deepspeed", "sentence_transformers", "evaluate")
 # The package folder must sit in a src/ layout or in a folder named after it (transformers-fork/):
 # a bare torch/ or datasets/ folder is as often a cache or a data folder.
 _PKGS = "|".join(SOURCE_PACKAGES)

@@ -12,7 +12,7 @@ import pytest
 
 import bot.commands
 from bot import cli
-from bot.upstream.targets import REPO_KEYS
+from bot.targets import REPO_KEYS
 from reducer.errors import ExitCode
 from reducer.passes import STRUCTURE
 from reducer.passes.base import Gate, Pass
@@ -79,7 +79,7 @@ COMMAND = textwrap.dedent('''\
 
 
     def run(args: argparse.Namespace) -> int:
-        from bot.upstream.targets import get_target
+        from bot.targets import get_target
         if args.fail:
             raise ReprobotError("hello: asked to fail", ExitCode.USAGE)
         repo = get_target(args.repo).repo

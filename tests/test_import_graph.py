@@ -113,7 +113,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_sees_the_imports_it_should() -> None:
     graph = import_graph()
     # Module level, function level and a relative-free "from package import module" all count.
-    assert "bot.upstream.targets" in graph["bot.upstream.route"]
+    assert "bot.targets" in graph["bot.upstream.route"]
     assert "bot.upstream.neighbours" in graph["bot.upstream.route"]          # imported inside _neighbours
     assert "reducer.passes.cleanup" in graph["reducer.passes"]               # from reducer.passes import cleanup
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
@@ -132,8 +132,9 @@ def test_no_import_cycles() -> None:
 # Every module of bot/ and reducer/ must sit in a layer (a new package is placed here on purpose).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("engine", ("reducer",)),
-    ("core", ("bot", "bot.store", "bot.scrub", "bot.output", "bot.progress")),
+    # the registry imports nothing of bot's: the scrubber and the store may read it
     ("targets", ("bot.targets",)),
+    ("core", ("bot", "bot.store", "bot.scrub", "bot.output", "bot.progress")),
     ("stages", ("bot.env", "bot.upstream", "bot.issue")),
     ("drivers", ("bot.rerun", "bot.action", "bot.prepare", "bot.reduction", "bot.standalone")),
     ("cli", ("bot.commands", "bot.cli", "bot.__main__")),
@@ -163,8 +164,8 @@ def upward_edges(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_the_layer_check_can_fail() -> None:
-    assert layer_of("bot.store") == 1 and layer_of("bot") == 1 and layer_of("bot.upstream.route") == 3
-    assert layer_of("bot.targets.registry") == 2 and layer_of("reducer.passes.cleanup") == 0
+    assert layer_of("bot.store") == 2 and layer_of("bot") == 2 and layer_of("bot.upstream.route") == 3
+    assert layer_of("bot.targets.registry") == 1 and layer_of("reducer.passes.cleanup") == 0
     assert layer_of("bot.commands.file") == 5 and layer_of("bot.cli") == 5
     assert upward_edges({"reducer.search": {"bot.store"}, "bot.upstream.kind": {"bot.rerun.report"},
                          "bot.commands.file": {"bot.issue.filing"}}) == [

@@ -154,6 +154,37 @@ def test_a_release_that_does_not_exist_is_one_line_not_a_crash(world, env_cache)
     assert "\n" not in str(e.value) and "9.9" in str(e.value)
 
 
+def test_versions_swaps_every_target_package_in_the_stack_trl_included(tmp_path, env_cache):
+    """No --packages: the default rows swap every target package the lock pins (bot/targets/),
+    trl as much as peft. Fake releases of both, in a local wheel folder, stand in for them."""
+    from bot.commands.versions import git_url
+    from bot.rerun.lock import versions_stack
+
+    assert {"trl", "peft"} <= set(versions_stack()) and "torch" not in versions_stack()
+    assert git_url("trl", "main") == "git+https://github.com/huggingface/trl@main"
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for version, kind in (("0.1", "old"), ("0.2", "fixed")):
+        build_wheel(wheels, "trl", version, _BODIES[kind])
+        build_wheel(wheels, "peft", version, _BODIES["old"])
+    venv.EnvBuilder(with_pip=False).create(tmp_path / "base")
+    python = tmp_path / "base" / "bin" / "python"
+    site = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                   text=True).strip()
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
+                    "--target", site, "--no-deps", "trl==0.1", "peft==0.1"], check=True)
+    folder = make_repro(tmp_path, python, "import peft, trl\ntrl.compute(3)\n", "peft==0.1\ntrl==0.1\n", "stack")
+    assert main(["versions", str(folder), "--python", str(python), "--no-index", "--find-links", str(wheels),
+                 "--json"]) == 0
+    rows = {r["label"]: r for r in json.loads((folder / "versions.json").read_text())["rows"]}
+    assert list(rows) == ["locked", "peft latest", "trl latest", "all latest"]
+    assert rows["locked"]["versions"] == {"peft": "0.1", "trl": "0.1"}
+    assert rows["trl latest"]["changed"] == {"trl": "0.2"} and rows["trl latest"]["verdict"]["kind"] == "PASS"
+    assert rows["trl latest"]["versions"]["trl"] == "0.2"
+    assert rows["peft latest"]["verdict"]["kind"] == "same failure"
+    assert rows["all latest"]["changed"] == {"peft": "0.2", "trl": "0.2"}
+
+
 CONFIGURE = '''\
 def configure(size=1, strict=False, device="cpu", name=None, verbose=True):
     if strict and device == "cpu":

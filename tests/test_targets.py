@@ -4,6 +4,7 @@ registered by a fixture that gets routing, a draft and System Info without any o
 knowing about it."""
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import re
@@ -20,11 +21,11 @@ from bot.env.probe import capture_env
 from bot.env.system_info import system_info
 from bot.issue.draft import build_draft
 from bot.issue.forms import CONFIRM_MARK, MISSING_MARK, field_values, get_form, parse_sections, validate
-from bot.issue.formspec import textarea
-from bot.upstream import targets as registry
+from bot import targets as registry
 from bot.upstream.failure import failure_from_text
 from bot.upstream.route import maintainers, route
-from bot.upstream.targets import REPO_KEYS, TARGETS, Target
+from bot.targets import REPO_KEYS, TARGETS, Target, textarea
+from bot.targets.base import MAINTAINERS_FILE
 from reducer.errors import ExitCode, ReprobotError
 from tests.test_route import make_repro, tb
 
@@ -62,7 +63,7 @@ def test_every_reader_sees_the_same_targets() -> None:
     assert keys[:4] == ["transformers", "peft", "accelerate", "bitsandbytes"]   # the order commands list
     assert {"trl", "pytorch"} <= set(keys)
     assert list(REPO_KEYS) == keys == list(TARGETS)
-    assert set(maintainers()["repos"]) == {t.repo for t in registry.targets()}
+    assert set(maintainers()["repos"]) == {t.repo for t in registry.targets() if t.maintainers == MAINTAINERS_FILE}
     for t in registry.targets():
         assert (ROOT / "templates" / t.template_name).is_file(), t.key
         assert get_form(t.repo).key == t.key
@@ -299,3 +300,60 @@ def test_the_throwaway_target_is_gone_after_its_fixture() -> None:
     with pytest.raises(ReprobotError) as e:   # --repo's type: reprobot's one-line usage error
         build_parser().parse_args(["draft", "x", "--repo", "fakelib"])
     assert e.value.exit_code == ExitCode.USAGE
+
+
+# --- a seventh target, written by following CONTRIBUTING.md ("Add a target") ---------------------
+
+NEW_TARGET = ROOT / "tests" / "data" / "new_target"
+DATASETS_ENV = {"python": {"version": "3.12.1"}, "platform": {"platform": "Linux-6.1-x86_64-with-glibc2.35"},
+                "packages": {n: {"installed": True, "version": v, "kind": "index"} for n, v in
+                             {"datasets": "4.4.1", "huggingface_hub": "1.12.0", "pyarrow": "21.0.0",
+                              "pandas": "2.3.3", "fsspec": "2025.9.0"}.items()}}
+DATASETS_TB = tb(["datasets/arrow_dataset.py:map", "datasets/arrow_dataset.py:_map_single"],
+                 "KeyError: 'text'", call="ds = ds.map(tokenize, batched=True)")
+
+
+@pytest.fixture
+def datasets_target() -> Iterator[Target]:
+    """The module and template as CONTRIBUTING has them written (bot/targets/datasets.py,
+    templates/datasets.md.j2), loaded from tests/data/new_target/ and registered: what the
+    registry does with a module it finds in bot/targets/."""
+    spec = importlib.util.spec_from_file_location("reprobot_new_target_datasets", NEW_TARGET / "datasets.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    target = registry.register(dataclasses.replace(module.TARGET, template_dir=NEW_TARGET))
+    try:
+        yield target
+    finally:
+        registry.unregister(target.key)
+
+
+def test_a_module_following_contributing_is_a_target(datasets_target: Target, tmp_path: Path) -> None:
+    assert datasets_target.key == "datasets" and "datasets" in REPO_KEYS
+    # Routed: a failure raised in its code, and its area; its form names no one to tag.
+    r = route(failure_from_text(DATASETS_TB))
+    assert r.target == "huggingface/datasets" and r.raised_in == "datasets"
+    assert r.areas == ["dataset processing"] and r.who_can_help == []
+    # Rendered: the block `datasets-cli env` prints.
+    info = system_info(DATASETS_ENV, "datasets")
+    assert info.splitlines()[:3] == ["- `datasets` version: 4.4.1", "- Platform: Linux-6.1-x86_64-with-glibc2.35",
+                                     "- Python version: 3.12.1"]
+    assert "- PyArrow version: 21.0.0" in info and "- `fsspec` version: 2025.9.0" in info
+    # Every derived list has it: the probe records it and what its block names, versions swaps it.
+    assert {"datasets", "pyarrow", "fsspec"} <= set(registry.env_packages())
+    assert "datasets" in registry.versions_packages()
+    # Drafted through the CLI, its form's sections in its order, valid.
+    folder = make_repro(tmp_path, DATASETS_TB, "import datasets\n", DATASETS_ENV)
+    assert main(["route", str(folder), "--no-index"]) == 0
+    assert json.loads((folder / "route.json").read_text())["target"] == "huggingface/datasets"
+    assert main(["draft", str(folder)]) == 0
+    body = (folder / "draft-datasets.md").read_text(encoding="utf-8")
+    form = get_form("datasets")
+    _, sections = parse_sections(body)
+    assert [s.label for s in sections] == form.labels == ["Describe the bug", "Steps to reproduce the bug",
+                                                          "Expected behavior", "Environment info"]
+    assert validate(form, body).ok
+    assert "- `datasets` version: 4.4.1" in field_values(form, body)["environment-info"]
+    meta = json.loads((folder / "draft-datasets.json").read_text())
+    assert meta["url"].startswith("https://github.com/huggingface/datasets/issues/new?template=bug-report.yml")

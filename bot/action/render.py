@@ -24,7 +24,7 @@ import jinja2
 from bot.issue import markdown
 from bot.issue.templating import environment, templates_dir
 from bot.action.result import REPRO_SUBDIR, SILENT, ActionResult
-from bot.upstream.targets import REPO_KEYS, target_for_repo
+from bot.targets import REPO_KEYS, target_for_repo
 from reducer.signature import Signature
 
 TEMPLATES_DIR = templates_dir()

@@ -17,13 +17,13 @@ def repo_key(value: str) -> str:
     """``--repo``'s type: a target's key ("peft"), or its owner/name ("huggingface/peft") mapped
     to the key; anything else is reprobot's one-line usage error (bot/cli.py parses inside its
     error handling)."""
-    from bot.upstream.targets import get_target
+    from bot.targets import get_target
     return get_target(value).key
 
 
 def add_repo(p: argparse.ArgumentParser, help: str, *, many: bool = False, required: bool = False) -> None:
     """``--repo KEY`` (owner/name accepted); ``many``: repeatable, a list."""
-    from bot.upstream.targets import REPO_KEYS
+    from bot.targets import REPO_KEYS
     p.add_argument("--repo", type=repo_key, choices=REPO_KEYS, metavar="KEY", required=required,
                    **({"action": "append"} if many else {}),
                    help=f"{help}; KEY is one of {', '.join(REPO_KEYS)} (owner/name also accepted)")

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
         # A forum post usually states its versions next to the traceback.
         failure.versions = mentioned_versions(failure.raw_text)
-    from bot.upstream.targets import get_target
+    from bot.targets import get_target
     target = get_target(args.repo).repo if args.repo else route_with_index(failure, db=args.db).target
     with SyncProgress(console) as progress:
         result = related_for(failure, target, db=args.db, api_url=args.api_url, search=not args.no_search,

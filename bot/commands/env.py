@@ -17,7 +17,7 @@ from rich.table import Table
 
 from bot.commands._options import add_json, add_offline, add_python, repo_key
 from bot.output import console
-from bot.upstream.targets import REPO_KEYS
+from bot.targets import REPO_KEYS
 from reducer.errors import ExitCode, ReprobotError
 
 MAX_PER_GROUP = 25  # the long tail of unrelated distributions is in --json
@@ -90,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _show(env: dict) -> None:
+    from bot.env.probe import stack_names
     t = env.get("torch") or {}
     table = Table(title="environment", show_header=False)
     table.add_column("what", style="bold")
@@ -107,12 +108,12 @@ def _show(env: dict) -> None:
     if gpus:
         table.add_row("gpus", ", ".join(str(g.get("name")) for g in gpus)
                       + (f" (driver {env['gpu']['driver_version']})" if env["gpu"].get("driver_version") else ""))
+    stack = stack_names()
     for name, pkg in (env.get("packages") or {}).items():
         if name == "torch" or not isinstance(pkg, dict):
             continue
         if not pkg.get("installed"):
-            if name in ("transformers", "peft", "accelerate", "bitsandbytes", "safetensors", "huggingface_hub",
-                        "tokenizers", "numpy"):
+            if name in stack:
                 table.add_row(name, "absent")
             continue
         how = "" if pkg.get("kind") == "index" else f" [{pkg.get('kind')}]"

@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_import(args: argparse.Namespace) -> int:
     from bot.upstream.index import IssueIndex, import_file
-    from bot.upstream.targets import get_target
+    from bot.targets import get_target
 
     with IssueIndex.open(args.db) as index:
         stats = import_file(index, args.file, get_target(args.repo).repo if args.repo else None)
@@ -91,7 +91,7 @@ def run_seed(args: argparse.Namespace) -> int:
 def run_sync(args: argparse.Namespace) -> int:
     from bot.issue.github import github_client
     from bot.upstream.index import IssueIndex, sync
-    from bot.upstream.targets import get_target
+    from bot.targets import get_target
 
     client = github_client(api_url=args.api_url, require_token=True)
     results = []

@@ -14,7 +14,7 @@ from rich.table import Table
 from bot.commands._options import DeprecatedAlias, add_db, add_json, add_repro_dir, add_traceback
 from bot.output import console
 from bot.scrub import scrub
-from bot.upstream.targets import TARGETS
+from bot.targets import TARGETS
 
 
 

@@ -22,7 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bisect", metavar="PACKAGE", help="binary-search PACKAGE's releases for the first change")
     p.add_argument("--package", metavar="PACKAGE", help="run every release of PACKAGE in --range")
     p.add_argument("--range", metavar="A..B", help="releases from A to B, both included (either may be empty)")
-    p.add_argument("--packages", metavar="P,Q", help="packages the default rows swap (default: transformers, peft, accelerate, bitsandbytes as locked)")
+    from bot.targets import versions_packages
+    p.add_argument("--packages", metavar="P,Q", help="packages the default rows swap (default: "
+                   f"{', '.join(versions_packages())}, as locked)")
     p.add_argument("--pre", action="store_true", help="include pre-releases")
     p.add_argument("--git", metavar="PACKAGE@REF", action="append", default=[],
                    help="add a row with PACKAGE installed from its GitHub repository at REF")
@@ -60,11 +62,12 @@ def index_options(args: argparse.Namespace, lock) -> "IndexOptions":
 
 
 def git_url(package: str, ref: str) -> str:
-    from bot.rerun.lock import GITHUB_REPOS
-    repo = GITHUB_REPOS.get(package)
+    from bot.rerun.lock import github_repos
+    repos = github_repos()
+    repo = repos.get(package)
     if repo is None:
         raise ReprobotError(f"--git {package}@{ref}: no known repository for {package} "
-                            f"(known: {', '.join(sorted(GITHUB_REPOS))})", ExitCode.USAGE)
+                            f"(known: {', '.join(sorted(repos))})", ExitCode.USAGE)
     return f"git+https://github.com/{repo}@{ref}"
 
 
@@ -72,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from bot.output import console
-    from bot.rerun.lock import STACK, read_lock
+    from bot.rerun.lock import read_lock
     from bot.rerun.report import print_rows
     from bot.rerun.steps import run_versions
     from bot.store import ReproDir
@@ -85,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     for spec in args.git:
         package, _, ref = spec.partition("@")
         git.append((package, git_url(package, ref or "main")))
-    packages = tuple(p.strip() for p in args.packages.split(",")) if args.packages else STACK
+    packages = tuple(p.strip() for p in args.packages.split(",")) if args.packages else None
     notify = notifier(args)
     rows, bisection, data = run_versions(
         folder, args.python, index=index_options(args, read_lock(folder.requirements_lock)), packages=packages,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bot.env.probe import STACK
+from bot.env.probe import stack_names
 
 # Groups, in the order they are reported.
 GROUPS = ("python", "stack", "torch", "gpu", "bitsandbytes", "platform", "config", "env", "distributions")
@@ -72,7 +72,8 @@ def compare(stored: dict, current: dict) -> list[Difference]:
     add("python", "python implementation", _get(stored, "python", "implementation"),
         _get(current, "python", "implementation"))
     recorded = set(stored.get("packages") or {}) | set(current.get("packages") or {})
-    names = list(STACK) + sorted(recorded - set(STACK))
+    stack = stack_names()
+    names = stack + sorted(recorded - set(stack))
     for name in names:
         a = _install(_get(stored, "packages", name))
         b = _install(_get(current, "packages", name))

@@ -26,17 +26,23 @@ import time
 # Probe side (runs in the user's interpreter; Python 3.9+, stdlib only).
 # ---------------------------------------------------------------------------------------------
 
-# The stack whose versions env.json always records (absent ones recorded as absent).
-STACK = ("torch", "transformers", "peft", "accelerate", "bitsandbytes", "safetensors",
-         "huggingface_hub", "tokenizers", "numpy")
+# The target packages, whose versions env.json always records (absent ones recorded as absent):
+# reprobot's side passes them with --stack from the target registry (bot/targets/), which this
+# script cannot import.
+STACK = []
+# Recorded beside them in every env.json: the libraries every stack stands on.
+SUPPORT = ("safetensors", "huggingface_hub", "tokenizers", "numpy")
 # Also recorded because one of the System Info commands prints them.
-EXTRA = ("deepspeed", "diffusers", "pip", "triton", "trl", "torchao", "psutil", "setuptools")
-# What reprobot's side adds with --packages: the distributions each registered target's
-# System Info names (bot/upstream/targets.py), which this script cannot import.
+EXTRA = ("deepspeed", "diffusers", "pip", "triton", "torchao", "psutil", "setuptools")
+# What reprobot's side adds with --packages: the other distributions each registered target's
+# System Info names.
 REQUESTED = []
-# Imported one by one (each its own section) to record import errors; torch has its own section.
-IMPORTED = ("numpy", "safetensors", "huggingface_hub", "tokenizers", "transformers", "accelerate",
-            "peft")
+# Imported one by one (each its own section) to record import errors; torch and bitsandbytes have
+# sections of their own, and reprobot's side adds an "import:NAME" section per target that asks.
+IMPORTED = ("numpy", "safetensors", "huggingface_hub", "tokenizers")
+# The targets' own commands whose location `tools` records (`accelerate env` prints its own);
+# reprobot's side passes them with --clis.
+CLIS = []
 
 # Environment variables worth recording: exact names and prefixes. Values of anything that
 # looks like a credential are never read (the name is checked before the value is touched).
@@ -219,7 +225,7 @@ def section_packages():
     """The stack's versions and how each was installed, from metadata only (nothing imported)."""
     md = _metadata()
     out = {}
-    for name in dict.fromkeys(STACK + EXTRA + tuple(REQUESTED)):
+    for name in dict.fromkeys(tuple(STACK) + SUPPORT + EXTRA + tuple(REQUESTED)):
         try:
             dist = md.distribution(name)
         except md.PackageNotFoundError:
@@ -454,7 +460,7 @@ def section_tools():
     # script next to this interpreter is the one the user would run.
     scripts = os.path.dirname(sys.executable)
     out = {"scripts_dir": scripts}
-    for name in ("accelerate", "transformers"):
+    for name in CLIS:
         found = shutil.which(name)
         if not found:
             cand = os.path.join(scripts, name + (".exe" if os.name == "nt" else ""))
@@ -513,9 +519,13 @@ def probe_main(argv):
     parser.add_argument("--only", default="", help="comma-separated sections (default: all)")
     parser.add_argument("--skip", default="", help="comma-separated sections not to run")
     parser.add_argument("--modules", default="", help="comma-separated module names for module_map")
+    parser.add_argument("--stack", default="", help="comma-separated target packages, recorded first")
     parser.add_argument("--packages", default="", help="comma-separated distributions to record as well")
+    parser.add_argument("--clis", default="", help="comma-separated commands whose location to record")
     args = parser.parse_args(argv)
+    STACK[:] = [p for p in args.stack.split(",") if p]
     REQUESTED[:] = [p for p in args.packages.split(",") if p]
+    CLIS[:] = [p for p in args.clis.split(",") if p]
     only = [s for s in args.only.split(",") if s] or list(SECTIONS)
     skip = set(s for s in args.skip.split(",") if s)
     modules = [m for m in args.modules.split(",") if m]
@@ -572,7 +582,7 @@ def run_probe(python: str, sections: "list[str] | None" = None, modules: "list[s
     from reducer.errors import ExitCode, ReprobotError
     from reducer.processes import kill_group, resolve_python
     exe = resolve_python(python)
-    wanted = list(sections or SECTIONS)
+    wanted = list(sections or probe_sections())
     results: dict = {}
     hangs = 0
     with tempfile.TemporaryDirectory(prefix="reprobot-probe-") as tmp:
@@ -590,7 +600,9 @@ def run_probe(python: str, sections: "list[str] | None" = None, modules: "list[s
             if not todo:
                 break
             out = os.path.join(tmp, f"out{attempt}.jsonl")
-            cmd = [exe, script, out, "--only", ",".join(todo), "--packages", ",".join(_target_packages())]
+            cmd = [exe, script, out, "--only", ",".join(todo)]
+            for flag, value in probe_args().items():
+                cmd += [flag, value]
             if modules:
                 cmd += ["--modules", ",".join(modules)]
             failure = None
@@ -642,10 +654,31 @@ def run_probe(python: str, sections: "list[str] | None" = None, modules: "list[s
     return results
 
 
-def _target_packages() -> "list[str]":
-    # Imported here, not at the top: the top half of this file runs alone in the user's interpreter.
-    from bot.upstream.targets import env_packages
-    return [p for p in env_packages() if p not in STACK + EXTRA]
+# Imported here, not at the top: the top half of this file runs alone in the user's interpreter.
+def stack_names() -> "list[str]":
+    """What every env.json records by name, in order: the targets' distributions (the
+    foundation's first), then the libraries under them."""
+    from bot.targets import ordered_dists
+    return list(dict.fromkeys((*ordered_dists(), *SUPPORT)))
+
+
+def probe_sections() -> "list[str]":
+    """Every section, with an import section for each target that asks for one."""
+    from bot.targets import probe_imports
+    base = [s for s in SECTIONS if not s.startswith("import:")]
+    at = base.index("torch") + 1
+    imports = ["import:" + n for n in dict.fromkeys((*IMPORTED, *probe_imports()))]
+    return base[:at] + imports + base[at:]
+
+
+def probe_args() -> "dict[str, str]":
+    """What the probe is told from the target registry: the stack, the other distributions the
+    targets' System Info names, and the targets' commands."""
+    from bot.targets import env_packages, ordered_dists, system_info_clis
+    stack = list(ordered_dists())
+    recorded = set(stack) | set(SUPPORT) | set(EXTRA)
+    return {"--stack": ",".join(stack), "--packages": ",".join(p for p in env_packages() if p not in recorded),
+            "--clis": ",".join(system_info_clis())}
 
 
 def shape_env(raw: dict) -> dict:

@@ -22,7 +22,7 @@ from bot.issue.markdown import code_span, fence, inline, top_level_html
 from bot.issue.templating import environment, templates_dir
 from bot.issue.forms import CONFIRM_MARK, MISSING_MARK, FieldValue, Form, Validation, field_values, get_form, validate
 from bot.upstream.kind import classify_repro, kind_line
-from bot.upstream.targets import get_target, targets
+from bot.targets import get_target, ordered_dists, targets
 from bot.scrub import Finding, scrub
 from bot.store import ReproDir, write_json_atomic, write_text_atomic
 from reducer.errors import ExitCode, ReprobotError
@@ -354,8 +354,8 @@ def _lockfile(repro: ReproDir) -> LockSection | None:
     pins = _lock_pins(text)
     if not pins:
         return None  # pins nothing (a script using the standard library only)
-    from bot.env.probe import STACK
-    order = {name: i for i, name in enumerate(STACK[:5])}
+    # The targets' packages, the foundation's first: what a maintainer installs to try it.
+    order = {name: i for i, name in enumerate(ordered_dists())}
     key = sorted(((n, v) for n, v in pins if n.lower().replace("_", "-") in order),
                  key=lambda p: order[p[0].lower()])
     install = "pip install " + " ".join(f"{n}=={v}" for n, v in key) if key else None

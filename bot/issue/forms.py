@@ -1,5 +1,5 @@
-"""The bug-report forms of the target repositories (each target's ``fields`` in the registry,
-bot/upstream/targets.py), and the reading of a rendered issue body back into those forms' fields.
+"""The bug-report forms of the target repositories (each target's ``fields``, one module per
+target in bot/targets/), and the reading of a rendered issue body back into those forms' fields.
 
 A submitted GitHub issue form renders as one ``### <label>`` section per field, in form
 order; an empty optional field reads ``_No response_``; checkboxes read ``- [X] option`` /
@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Union
 
 # Field, Form and REPO_KEYS are re-exported: commands and tests read them from here.
-from bot.issue.formspec import Field, Form  # noqa: F401
-from bot.upstream.targets import REPO_KEYS, get_target, targets  # noqa: F401
+from bot.targets import REPO_KEYS, Field, Form, get_target, targets  # noqa: F401
 
 NO_RESPONSE = "_No response_"
 # Put in a section by the templates when reprobot has nothing honest to say there

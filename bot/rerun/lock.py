@@ -8,10 +8,14 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from bot.targets import git_repos, versions_packages
 from reducer.errors import ExitCode, ReprobotError
 
-# The packages `versions` swaps by default, in the order a maintainer reads them.
-STACK = ("transformers", "peft", "accelerate", "bitsandbytes")
+
+def versions_stack() -> tuple[str, ...]:
+    """The packages `versions` swaps by default, in the order a maintainer reads them: every
+    registered target's that may be swapped (bot/targets/)."""
+    return versions_packages()
 
 
 @dataclass
@@ -67,7 +71,7 @@ def read_lock(path: Path) -> Lock:
         raise ReprobotError(f"{path}: no pinned packages in it", ExitCode.BAD_INPUT)
     return lock
 
-# Where `--git PACKAGE@REF` installs from.
-GITHUB_REPOS = {"transformers": "huggingface/transformers", "peft": "huggingface/peft",
-                "accelerate": "huggingface/accelerate", "bitsandbytes": "bitsandbytes-foundation/bitsandbytes",
-                "trl": "huggingface/trl"}
+
+def github_repos() -> dict[str, str]:
+    """Where `--git PACKAGE@REF` installs from: package -> its target's GitHub repository."""
+    return git_repos()

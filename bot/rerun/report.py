@@ -10,8 +10,8 @@ from rich.table import Table
 from bot.output import console
 from bot.store import ReproDir, write_json_atomic
 from bot.rerun.contrast import Contrast, grouped
-from bot.rerun.verdict import Kind
-from bot.rerun.versions import Bisection, Row
+from bot.rerun.verdict import Kind, Verdict
+from bot.rerun.versions import Bisection, Row, shown
 
 _STYLE = {Kind.PASS: "bold green", Kind.SAME: "red", Kind.DIFFERENT: "yellow", Kind.TIMEOUT: "yellow",
           Kind.NOT_INSTALLABLE: "dim", Kind.ERROR: "dim"}
@@ -36,8 +36,7 @@ def save_contrast(repro: ReproDir, results: list[Contrast], runs: int) -> dict:
 
 
 def print_rows(rows: list[Row]) -> None:
-    names = [n for n in ("torch", "transformers", "peft", "accelerate", "bitsandbytes")
-             if any(n in r.versions for r in rows)]
+    names = [n for n in shown() if any(n in r.versions for r in rows)]
     if console.is_terminal:
         table = Table(title="the repro against other releases")
         table.add_column("row")

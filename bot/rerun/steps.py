@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable
 
 from bot.rerun.contrast import Contrast, contrast
-from bot.rerun.lock import STACK, read_lock
+from bot.rerun.lock import read_lock
 from bot.rerun.releases import IndexOptions
 from bot.rerun.report import save_contrast, save_versions
 from bot.rerun.repro_run import ReproRunner, StoredRepro
@@ -19,7 +19,7 @@ def _quiet(_: str) -> None:
 
 
 def run_versions(folder: ReproDir, python: str, *, index: IndexOptions | None = None,
-                 packages: tuple[str, ...] = STACK, bisect: str | None = None, sweep: str | None = None,
+                 packages: tuple[str, ...] | None = None, bisect: str | None = None, sweep: str | None = None,
                  low: str | None = None, high: str | None = None, git: tuple[tuple[str, str], ...] = (),
                  timeout: float | None = None, notify: Notify = _quiet) -> tuple[list[Row], Bisection | None, dict]:
     repro = StoredRepro.load(folder)

@@ -15,12 +15,17 @@ from typing import Callable
 from packaging.utils import canonicalize_name
 
 from bot.rerun.environments import Installed, NotInstallable, overlay_environment, probe
-from bot.rerun.lock import STACK, Lock
+from bot.rerun.lock import Lock, versions_stack
 from bot.rerun.releases import IndexOptions, Releases, list_releases
 from bot.rerun.repro_run import ReproRunner
 from bot.rerun.verdict import Kind, Verdict
+from bot.targets import versions_shown
 
-SHOWN = ("torch",) + STACK
+
+
+def shown() -> tuple[str, ...]:
+    """The packages every row names: what `versions` swaps and the foundation it runs on."""
+    return tuple(canonicalize_name(n) for n in versions_shown())
 
 
 @dataclass
@@ -130,13 +135,15 @@ class VersionRunner:
 
     def _shown(self, pins: dict[str, str], swap: dict[str, str]) -> dict[str, str]:
         out = {}
-        for name in SHOWN + tuple(canonicalize_name(k) for k in swap if canonicalize_name(k) not in SHOWN):
+        always = shown()
+        for name in always + tuple(canonicalize_name(k) for k in swap if canonicalize_name(k) not in always):
             v = pins.get(name) or self.lock.version(name) or self.base.version(name)
             if v:
                 out[name] = "git " + v.rsplit("@", 1)[-1] if "://" in v else v
         return out
 
-    def default_rows(self, packages: tuple[str, ...] = STACK) -> list[Row]:
+    def default_rows(self, packages: tuple[str, ...] | None = None) -> list[Row]:
+        packages = versions_stack() if packages is None else packages
         rows = [self.row("locked", {})]
         latest: dict[str, str] = {}
         for name in packages:

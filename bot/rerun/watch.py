@@ -22,7 +22,7 @@ from typing import Any, Callable
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from bot.rerun.lock import STACK, Lock, read_lock
+from bot.rerun.lock import Lock, read_lock, versions_stack
 from bot.rerun.releases import IndexOptions
 from bot.rerun.repro_run import ReproRunner, StoredRepro
 from bot.rerun.verdict import Kind
@@ -107,7 +107,7 @@ def watched_packages(repro: StoredRepro, lock: Lock) -> list[str]:
     """The stack's packages the lock pins, and every locked package the failure's frames pass
     through (a frame ``fakelib/core.py:f`` names ``fakelib``)."""
     in_frames = {canonicalize_name(f.split("/", 1)[0]) for f in repro.target.frames}
-    names = [n for n in lock.pins if n in in_frames or n in {canonicalize_name(s) for s in STACK}]
+    names = [n for n in lock.pins if n in in_frames or n in {canonicalize_name(s) for s in versions_stack()}]
     return sorted(names)
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from bot.upstream.index import IndexedIssue, IssueIndex, issue_row, normalized
 from bot.upstream.failure import FailureReport, unmangle
-from bot.upstream.targets import stack_packages, target_for_repo, targets
+from bot.targets import stack_packages, target_for_repo, targets
 from reducer.errors import ReprobotError
 from reducer.signature import library_frames
 

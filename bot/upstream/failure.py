@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from bot.upstream.targets import checkout_parents, package_targets
+from bot.targets import checkout_parents, package_targets
 from reducer.errors import ExitCode, ReprobotError
 from reducer.normalize import library_path, package_of
 from reducer.outcome import Frame, TracebackRecord

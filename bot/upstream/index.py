@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from bot.upstream.targets import package_targets, stack_packages
+from bot.targets import owner_packages, package_targets, stack_packages
 from reducer.errors import ExitCode, ReprobotError
 from reducer.normalize import normalize_message
 from reducer.signature import library_frames
@@ -115,8 +115,8 @@ _FIXED_BY = re.compile(r"\b(?:fixed|resolved|addressed|solved|closed)\b[^\n#]{0,
                        r"|(?P<repo>[\w.-]+/[\w.-]+)?#(?P<num>\d+))", re.IGNORECASE)
 _MENTION = re.compile(r"(?:https://github\.com/(?P<urepo>[\w.-]+/[\w.-]+)/(?:issues|pull)/(?P<unum>\d+)"
                       r"|(?<![\w/])(?P<repo>[\w.-]+/[\w.-]+)?#(?P<num>\d+)\b)")
-_PACKAGES = ("transformers", "peft", "accelerate", "bitsandbytes", "torch", "huggingface_hub", "safetensors",
-             "tokenizers", "trl", "diffusers", "datasets")
+# Every package routing can name as an owner (the targets' and the ones filed elsewhere).
+_PACKAGES = owner_packages()
 _VER = r"v?(?P<ver>\d+\.\d+(?:\.\d+)?(?:\.?(?:dev|rc|post)\d*)?)"
 # Only fix verbs: "released in v0.48.0" names where a regression came from as often as a fix.
 _FIXED_IN = re.compile(r"\b(?:fixed|resolved|solved|landed)\s+"

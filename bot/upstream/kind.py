@@ -26,8 +26,6 @@ from typing import Any, Iterable
 from bot.upstream.raise_sites import raisers
 
 BUG, USAGE, ENVIRONMENT = "bug", "usage", "environment"
-STACK = ("transformers", "peft", "accelerate", "bitsandbytes", "trl", "torch", "diffusers", "safetensors",
-         "tokenizers", "huggingface_hub")
 
 
 @dataclass(frozen=True)

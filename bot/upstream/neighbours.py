@@ -12,7 +12,7 @@ from typing import Any
 from bot.upstream.dedup import query_of, rank
 from bot.upstream.failure import FailureReport
 from bot.upstream.prior import landed_repo
-from bot.upstream.targets import stack_packages, targets
+from bot.targets import stack_packages, targets
 
 K = 5
 MIN_NEIGHBOUR = 0.25     # below this a neighbour is a text match, not the same failure

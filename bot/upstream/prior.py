@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from bot.upstream.targets import stack_packages, targets
+from bot.targets import stack_packages, targets
 
 ALPHA = 0.5
 # Posteriors of naive Bayes are far too sure of themselves (words are not independent): scores are

@@ -25,10 +25,11 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from bot import targets as registry
+from bot.targets import TARGETS  # noqa: F401  (re-exported: tests read it from here)
+from bot.targets.base import MAINTAINERS_FILE
 from bot.upstream.failure import FailureReport, PathFrame, path_frames
 from bot.upstream.raise_sites import RaiseSite, raisers
-from bot.upstream import targets as registry
-from bot.upstream.targets import TARGETS  # noqa: F401  (re-exported: tests read it from here)
 from reducer.errors import ExitCode, ReprobotError
 from reducer.outcome import TracebackRecord
 
@@ -592,14 +593,15 @@ def _boundary_callee(boundary: str | None) -> str:
 
 # --- who can help ------------------------------------------------------------------------------
 
-@lru_cache(maxsize=1)
-def maintainers() -> dict[str, Any]:
-    """bot/data/maintainers.json: handles per repository and area (edit that file, not code)."""
+@lru_cache(maxsize=8)
+def maintainers(source: str = MAINTAINERS_FILE) -> dict[str, Any]:
+    """Handles per repository and area, from a data file of the bot package (bot/data/maintainers.json
+    unless a target names another as its ``maintainers``): edit that file, not code."""
     try:
-        text = resources.files("bot").joinpath("data/maintainers.json").read_text(encoding="utf-8")
+        text = resources.files("bot").joinpath(source).read_text(encoding="utf-8")
         data = json.loads(text)
     except (OSError, json.JSONDecodeError) as e:
-        raise ReprobotError(f"bot/data/maintainers.json unreadable ({e})", ExitCode.BAD_INPUT) from None
+        raise ReprobotError(f"bot/{source} unreadable ({e})", ExitCode.BAD_INPUT) from None
     return data
 
 
@@ -645,7 +647,10 @@ def family_kind(family: str) -> str:
 
 def who_can_help(target: str, areas: list[str], family: str | None) -> list[str]:
     """Handles to mention, for the target repository, from the areas matched."""
-    data = maintainers()
+    found = registry.target_for_repo(target)
+    if found is not None and found.maintainers is None:
+        return []           # its form names no one to tag
+    data = maintainers(found.maintainers if found is not None and found.maintainers else MAINTAINERS_FILE)
     repo = data.get("repos", {}).get(target, {})
     area_map: dict[str, list[str]] = repo.get("areas", {})
     out: list[str] = []

@@ -1,0 +1,96 @@
+"""What the System-Info renderers of bot/targets/ share: reading env.json, and the lines every
+block ends with (install sources, import failures, CUDA build and GPUs).
+
+Each target module renders the shape its own repository's command prints (``transformers
+env``, ``accelerate env``, ``python -m bitsandbytes``, ``trl env``, ``python -m
+torch.utils.collect_env``; for peft the versions its form asks for), so a maintainer sees what
+they expect. Built from env.json rather than by running those commands, so it works when they
+crash, are missing, or the failing machine is not this one. Lines after the command's own
+fields are additions reprobot knows and the commands do not print; they come last so the
+familiar part reads unchanged.
+"""
+from __future__ import annotations
+
+# The packages whose non-index installs and failed imports every block notes.
+INSTALL_NOTED = ("torch", "transformers", "peft", "accelerate", "bitsandbytes", "safetensors", "huggingface_hub",
+                 "tokenizers")
+
+
+def pkg(env: dict, name: str) -> dict:
+    found = (env.get("packages") or {}).get(name)
+    return found if isinstance(found, dict) else {"installed": False}
+
+
+def version_of(env: dict, name: str, absent: str = "not installed") -> str:
+    p = pkg(env, name)
+    return str(p.get("version")) if p.get("installed") and p.get("version") else absent
+
+
+def platform_of(env: dict) -> str:
+    return (env.get("platform") or {}).get("platform") or "unknown"
+
+
+def python_of(env: dict) -> str:
+    return (env.get("python") or {}).get("version") or "unknown"
+
+
+def torch_of(env: dict) -> dict:
+    return env.get("torch") or {}
+
+
+def gpu_names(env: dict) -> list[str]:
+    gpus = (env.get("gpu") or {}).get("gpus") or []
+    return [g.get("name") or "unknown" for g in gpus]
+
+
+def fields(items: list[tuple[str, str]]) -> str:
+    return "\n".join(f"- {k}: {v}" for k, v in items)
+
+
+def accelerate_config_lines(env: dict, absent: str) -> str:
+    # `transformers env` and `accelerate env` both print a found config as tab-indented lines.
+    cfg = env.get("accelerate_config") or {}
+    if cfg.get("found") and isinstance(cfg.get("config"), dict):
+        return "\n".join(f"\t- {k}: {v}" for k, v in cfg["config"].items())
+    if cfg.get("found"):
+        return "\t(found, unreadable: " + str(cfg.get("load_error") or "not a mapping") + ")"
+    return f"\t{absent}"
+
+
+def install_notes(env: dict, names: tuple[str, ...] = INSTALL_NOTED) -> list[tuple[str, str]]:
+    """Packages not installed from an index, and imports that failed: what the commands hide."""
+    notes = []
+    for name in names:
+        p = pkg(env, name)
+        if not p.get("installed"):
+            continue
+        kind = p.get("kind")
+        if kind == "vcs":
+            notes.append((f"{name} installed from", f"{p.get('vcs', 'git')}+{p.get('url')}@{p.get('commit')}"))
+        elif kind in ("editable", "local-dir"):
+            notes.append((f"{name} installed from", f"{kind} checkout {p.get('url')}"))
+        elif kind == "archive":
+            notes.append((f"{name} installed from", f"archive {p.get('url')}"))
+        imp = p.get("import")
+        if imp and imp != "ok":
+            notes.append((f"{name} import", f"FAILED ({imp})"))
+        if p.get("module_version"):
+            notes.append((f"{name}.__version__", f"{p['module_version']} (metadata says {p.get('version')})"))
+    return notes
+
+
+def cuda_notes(env: dict) -> list[tuple[str, str]]:
+    t = torch_of(env)
+    gpu = env.get("gpu") or {}
+    notes = []
+    if t.get("cuda_built") or t.get("hip_built"):
+        built = f"CUDA {t['cuda_built']}" if t.get("cuda_built") else f"ROCm {t['hip_built']}"
+        notes.append(("PyTorch built with", built + (f", cuDNN {t['cudnn']}" if t.get("cudnn") else "")))
+    gpus = gpu.get("gpus") or []
+    if gpus:
+        desc = [f"{g.get('name')} ({g['memory_bytes'] / 1024 ** 3:.1f} GiB)" if g.get("memory_bytes")
+                else str(g.get("name")) for g in gpus]
+        notes.append(("GPUs", "; ".join(desc)))
+    if gpu.get("driver_version"):
+        notes.append(("NVIDIA driver", gpu["driver_version"]))
+    return notes
