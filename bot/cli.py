@@ -9,6 +9,7 @@ import threading
 from typing import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 
 from bot.commands import NAMES
 from reducer.errors import ExitCode, ReprobotError
@@ -73,7 +74,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         return int(args.func(args) or 0)
     except ReprobotError as e:
-        err_console.print(f"[bold red]reprobot:[/] {e.message}", markup=True, highlight=False)
+        err_console.print(f"[bold red]reprobot:[/] {escape(e.message)}", markup=True, highlight=False)
         if e.exit_code == ExitCode.INTERRUPTED and _TERMINATED.is_set():
             return ExitCode.TERMINATED
         return e.exit_code
