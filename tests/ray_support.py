@@ -45,3 +45,19 @@ def reduce_with(runner, source: str, jobs: int) -> Reduced:
 def local_result(script: Path) -> Reduced:
     from reducer.runner import Runner, RunSpec
     return reduce_with(Runner(RunSpec(script=script)), script.read_text(encoding="utf-8"), jobs=1)
+
+
+def gone(pid: int, wait: float = 10.0) -> bool:
+    """The process is dead (gone, or a zombie): a SIGKILLed one takes a moment on a loaded machine."""
+    import time
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ray_support import CORPUS, local_result, need_ray, reduce_with
+from tests.ray_support import CORPUS, gone, local_result, need_ray, reduce_with
 
 ray = need_ray()
 pytestmark = pytest.mark.ray
@@ -109,7 +109,7 @@ def test_a_cancel_kills_the_remote_process_group(cluster, tmp_path: Path) -> Non
     outcome = got[0]
     assert outcome.stopped_early and outcome.returncode is None
     for pid in pids:      # the script and its child (same group) are gone on the node
-        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+        assert gone(pid), pid
 
 
 def test_slots_run_warm_from_their_nodes_zygote(cluster, tmp_path: Path) -> None:
