@@ -44,12 +44,13 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def reduce_once(script: Path, work: Path, label: str, cluster: str | None, slots: int, max_time: float) -> dict:
+def reduce_once(script: Path, work: Path, label: str, cluster: str | None, slots: int, max_time: float,
+                trace: bool = True) -> dict:
     """One whole `reprobot reduce` of a copy of the script's folder; its figures."""
     folder = work / label / script.parent.name
     shutil.copytree(script.parent, folder, ignore=shutil.ignore_patterns("repros", "__pycache__"))
     cmd = [sys.executable, "-m", "bot", "reduce", script.name, "--no-env", "--out", "repros",
-           "--max-time", str(max_time)]
+           "--max-time", str(max_time)] + ([] if trace else ["--no-trace"])
     cmd += ["--cluster", cluster, "--cluster-slots", str(slots)] if cluster else ["--jobs", str(slots)]
     load = _load()
     t0 = time.monotonic()
@@ -128,6 +129,8 @@ def main() -> int:
     ap.add_argument("--max-time", type=float, default=900.0)
     ap.add_argument("--overhead-runs", type=int, default=15)
     ap.add_argument("--engines", default="local,ray-1,ray-2")
+    ap.add_argument("--no-trace", action="store_true",
+                    help="reduce without the trace-guided first cut: a longer search, so more runs to time")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     import ray
@@ -142,7 +145,7 @@ def main() -> int:
     for script in [s.resolve() for s in args.scripts]:
         for engine in engines:
             if engine == "local":
-                rows.append(reduce_once(script, work, engine, None, args.slots, args.max_time))
+                rows.append(reduce_once(script, work, engine, None, args.slots, args.max_time, not args.no_trace))
                 print(json.dumps(rows[-1]), flush=True)
                 continue
             nodes = int(engine.split("-")[1])
@@ -153,7 +156,7 @@ def main() -> int:
             cluster.wait_for_nodes()
             started = round(time.monotonic() - t0, 1)
             try:
-                row = reduce_once(script, work, engine, cluster.address, args.slots, args.max_time)
+                row = reduce_once(script, work, engine, cluster.address, args.slots, args.max_time, not args.no_trace)
                 row["cluster_up_s"] = started
                 rows.append(row)
                 print(json.dumps(row), flush=True)

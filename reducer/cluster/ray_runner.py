@@ -77,6 +77,10 @@ class SlotActor:
         self.runner = Runner(RunSpec(script=script, **spec))
         self.stack = stack
         self.gpus = [str(g) for g in ray.get_gpu_ids()]
+        from reducer.gpu import compute_pids
+        # what holds the slot's GPUs before any run: a run's memory is the rest (reducer/gpu.py)
+        self._baseline = {g: compute_pids(g) for g in self.gpus}
+        self.unreleased = 0
         self._events: dict[str, threading.Event] = {}
         self._cancelled: set[str] = set()
         self._lock = threading.Lock()
@@ -122,6 +126,11 @@ class SlotActor:
             with self._lock:
                 self._events.pop(run_id, None)
                 self._cancelled.discard(run_id)
+        # as a local GPU set: the slot takes its next run only once this one's memory is freed
+        from reducer.gpu import wait_released
+        for g in self.gpus:
+            if not wait_released(g, self._baseline[g], outcome.pid):
+                self.unreleased += 1
         return (outcome, self.runner.warm_runs > warm_before, self.runner.warm_fallbacks > fallbacks_before)
 
     def cancel(self, run_id: str) -> None:
@@ -154,7 +163,7 @@ def _actor_class():
 
 
 # ---- the driver's side ----------------------------------------------------------------------
-@dataclass
+@dataclass(eq=False)      # a slot is itself: two on one node are never "equal"
 class Slot:
     actor: Any
     node_id: str
@@ -485,20 +494,22 @@ class RayRunner:
         """Stop every slot (their zygotes and folders go with them)."""
         with self._cond:
             slots, self._slots, self._free = list(self._slots), [], []
+        # A cluster that went away answers with errors of many kinds (connection, Ray's own):
+        # closing what is left must not fail the reduction.
         refs = []
         for s in slots:
             try:
                 refs.append(s.actor.stop.remote())
-            except RayError:
+            except Exception:  # noqa: BLE001
                 pass
         try:
             ray.wait(refs, num_returns=len(refs), timeout=30)
-        except RayError:
+        except Exception:  # noqa: BLE001
             pass
         for s in slots:
             try:
                 ray.kill(s.actor, no_restart=True)
-            except RayError:
+            except Exception:  # noqa: BLE001
                 pass
 
 
