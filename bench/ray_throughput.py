@@ -13,8 +13,9 @@ Each is the whole command (confirmation, trace, search, cold verdict; --no-env),
 gives its wall, the search's runs and runs per minute of search, and the result's statements
 (they must agree). Then the overhead Ray adds per candidate: the same candidate run
 ``--overhead-runs`` times one after another through a RayRunner slot and through the local
-Runner, cold and warm; the difference of the means is Ray's cost (the object-store round trip,
-the actor call, the Outcome coming back). Ray's own start (cluster, actors, zygotes) is reported
+Runner, cold and warm; Ray's cost is the difference of the medians of each call's time outside
+the candidate's own process (the actor call, the Outcome coming back), so the candidate's run
+time and the load's swings in it cancel out. ``--engines ray-1 --overhead-only`` measures only that. Ray's own start (cluster, actors, zygotes) is reported
 apart: it is paid once per reduction.
 
 The cluster runs on this machine, so Ray's figures are its overhead with no network; a real
@@ -105,15 +106,19 @@ def overhead(script: Path, runs: int) -> dict:
             tag = "warm" if warm else "cold"
             for name, runner in (("local", local), ("ray", remote)):
                 runner.run(source, timeout=300, warm=warm)        # first run: caches, zygote's first fork
-                walls, own = [], []
+                walls, outside = [], []
                 for _ in range(runs):
                     t0 = time.monotonic()
                     o = runner.run(source, timeout=300, warm=warm)
                     walls.append(time.monotonic() - t0)
-                    own.append(o.wall_time)
-                out[f"{name}_{tag}_mean_s"] = round(statistics.mean(walls), 4)
-                out[f"{name}_{tag}_process_s"] = round(statistics.mean(own), 4)
-            out[f"overhead_{tag}_ms"] = round(1000 * (out[f"ray_{tag}_mean_s"] - out[f"local_{tag}_mean_s"]), 1)
+                    # the call's time outside the candidate's own process: scratch copy, start,
+                    # reading the output, and for Ray the actor call and the Outcome's way back
+                    outside.append(walls[-1] - o.wall_time)
+                out[f"{name}_{tag}_median_s"] = round(statistics.median(walls), 4)
+                out[f"{name}_{tag}_outside_ms"] = round(1000 * statistics.median(outside), 1)
+            # medians of the time outside the process: the candidate's own run time (and the load's
+            # swings in it) cancels out
+            out[f"overhead_{tag}_ms"] = round(out[f"ray_{tag}_outside_ms"] - out[f"local_{tag}_outside_ms"], 1)
     finally:
         remote.close()
         if local.zygotes is not None:
@@ -131,20 +136,21 @@ def main() -> int:
     ap.add_argument("--engines", default="local,ray-1,ray-2")
     ap.add_argument("--no-trace", action="store_true",
                     help="reduce without the trace-guided first cut: a longer search, so more runs to time")
+    ap.add_argument("--overhead-only", action="store_true", help="only the per-candidate overhead (one Ray node)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     import ray
     from ray.cluster_utils import Cluster
 
     from reducer.cluster.ray_runner import job_runtime_env
-    engines = args.engines.split(",")
+    engines = [e for e in args.engines.split(",") if e]
     work = Path(tempfile.mkdtemp(prefix="reprobot-ray-bench-"))
     rows: list[dict] = []
     overheads: list[dict] = []
     os.environ["PYTHONPATH"] = str(ROOT)            # the nodes' workers import reducer from here
     for script in [s.resolve() for s in args.scripts]:
         for engine in engines:
-            if engine == "local":
+            if engine == "local" and not args.overhead_only:
                 rows.append(reduce_once(script, work, engine, None, args.slots, args.max_time, not args.no_trace))
                 print(json.dumps(rows[-1]), flush=True)
                 continue
@@ -156,10 +162,11 @@ def main() -> int:
             cluster.wait_for_nodes()
             started = round(time.monotonic() - t0, 1)
             try:
-                row = reduce_once(script, work, engine, cluster.address, args.slots, args.max_time, not args.no_trace)
-                row["cluster_up_s"] = started
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+                if not args.overhead_only:
+                    row = reduce_once(script, work, engine, cluster.address, args.slots, args.max_time, not args.no_trace)
+                    row["cluster_up_s"] = started
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
                 if nodes == 1:       # the per-candidate overhead, on the one-node cluster
                     ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False,
                              runtime_env=job_runtime_env())
@@ -179,9 +186,9 @@ def main() -> int:
               f"{str(r.get('repro_sha')):<12} {str(r.get('ray_start_s', '')):>11} {r['load_before']}")
     for o in overheads:
         print(f"overhead per candidate, {o['script']} ({o['runs_each']} runs each, load {o['load_before']} -> "
-              f"{o['load_after']}): cold {o.get('overhead_cold_ms')} ms (local {o.get('local_cold_mean_s')} s, "
-              f"ray {o.get('ray_cold_mean_s')} s), warm {o.get('overhead_warm_ms')} ms (local "
-              f"{o.get('local_warm_mean_s')} s, ray {o.get('ray_warm_mean_s')} s); a slot starts in "
+              f"{o['load_after']}): cold {o.get('overhead_cold_ms')} ms (median call local {o.get('local_cold_median_s')} s, "
+              f"ray {o.get('ray_cold_median_s')} s), warm {o.get('overhead_warm_ms')} ms (local "
+              f"{o.get('local_warm_median_s')} s, ray {o.get('ray_warm_median_s')} s); a slot starts in "
               f"{o['ray_slot_start_s']} s")
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "overhead": overheads}, indent=2), encoding="utf-8")
