@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
+    # address="local": a new instance even where another Ray on this machine could be joined
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
              runtime_env=job_runtime_env())
     try:
         yield ray.get_runtime_context().gcs_address
