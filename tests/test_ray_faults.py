@@ -8,6 +8,7 @@ Needs the extra (skipped cleanly without it): pip install 'reprobot[ray]'."""
 from __future__ import annotations
 
 import os
+import tempfile
 import textwrap
 import threading
 import time
@@ -131,6 +132,8 @@ def test_a_slot_killed_mid_run_loses_nothing(two_nodes, tmp_path: Path) -> None:
     assert any("lost the slot" in line for line in lines)
     # the killed slot's candidate was killed on its node, not left sleeping
     assert _gone(first)
+    # ...and its folder removed (by the slot left on that node)
+    assert not list(Path(tempfile.gettempdir()).glob(f"reprobot-slot-{busy[0].pid}-*"))
 
 
 def test_nodes_removed_mid_reduction_lose_nothing_and_then_local_slots_take_over(two_nodes, tmp_path: Path) -> None:

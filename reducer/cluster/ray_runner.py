@@ -72,7 +72,8 @@ class SlotActor:
     of the actor takes cancels (max_concurrency=2)."""
 
     def __init__(self, spec: dict[str, Any], payload: FolderPayload, stack: list[str]) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="reprobot-slot-"))
+        _remove_dead_slots_folders()
+        self.root = Path(tempfile.mkdtemp(prefix=f"{_SLOT_PREFIX}{os.getpid()}-"))
         script = payload.materialise(self.root)
         self.runner = Runner(RunSpec(script=script, **spec))
         self.stack = stack
@@ -143,13 +144,34 @@ class SlotActor:
                 event.set()
 
     def reap(self) -> int:
-        """Kill what a slot of this node that died left running."""
-        return reap_leftovers()
+        """Kill what a slot of this node that died left running, and remove its folder."""
+        killed = reap_leftovers()
+        _remove_dead_slots_folders()
+        return killed
 
     def stop(self) -> None:
         if self.runner.zygotes is not None:
             self.runner.zygotes.stop()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+_SLOT_PREFIX = "reprobot-slot-"
+
+
+def _remove_dead_slots_folders() -> None:
+    """A slot killed with its actor (or its node's raylet) never ran stop(): the next slot on the
+    node removes the folders whose owner process is gone."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_SLOT_PREFIX}*-*"):
+        owner = folder.name[len(_SLOT_PREFIX):].split("-", 1)[0]
+        if not owner.isdigit():
+            continue
+        try:
+            os.kill(int(owner), 0)
+            continue
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
 
 
 _ACTOR = None
