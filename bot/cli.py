@@ -8,6 +8,8 @@ import sys
 import threading
 from typing import Sequence
 
+from rich.markup import escape
+
 from bot.commands import NAMES
 from bot.output import err_console, quiet
 from reducer.errors import ExitCode, ReprobotError
@@ -86,7 +88,7 @@ def _main(argv: Sequence[str] | None) -> int:
         with quiet(bool(getattr(args, "quiet", False) or getattr(args, "json", False))):
             return int(args.func(args) or 0)
     except ReprobotError as e:
-        err_console.print(f"[bold red]reprobot:[/] {e.message}", markup=True, highlight=False)
+        err_console.print(f"[bold red]reprobot:[/] {escape(e.message)}", markup=True, highlight=False)
         if e.exit_code == ExitCode.INTERRUPTED and _TERMINATED.is_set():
             return ExitCode.TERMINATED
         return e.exit_code

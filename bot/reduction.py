@@ -40,6 +40,8 @@ class Options:
     trace: bool = True
     pin_env: bool = True
     warm: bool = True
+    cluster: str | None = None        # a Ray address (--cluster): the search's candidates run there
+    cluster_slots: int | None = None  # slots to place on it (default: as many as its nodes hold)
 
 
 @dataclass
@@ -85,8 +87,17 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
     saver.plan = failure.gpu
     max_time = None if oracle.deadline is None else max(0.0, oracle.deadline - time.monotonic())
     opts.max_time = max_time
-    result = search(start_source or failure.source, oracle, opts, trace, seen, stats, saver,
-                    failure.spec.script, failure.record.message)
+    if opts.cluster:
+        from bot.cluster import on_cluster
+        saver.cluster = {"address": opts.cluster}
+        with on_cluster(opts.cluster, failure, oracle, pool, opts.cluster_slots, warm.enabled, saver.cluster) as slots:
+            if slots:
+                opts.jobs = saver.jobs = slots
+            result = search(start_source or failure.source, oracle, opts, trace, seen, stats, saver,
+                            failure.spec.script, failure.record.message)
+    else:
+        result = search(start_source or failure.source, oracle, opts, trace, seen, stats, saver,
+                        failure.spec.script, failure.record.message)
     save_search(failure, repro, result, saver)
     try:
         best, record, outcome = confirm_cold(failure, repro, oracle, result, saver)
@@ -431,6 +442,7 @@ class Saver:
         self.plan = None      # the failure's GpuPlan, for reduction.json
         self.history: list[str] = []
         self.started = time.monotonic()
+        self.cluster: dict[str, Any] | None = None   # --cluster: where the candidates ran
 
     def __call__(self, best: str, stats: dict[str, Any], status: str | None = None,
                  seen: dict[str, bool] | None = None) -> None:
@@ -449,6 +461,8 @@ class Saver:
             data["gpu_plan"] = self.plan.to_dict()
             data["needs_gpus"] = self.plan.needs_gpus
         data["gpu_not_released"] = self.pool.unreleased
+        if self.cluster is not None:
+            data["cluster"] = self.cluster
         data["oracle_run_seconds"] = round(self.oracle.run_seconds, 3)
         # processes run (a flaky failure's candidates take several each; "runs" counts verdicts)
         data["oracle_runs"] = self.oracle.runs

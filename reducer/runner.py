@@ -215,6 +215,11 @@ def stop_runs_in_flight() -> None:
     _STOP_ALL.set()
 
 
+def stop_requested() -> bool:
+    """Whether the reduction is stopping (a runner elsewhere stops its runs in flight too)."""
+    return _STOP_ALL.is_set()
+
+
 # One run's own stop: the search sets it when a run made ahead can no longer be needed (the best
 # changed under it), so its slot takes a candidate that can.
 _CANCEL = threading.local()

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Creates ./.venv with reprobot, the Hugging Face stack (CPU torch) and the test tools.
+# Creates ./.venv with reprobot, the Hugging Face stack (CPU torch), the optional Ray engine and the
+# test tools (the Ray tests run a real local cluster).
 # Idempotent: a second run only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,4 +10,4 @@ PY=${PYTHON:-python3}
 # torch first and alone: on this project's machines 2.13.0 is a CPU build on local disk.
 # Elsewhere set PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu for a small CPU wheel.
 .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q "torch==2.13.0"
-.venv/bin/python -m pip install -q -c constraints/ci.txt -e ".[hf,test]"
+.venv/bin/python -m pip install -q -c constraints/ci.txt -e ".[hf,test,ray]"

@@ -57,6 +57,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="GPUs each job gets (default: as many as the original used, measured in its first run)")
     p.add_argument("--jobs-per-gpu", type=int, default=1,
                    help="candidates that may share one GPU at a time (default: 1)")
+    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="run the candidates on a Ray cluster: ray://HOST:PORT, or auto (RAY_ADDRESS); needs the "
+                        "extra `pip install 'reprobot[ray]'`. Each node's Python and stack versions must match "
+                        "this machine's; the original and the final verdict still run here")
+    p.add_argument("--cluster-slots", type=int, default=None, metavar="N",
+                   help="slots to place on the cluster (default: as many as its nodes hold, one CPU each, "
+                        "and as many GPUs as a job needs)")
     p.add_argument("--max-time", type=float, default=None,
                    help="bound on the whole command, in seconds (default: none); the best result is kept")
     p.add_argument("--max-script-size", type=int, default=DEFAULT_MAX_SCRIPT_BYTES, metavar="BYTES",
@@ -107,6 +114,8 @@ def summary(repro) -> dict:
 
 def _run(args: argparse.Namespace):
     deadline = None if args.max_time is None else time.monotonic() + args.max_time
+    if args.cluster is not None:
+        _check_cluster(args)
     script_args = list(args.passthrough)
     launch = None
     if args.script is None:
@@ -143,11 +152,22 @@ def _run(args: argparse.Namespace):
     reduce_failure(failure, repro, Options(
         jobs=args.jobs, gpus=args.gpus, jobs_per_gpu=args.jobs_per_gpu, max_time=args.max_time,
         deadline=deadline, resume=args.resume, trace=not args.no_trace, pin_env=not args.no_env,
-        warm=not args.cold))
+        warm=not args.cold, cluster=args.cluster, cluster_slots=args.cluster_slots))
     if args.versions or args.contrast:
         _rerun(repro, args)
     console.print(f"next: [bold]reprobot file --dry-run {repro.path}[/] previews the issue it would file")
     return 0
+
+
+def _check_cluster(args: argparse.Namespace) -> None:
+    """A bad --cluster value, or Ray missing, stops the command before anything runs."""
+    address = args.cluster.strip()
+    if not address or (address != "auto" and ":" not in address):
+        raise ReprobotError(f"--cluster {args.cluster!r}: expected ray://HOST:PORT, HOST:PORT or auto", ExitCode.USAGE)
+    if args.cluster_slots is not None and args.cluster_slots < 1:
+        raise ReprobotError("--cluster-slots: expected 1 or more", ExitCode.USAGE)
+    from bot.cluster import check_available
+    check_available()
 
 
 def _gpus(args: argparse.Namespace) -> list[str]:
