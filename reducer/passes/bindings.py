@@ -16,7 +16,7 @@ change the failing call itself other than by spelling the same arguments.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -112,6 +112,19 @@ def _lines(module: cst.Module) -> list[cst.SimpleStatementLine]:
     return out
 
 
+def _keyed(find: Callable[[cst.Module], Sequence[tuple]], build: Callable[[cst.Module, tuple], str | None]):
+    """``run_targets``' two functions from one finder of ``(node, ...)`` tuples: the nodes, and
+    for a node the candidate ``build`` makes of its tuple."""
+    def nodes(module: cst.Module) -> list[cst.CSTNode]:
+        return [t[0] for t in find(module)]
+
+    def alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
+        for t in find(module):
+            if t[0] is node:
+                yield build(module, t)
+    return nodes, alternatives
+
+
 # ---- inline_single_use ---------------------------------------------------------------------------
 def _single_use(module: cst.Module) -> list[tuple[cst.SimpleStatementLine, cst.BaseExpression, cst.Name]]:
     """(binding line, its value, the one read) for each name bound once and read once after it."""
@@ -147,14 +160,7 @@ def inlined_all(source: str, limit: int = 64) -> str | None:
     return out if out != source else None
 
 
-def _single_use_nodes(module: cst.Module) -> list[cst.CSTNode]:
-    return [line for line, _, _ in _single_use(module)]
-
-
-def _single_use_alternatives(module: cst.Module, line: cst.CSTNode) -> Iterable[str | None]:
-    for target in _single_use(module):
-        if target[0] is line:
-            yield _inline_one(module, target)
+_single_use_nodes, _single_use_alternatives = _keyed(_single_use, _inline_one)
 
 
 def inline_single_use(gate: Gate) -> None:
@@ -291,14 +297,7 @@ def _folded(module: cst.Module, fold: _Fold) -> str | None:
     return out if out is not None and parses(out) else None
 
 
-def _fold_nodes(module: cst.Module) -> list[cst.CSTNode]:
-    return [f.lines[0] for f in _folds(module)]
-
-
-def _fold_alternatives(module: cst.Module, line: cst.CSTNode) -> Iterable[str | None]:
-    for f in _folds(module):
-        if f.lines[0] is line:
-            yield _folded(module, f)
+_fold_nodes, _fold_alternatives = _keyed(lambda m: [(f.lines[0], f) for f in _folds(m)], lambda m, t: _folded(m, t[1]))
 
 
 def fold_kwargs(gate: Gate) -> None:
@@ -361,14 +360,7 @@ def _as_value(module: cst.Module, target) -> str | None:
     return out if out is not None and parses(out) else None
 
 
-def _value_function_nodes(module: cst.Module) -> list[cst.CSTNode]:
-    return [fn for fn, _, _ in _value_functions(module)]
-
-
-def _value_function_alternatives(module: cst.Module, fn: cst.CSTNode) -> Iterable[str | None]:
-    for target in _value_functions(module):
-        if target[0] is fn:
-            yield _as_value(module, target)
+_value_function_nodes, _value_function_alternatives = _keyed(_value_functions, _as_value)
 
 
 def value_functions(gate: Gate) -> None:
@@ -419,14 +411,7 @@ def _path_calls(module: cst.Module) -> list[tuple[cst.Call, cst.BaseExpression]]
     return out
 
 
-def _path_nodes(module: cst.Module) -> list[cst.CSTNode]:
-    return [c for c, _ in _path_calls(module)]
-
-
-def _path_alternatives(module: cst.Module, call: cst.CSTNode) -> Iterable[str | None]:
-    for c, literal in _path_calls(module):
-        if c is call:
-            yield safe(lambda: replace_many(module, [(c, literal)]))
+_path_nodes, _path_alternatives = _keyed(_path_calls, lambda m, t: safe(lambda: replace_many(m, [t])))
 
 
 def _all_paths(module: cst.Module) -> str | None:
