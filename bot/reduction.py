@@ -247,8 +247,9 @@ def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
     from reducer.zygote import ZygoteError, ZygotePool, warm_imports
     runner = failure.runner
     report = WarmReport(original_cold_seconds=round(failure.wall_time, 3))
-    if runner.launched:
-        report.why_not = f"run by a launch line ({failure.spec.launch.kind}): its processes start their own interpreters"
+    if runner.launched and runner.rank_plan is None:
+        report.why_not = (f"run by a launch line ({failure.spec.launch.kind}) that only its launcher can run: "
+                          f"its processes start their own interpreters")
         return report
     modules = warm_imports(failure.source, runner.script_dir)
     if not modules:
@@ -256,14 +257,18 @@ def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
         return report
     pool = ZygotePool(runner.python, modules, runner.base_environment())
     runner.zygotes = pool
+    cold_cap = oracle.max_rss
     try:
         pool.release(pool.start_one())
+        # uncapped: the cold run's memory is no measure of a warm one (Oracle.warm_max_rss)
+        oracle.max_rss = None
         verdict = oracle.test(failure.source, warm=True, gpu_set=reference_set(failure))
     except ZygoteError as e:
         report.why_not = str(e)
     except DeadlineReached:
         report.why_not = "the time limit came first"
     else:
+        oracle.max_rss = cold_cap
         report.original_warm_seconds = round(verdict.outcome.wall_time, 3)
         report.zygote = pool.info.to_dict() if pool.info else {}
         report.zygote["children"] = pool.children()
@@ -278,7 +283,10 @@ def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
         else:
             report.enabled = True
             oracle.warm_timeout = warm_timeout(verdict.outcome.wall_time, failure.wall_time)
+            if cold_cap is not None:
+                oracle.warm_max_rss = candidate_memory(verdict.outcome.peak_rss)
             return report
+    oracle.max_rss = cold_cap
     pool.stop()
     runner.zygotes = None
     return report
@@ -289,6 +297,7 @@ def _warm_differs(failure: Failure, warm) -> str:
     lacks that every cold run showed — its spawned children's failures included (their
     tracebacks are in the output) — as one short phrase; "" when nothing differs. A warm run
     stopped once the target appeared is only checked for failures of its own."""
+    from reducer.ranks import PRIMARY, role
     from reducer.signature import distinct_failures
     options = failure.spec.options
     # --resume trusts the stored failure: its runs kept their times, not their output, so there
@@ -299,10 +308,15 @@ def _warm_differs(failure: Failure, warm) -> str:
         return ""
     seen_warm = {sig: rec for sig, rec in distinct_failures(warm, options)}
     union = {sig: rec for c in cold for sig, rec in c.items()}
-    extra = [rec for sig, rec in seen_warm.items() if sig not in union]
+    # Only a process's own failures are compared: a parent's report that a child failed
+    # (torchrun's ChildFailedError, raised warm by reducer/rank_launch.py from other frames) and
+    # the other ranks' failures for want of the first (a peer that closed, a SIGTERM: they come or
+    # not with the timing) say nothing of what the script does warm.
+    extra = [rec for sig, rec in seen_warm.items() if sig not in union and role(rec) == PRIMARY]
     missing = []
     if not (warm.stopped_early or warm.timed_out):
-        missing = [rec for sig, rec in cold[0].items() if all(sig in c for c in cold) and sig not in seen_warm]
+        missing = [rec for sig, rec in cold[0].items()
+                   if all(sig in c for c in cold) and sig not in seen_warm and role(rec) == PRIMARY]
         codes = {o.returncode for o in failure.outcomes}
         if not extra and not missing and len(codes) == 1 and warm.returncode not in codes:
             return f"exit code {warm.returncode} warm, {codes.pop()} cold"
@@ -367,9 +381,6 @@ def pinned_run_fn(oracle: Oracle, warm: bool | None = None, gpu_set: tuple[str, 
 def trace_data(failure: Failure, repro: ReproDir, resumed: bool, oracle: Oracle | None = None):
     from reducer.trace import TraceData, runner_run_fn, trace_run
     trace_file = repro.path / "trace.json"
-    if failure.runner.launched:
-        console.print("[dim]trace-guided first cut skipped: the script runs under a launch line[/]")
-        return None
     if resumed and trace_file.is_file():
         return TraceData.from_dict(failure.source, repro.read_json(trace_file))
     try:
@@ -378,6 +389,13 @@ def trace_data(failure: Failure, repro: ReproDir, resumed: bool, oracle: Oracle 
     except Exception as e:  # tracing is an optimisation: never let it stop a reduction
         console.print(f"[yellow]trace-guided first cut skipped:[/] {escape(str(e))[:200]}")
         return None
+    if failure.runner.launched:
+        # the boundary launcher runs the script itself, in one process: a launch line's ranks
+        # trace themselves (Runner.run), but nothing records their boundary call
+        console.print("[dim]boundary call skipped: the script runs under a launch line[/]")
+        data.target_exc_type = failure.signature.exc_type
+        write_text_atomic(trace_file, scrub(json.dumps(data.to_dict())).text)
+        return data
     try:
         # the failing call's own argument values, for the boundary-call candidate (one more run)
         from reducer.boundary import boundary_run
