@@ -124,6 +124,13 @@ def _literal(value):
         return None
 
 
+def _is_init(obj, code):
+    try:
+        return getattr(type(obj).__init__, "__code__", None) is code
+    except Exception:
+        return False
+
+
 def _record_call(frame):
     caller = frame.f_back
     key = (caller.f_lineno, frame.f_code.co_name)
@@ -147,8 +154,9 @@ def _record_call(frame):
                 text = _literal(v)
                 values["**" + str(k)] = text if text is not None else "<unknown>"
     qual = getattr(code, "co_qualname", code.co_name)
-    if code.co_name == "__init__" and names and names[0] in frame.f_locals:
-        # a class reached through a registry: which class was built, not whose __init__ ran
+    if names and names[0] in frame.f_locals and (code.co_name == "__init__" or _is_init(frame.f_locals[names[0]], code)):
+        # a class reached through a registry: which class was built, not whose __init__ ran; also
+        # an __init__ under a decorator (transformers' configs: ``init_with_validate(self, **kwargs)``)
         qual = "class:" + type(frame.f_locals[names[0]]).__qualname__
     earlier = _calls.get(key)
     varies = set(earlier["varies"]) if earlier else set()
@@ -557,10 +565,13 @@ def _literal_sites(trace: TraceData) -> dict[tuple[str, str], str]:
         name = call.func.attr.value if isinstance(call.func, cst.Attribute) else (
             call.func.value if isinstance(call.func, cst.Name) else None)
         for rec in recs:
-            if rec.func != name and not (rec.func in ("__init__", "__new__", "__call__") and name and name[:1].isupper()):
+            built = rec.qual == f"class:{name}"     # the class's own __init__, decorated or not
+            if rec.func != name and not built and not (
+                    rec.func in ("__init__", "__new__", "__call__") and name and name[:1].isupper()):
                 continue
             params = list(rec.params)
-            if params and params[0] in ("self", "cls") and (isinstance(call.func, cst.Attribute) or rec.func in ("__init__", "__new__", "__call__")):
+            if params and params[0] in ("self", "cls") and (
+                    isinstance(call.func, cst.Attribute) or built or rec.func in ("__init__", "__new__", "__call__")):
                 params = params[1:]
             func_text = module.code_for_node(call.func)
             _star_kwargs_site(call, rec, module, found)

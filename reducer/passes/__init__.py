@@ -2,8 +2,8 @@
 candidates through the gate (see ``reducer.search``); one module per family of passes."""
 from __future__ import annotations
 
-from reducer.passes import (arguments, boundary, classes, cleanup, constants, direct, heavy, inline, literals,
-                            parameters, recorded, scaffolding, single, slicing, statements, unwrap)
+from reducer.passes import (arguments, boundary, classes, cleanup, constants, defaults, direct, heavy, inline,
+                            literals, parameters, recorded, scaffolding, single, slicing, statements, unwrap)
 from reducer.passes.base import Pass
 from reducer.passes.first_cut import first_cut
 
@@ -22,6 +22,9 @@ STRUCTURE: list[Pass] = [
     Pass("cleanup_bulk", cleanup.bulk),
     Pass("recorded_values", constants.recorded_values),
     Pass("recorded_bindings", recorded.recorded_bindings),
+    # a config class's literal defaults where its attributes are read (what the trace cannot see:
+    # a value handed to a builtin, or read in another process)
+    Pass("class_defaults", defaults.class_defaults),
     Pass("resolve_dispatch", constants.resolve_dispatch),
     Pass("call_directly", direct.call_directly),
     # issue #31's scaffolding: builtin map/filter/sorted/reduce over one element called directly,
