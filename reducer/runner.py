@@ -363,7 +363,8 @@ class Runner:
 
     @property
     def launched(self) -> bool:
-        """Runs go through a launcher (torchrun, accelerate launch, python -m): always cold."""
+        """Runs go through a launcher (torchrun, accelerate launch, python -m): cold, except a
+        one-node torchrun line's when the runner has warm interpreters (``rank_plan``)."""
         return self.spec.launch is not None and self.spec.launch.needs_launcher
 
     def base_environment(self) -> dict[str, str]:
