@@ -3,7 +3,8 @@ candidates through the gate (see ``reducer.search``); one module per family of p
 from __future__ import annotations
 
 from reducer.passes import (arguments, boundary, classes, cleanup, constants, defaults, direct, heavy, inline,
-                            literals, parameters, recorded, scaffolding, single, slicing, statements, unwrap)
+                            literals, parameters, recorded, scaffolding, single, slicing, statements, unwrap,
+                            variables)
 from reducer.passes.base import Pass
 from reducer.passes.first_cut import first_cut
 
@@ -49,6 +50,9 @@ STRUCTURE: list[Pass] = [
     Pass("comprehension_to_element", scaffolding.comprehension_to_element),
     Pass("drop_unused_parameters", parameters.drop_unused_parameters),
     Pass("remove_arguments", arguments.remove_arguments),
+    # a value carried one line further by a name read once, and an import `import pkg` reaches
+    Pass("inline_variables", variables.inline_variables),
+    Pass("fold_imports", variables.fold_imports),
     Pass("cleanup", cleanup.cleanup),
 ]
 FINE: list[Pass] = [
