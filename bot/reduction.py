@@ -384,7 +384,10 @@ def trace_data(failure: Failure, repro: ReproDir, resumed: bool, oracle: Oracle 
     if resumed and trace_file.is_file():
         return TraceData.from_dict(failure.source, repro.read_json(trace_file))
     try:
-        run = runner_run_fn(failure.runner) if oracle is None else pinned_run_fn(oracle, None, reference_set(failure))
+        # warm where the runs are (the original was just checked to fail the same way warm; the
+        # launchers are scripts, so a warm interpreter runs them as it runs the retraces)
+        warm = True if failure.runner.zygotes is not None else None
+        run = runner_run_fn(failure.runner, warm) if oracle is None else pinned_run_fn(oracle, warm, reference_set(failure))
         data = trace_run(failure.source, run)
     except Exception as e:  # tracing is an optimisation: never let it stop a reduction
         console.print(f"[yellow]trace-guided first cut skipped:[/] {escape(str(e))[:200]}")
