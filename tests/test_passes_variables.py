@@ -54,3 +54,36 @@ def test_an_import_whose_package_is_not_imported_stays() -> None:
     oracle = RecordingOracle(raises(ValueError, "Expecting value"))
     assert reduce_with(src, oracle, "fold_imports") == src
     assert oracle.runs == []
+
+
+RETURNS = '''\
+import json
+
+
+def batches(text, times=2):
+    return [text.strip() for _ in range(times)]
+
+
+def twice(x):
+    return x + x
+
+
+for item in batches(" {bad "):
+    json.loads(twice(item))
+'''
+
+
+def test_a_function_that_only_returns_is_inlined_where_it_is_called_once() -> None:
+    out = reduce_with(RETURNS, raises(ValueError, "Expecting property name"), "inline_returns")
+    assert out == ('import json\n\n\nfor item in [" {bad ".strip() for _ in range(2)]:\n'
+                   '    json.loads(item + item)\n')
+
+
+def test_a_function_called_twice_or_with_a_costly_argument_read_twice_stays() -> None:
+    called_twice = RETURNS.replace("json.loads(twice(item))", "json.loads(twice(item)) or twice(item)")
+    costly = RETURNS.replace("twice(item)", "twice(item.strip())").replace(
+        "def batches(text, times=2):\n    return [text.strip() for _ in range(times)]\n\n\n", "").replace(
+        'batches(" {bad ")', '[" {bad "]')
+    for src, kept in ((called_twice, "def twice"), (costly, "def twice")):
+        out = reduce_with(src, raises(ValueError, "Expecting property name"), "inline_returns")
+        assert kept in out, out

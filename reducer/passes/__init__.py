@@ -52,6 +52,7 @@ STRUCTURE: list[Pass] = [
     Pass("remove_arguments", arguments.remove_arguments),
     # a value carried one line further by a name read once, and an import `import pkg` reaches
     Pass("inline_variables", variables.inline_variables),
+    Pass("inline_returns", variables.inline_returns),
     Pass("fold_imports", variables.fold_imports),
     Pass("cleanup", cleanup.cleanup),
 ]

@@ -13,7 +13,11 @@
   ``import a``: ``x`` is written ``a.b`` / ``a.b.c`` at its uses and the import goes (a
   statement less; whether ``import a`` makes ``a.b`` reachable, the run decides).
 
-All the sites at once first, then site by site.
+- ``inline_returns``: a function that only returns an expression and is called once, wherever
+  (a loop's iterable, an argument: places the statement-level inlining cannot reach), becomes
+  that expression with its parameters replaced by the call's arguments.
+
+All the sites at once first, then site by site (``inline_returns``: function by function).
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 
 from reducer.passes._names import BINDINGS, Role, Roles, census
-from reducer.passes.base import Gate, collect, parse, render, together_then_each
+from reducer.passes.base import Gate, collect, parse, render, replace_many, run_targets, together_then_each
 
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.SimpleString,
           cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)
@@ -240,3 +244,113 @@ def _fold_all(module: cst.Module) -> str | None:
 def fold_imports(gate: Gate) -> None:
     together_then_each(gate, lambda m: [line for line, _, _ in _foldable(m)],
                        lambda m, line: [_fold(m, line)], _fold_all)
+
+
+# ---- inline_returns ---------------------------------------------------------------------------
+def _returned(fn: cst.FunctionDef) -> cst.BaseExpression | None:
+    """The expression a function does nothing but return (a docstring aside), or None."""
+    body = [s for s in fn.body.body if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
+                                             and isinstance(s.body[0], cst.Expr)
+                                             and isinstance(s.body[0].value, cst.SimpleString))]
+    if len(body) != 1:
+        return None
+    s = _single(body[0])
+    return s.value if isinstance(s, cst.Return) and s.value is not None else None
+
+
+def _simple(expr: cst.BaseExpression) -> bool:
+    """Evaluated twice it is still the same value, and cheap: a name, a literal, ``a.b``."""
+    if isinstance(expr, (cst.Name, cst.Integer, cst.Float, cst.SimpleString)):
+        return True
+    return isinstance(expr, cst.Attribute) and _simple(expr.value)
+
+
+def _return_sites(module: cst.Module) -> list[tuple[cst.FunctionDef, cst.Call, dict[str, cst.BaseExpression]]]:
+    """(function, its one call, the value each parameter takes there) for functions that only
+    return an expression and are called once, as a plain call."""
+    names = census(module)
+    bound, reads = names.total(BINDINGS), names.total({Role.READ})
+    in_class = {id(s) for c in collect(module, lambda n: isinstance(n, cst.ClassDef)) for s in c.body.body}
+    calls: dict[str, list[cst.Call]] = {}
+    for call in collect(module, lambda n: isinstance(n, cst.Call) and isinstance(n.func, cst.Name)):
+        calls.setdefault(call.func.value, []).append(call)
+    out = []
+    for fn in collect(module, lambda n: isinstance(n, cst.FunctionDef)):
+        name = fn.name.value
+        value = _returned(fn)
+        if (value is None or id(fn) in in_class or fn.decorators or fn.asynchronous is not None
+                or bound.get(name) != 1 or reads.get(name) != 1 or len(calls.get(name, [])) != 1):
+            continue
+        p = fn.params
+        if isinstance(p.star_arg, (cst.Param, cst.ParamStar)) or p.star_kwarg is not None or p.posonly_params \
+                or p.kwonly_params:
+            continue
+        call = calls[name][0]
+        if any(n is call for n in collect(fn, lambda n: isinstance(n, cst.Call))):
+            continue        # recursive
+        params = list(p.params)
+        given: dict[str, cst.BaseExpression] = {}
+        ok = True
+        for i, arg in enumerate(call.args):
+            if arg.star:
+                ok = False
+            elif arg.keyword is None:
+                if i >= len(params):
+                    ok = False
+                else:
+                    given[params[i].name.value] = arg.value
+            else:
+                given[arg.keyword.value] = arg.value
+        for param in params:
+            if param.name.value not in given:
+                if param.default is None or not _simple(param.default):
+                    ok = False
+                else:
+                    given[param.name.value] = param.default
+        if not ok or set(given) != {q.name.value for q in params}:
+            continue
+        if any(len(_name_nodes(value, q)) > 1 and not _simple(e) for q, e in given.items()):
+            continue
+        out.append((fn, call, given))
+    return out
+
+
+class _Substitute(cst.CSTTransformer):
+    def __init__(self, values: dict[str, cst.BaseExpression]) -> None:
+        self.values, self.roles = values, Roles()
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.roles.decide(node)
+        return not isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef))
+
+    def on_leave(self, original: cst.CSTNode, updated):
+        if (type(original) is cst.Name and original.value in self.values
+                and self.roles.of(original) is Role.READ):
+            return _wrapped(self.values[original.value].deep_clone())
+        return updated
+
+
+def _inline_return(module: cst.Module, fn: cst.FunctionDef) -> str | None:
+    for site_fn, call, given in _return_sites(module):
+        if site_fn is not fn:
+            continue
+        value = _returned(fn)
+        try:
+            body = cst.Module([cst.SimpleStatementLine([cst.Expr(value)])]).visit(_Substitute(given))
+            expr = body.body[0].body[0].value
+            pairs = [(fn, cst.RemoveFromParent()), (call, _wrapped(expr))]
+            wrapped = replace_many(module, pairs)
+            bare = replace_many(module, [(fn, cst.RemoveFromParent()), (call, expr)])
+        except (cst.CSTValidationError, ValueError, TypeError):
+            return None
+        try:
+            return bare if ast.dump(ast.parse(bare)) == ast.dump(ast.parse(wrapped)) else wrapped
+        except (SyntaxError, ValueError):
+            return wrapped
+    return None
+
+
+def inline_returns(gate: Gate) -> None:
+    """A function that only returns an expression, called once anywhere (a loop's iterable, an
+    argument): the expression, its parameters replaced by the arguments, in the call's place."""
+    run_targets(gate, lambda m: [fn for fn, _, _ in _return_sites(m)], lambda m, fn: [_inline_return(m, fn)])
