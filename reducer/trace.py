@@ -363,8 +363,14 @@ def _global(frame, event, arg):
     return None
 
 
+_dumped = []
+
+
 @atexit.register
 def _dump():
+    if _dumped:
+        return
+    _dumped.append(True)
     sys.settrace(None)
     blobs = _read_blobs()
     for rec in list(_calls.values()):
@@ -378,7 +384,30 @@ def _dump():
         _emit({"bind": {"line": line, "name": name, "value": text, "seen": seen, "varies": varies}})
 
 
+def _on_term(signum, frame):
+    # A rank the launcher stops (SIGTERM: torch.multiprocessing.spawn, torchrun) once another
+    # failed: what it recorded is written first, or a value both ranks had would read as the
+    # one rank's that lived (``rank`` pinned to 1 in both) and the candidate built on it hangs.
+    try:
+        _dump()
+    finally:
+        import signal
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+def _catch_term():
+    try:
+        import signal
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _on_term)
+    except Exception:
+        pass
+
+
 def _child_main():
+    _catch_term()
     if hasattr(sys, "addaudithook"):
         sys.addaudithook(_audit)
     threading.settrace(_global)

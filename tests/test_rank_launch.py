@@ -188,3 +188,35 @@ def test_a_warm_rank_that_hangs_is_killed_at_the_timeout_and_the_run_counts(warm
     assert len(pids) == 2, verdict.outcome.stdout                         # both ranks ran, warm
     assert oracle.runs == 1                                              # a verdict like any other
     assert not any(_alive(pid) for pid in pids)                          # every rank was killed
+
+
+STOPPED_RANK = """
+    import time
+
+    import torch.multiprocessing as mp
+
+
+    def pick(r):
+        return r
+
+
+    def work(rank):
+        pick(rank)
+        if rank == 1:
+            time.sleep(1)
+            raise ValueError("rank 1 fails first")
+        time.sleep(120)            # rank 0 is stopped (SIGTERM) by spawn once rank 1 failed
+
+
+    if __name__ == "__main__":
+        mp.spawn(work, nprocs=2)
+"""
+
+
+def test_a_rank_stopped_by_sigterm_still_writes_what_it_recorded(tmp_path):
+    script = write(tmp_path / "stopped.py", STOPPED_RANK)
+    runner = Runner(RunSpec(script=script, python=PY, timeout=120))
+    data = trace_run(script.read_text(), runner_run_fn(runner, False))
+    seen = sorted(c.values.get("r") for c in data.calls if c.func == "pick")
+    assert seen == ["0", "1"], seen              # rank 0's record too, though it never exited by itself
+    assert not any(k[0] == "pick" for k in data.literal_sites())   # so `rank` is pinned to neither
