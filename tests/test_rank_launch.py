@@ -88,6 +88,11 @@ def warm_line(tmp_path_factory):
     assert runner.launched and runner.rank_plan == RankPlan(2)
     runner.zygotes = ZygotePool(runner.python, warm_imports(script.read_text(), runner.script_dir),
                                 runner.base_environment())
+    # both zygotes started here: a zygote dies with the THREAD that started it (PR_SET_PDEATHSIG),
+    # and the concurrent test's threads end before the next test
+    first, second = runner.zygotes.start_one(), runner.zygotes.start_one()
+    runner.zygotes.release(first)
+    runner.zygotes.release(second)
     try:
         yield runner, script.read_text()
     finally:
