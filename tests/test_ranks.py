@@ -394,6 +394,10 @@ def test_run_time_patch_gives_the_script_the_runs_port_and_file(tmp_path):
              'os.environ["MASTER_PORT"] = "12355"\n'
              'os.environ.setdefault("MASTER_PORT", "29500")\n'
              'print(os.environ["MASTER_PORT"])\n'
+             'os.environ["MASTER_PORT"] = ""\n'
+             'print(repr(os.environ["MASTER_PORT"]))\n'
+             'os.environ["MASTER_PORT"] = "80"\n'
+             'print(os.environ["MASTER_PORT"])\n'
              'print(r._rewrite("tcp://localhost:12355?world_size=2"))\n'
              'print(r._rewrite("tcp://[::1]:12355"))\n'
              'print(r._rewrite("file:///tmp/shared_init"))\n')
@@ -402,5 +406,7 @@ def test_run_time_patch_gives_the_script_the_runs_port_and_file(tmp_path):
     env.pop("MASTER_PORT", None)
     out = subprocess.run([PY, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout.split()
     assert out[0] == "23456"
-    assert out[1] == "tcp://localhost:23456?world_size=2" and out[2] == "tcp://[::1]:23456"
-    assert out[3] == f"file://{tmp_path}/reprobot-rdzv-23456-shared_init"
+    # a value no user's run could listen on stays: it fails here as it would for a maintainer
+    assert out[1] == "''" and out[2] == "80"
+    assert out[3] == "tcp://localhost:23456?world_size=2" and out[4] == "tcp://[::1]:23456"
+    assert out[5] == f"file://{tmp_path}/reprobot-rdzv-23456-shared_init"
