@@ -88,9 +88,15 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
     result = search(start_source or failure.source, oracle, opts, trace, seen, stats, saver,
                     failure.spec.script, failure.record.message)
     save_search(failure, repro, result, saver)
-    best, record, outcome = confirm_cold(failure, repro, oracle, result, saver)
-    # the final word: repro.py alone in an empty folder, offline (bot/standalone.py)
-    best, record = make_self_contained(failure, repro, oracle, best, record)
+    try:
+        best, record, outcome = confirm_cold(failure, repro, oracle, result, saver)
+        # the final word: repro.py alone in an empty folder, offline (bot/standalone.py)
+        best, record = make_self_contained(failure, repro, oracle, best, record)
+    except DeadlineReached:
+        # the search ended, its cold check did not (a DDP script's cold run can take a minute):
+        # the same one-line stop as at the limit mid-search, never a traceback
+        saver(result.best_source, result.stats.to_dict(), "stopped: time limit", result.seen)
+        raise time_limit(repro, result) from None
     write_text_atomic(repro.traceback_txt, record.text + "\n")
     record_repro_run(repro, record, outcome, failure)
     flaky_line = confirm_rate(failure, repro, oracle, best)
