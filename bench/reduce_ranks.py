@@ -26,6 +26,8 @@ def main() -> int:
     ap.add_argument("--max-time", type=float, default=600)
     ap.add_argument("--only", default=None)
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="copy each run's repro folder (reduction.json, repro.py) and its output here")
     a = ap.parse_args()
     entries = [e for e in json.loads((CORPUS / "MANIFEST.json").read_text())["scripts"] if e.get("issue") == 29]
     rows = []
@@ -48,7 +50,17 @@ def main() -> int:
                 out = json.loads(proc.stdout[proc.stdout.index("{"):])
             except ValueError:
                 out = {}
-            repro = Path(out["repro"]).read_text() if out.get("repro") else ""
+            # reduce prints the repro's paths as it was given --out: relative to its cwd
+            repro_file = work / out["repro"] if out.get("repro") else None
+            repro = repro_file.read_text() if repro_file is not None and repro_file.is_file() else ""
+            if a.keep is not None:
+                kept = a.keep / name
+                shutil.rmtree(kept, ignore_errors=True)
+                if out.get("repro_dir") and (work / out["repro_dir"]).is_dir():
+                    shutil.copytree(work / out["repro_dir"], kept)
+                kept.mkdir(parents=True, exist_ok=True)
+                (kept / "stdout.txt").write_text(proc.stdout)
+                (kept / "stderr.txt").write_text(proc.stderr)
             rows.append({"script": name, "exit": proc.returncode, "status": out.get("status"),
                          "before": out.get("statements_before"), "after": out.get("statements_after"),
                          "floor": e["ideal_statements"], "bound": e["max_statements"],

@@ -101,12 +101,13 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
     save_search(failure, repro, result, saver)
     try:
         best, record, outcome = confirm_cold(failure, repro, oracle, result, saver)
+        # the final word: repro.py alone in an empty folder, offline (bot/standalone.py)
+        best, record = make_self_contained(failure, repro, oracle, best, record)
     except DeadlineReached:
-        # the search's reserve was not enough for the cold run (a loaded machine): the best so
-        # far is saved, unverified cold, and --resume verifies it
+        # the search ended, its cold check did not (a DDP script's cold run can take a minute):
+        # the same one-line stop as at the limit mid-search, never a traceback
+        saver(result.best_source, result.stats.to_dict(), "stopped: time limit", result.seen)
         raise time_limit(repro, result) from None
-    # the final word: repro.py alone in an empty folder, offline (bot/standalone.py)
-    best, record = make_self_contained(failure, repro, oracle, best, record)
     write_text_atomic(repro.traceback_txt, record.text + "\n")
     record_repro_run(repro, record, outcome, failure)
     flaky_line = confirm_rate(failure, repro, oracle, best)
@@ -263,8 +264,9 @@ def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
     from reducer.zygote import ZygoteError, ZygotePool, warm_imports
     runner = failure.runner
     report = WarmReport(original_cold_seconds=round(failure.wall_time, 3))
-    if runner.launched:
-        report.why_not = f"run by a launch line ({failure.spec.launch.kind}): its processes start their own interpreters"
+    if runner.launched and runner.rank_plan is None:
+        report.why_not = (f"run by a launch line ({failure.spec.launch.kind}) that only its launcher can run: "
+                          f"its processes start their own interpreters")
         return report
     modules = warm_imports(failure.source, runner.script_dir)
     if not modules:
@@ -272,14 +274,18 @@ def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
         return report
     pool = ZygotePool(runner.python, modules, runner.base_environment())
     runner.zygotes = pool
+    cold_cap = oracle.max_rss
     try:
         pool.release(pool.start_one())
+        # uncapped: the cold run's memory is no measure of a warm one (Oracle.warm_max_rss)
+        oracle.max_rss = None
         verdict = oracle.test(failure.source, warm=True, gpu_set=reference_set(failure))
     except ZygoteError as e:
         report.why_not = str(e)
     except DeadlineReached:
         report.why_not = "the time limit came first"
     else:
+        oracle.max_rss = cold_cap
         report.original_warm_seconds = round(verdict.outcome.wall_time, 3)
         report.zygote = pool.info.to_dict() if pool.info else {}
         report.zygote["children"] = pool.children()
@@ -294,7 +300,10 @@ def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
         else:
             report.enabled = True
             oracle.warm_timeout = warm_timeout(verdict.outcome.wall_time, failure.wall_time)
+            if cold_cap is not None:
+                oracle.warm_max_rss = candidate_memory(verdict.outcome.peak_rss)
             return report
+    oracle.max_rss = cold_cap
     pool.stop()
     runner.zygotes = None
     return report
@@ -305,6 +314,7 @@ def _warm_differs(failure: Failure, warm) -> str:
     lacks that every cold run showed — its spawned children's failures included (their
     tracebacks are in the output) — as one short phrase; "" when nothing differs. A warm run
     stopped once the target appeared is only checked for failures of its own."""
+    from reducer.ranks import PRIMARY, role
     from reducer.signature import distinct_failures
     options = failure.spec.options
     # --resume trusts the stored failure: its runs kept their times, not their output, so there
@@ -315,10 +325,15 @@ def _warm_differs(failure: Failure, warm) -> str:
         return ""
     seen_warm = {sig: rec for sig, rec in distinct_failures(warm, options)}
     union = {sig: rec for c in cold for sig, rec in c.items()}
-    extra = [rec for sig, rec in seen_warm.items() if sig not in union]
+    # Only a process's own failures are compared: a parent's report that a child failed
+    # (torchrun's ChildFailedError, raised warm by reducer/rank_launch.py from other frames) and
+    # the other ranks' failures for want of the first (a peer that closed, a SIGTERM: they come or
+    # not with the timing) say nothing of what the script does warm.
+    extra = [rec for sig, rec in seen_warm.items() if sig not in union and role(rec) == PRIMARY]
     missing = []
     if not (warm.stopped_early or warm.timed_out):
-        missing = [rec for sig, rec in cold[0].items() if all(sig in c for c in cold) and sig not in seen_warm]
+        missing = [rec for sig, rec in cold[0].items()
+                   if all(sig in c for c in cold) and sig not in seen_warm and role(rec) == PRIMARY]
         codes = {o.returncode for o in failure.outcomes}
         if not extra and not missing and len(codes) == 1 and warm.returncode not in codes:
             return f"exit code {warm.returncode} warm, {codes.pop()} cold"
@@ -383,17 +398,24 @@ def pinned_run_fn(oracle: Oracle, warm: bool | None = None, gpu_set: tuple[str, 
 def trace_data(failure: Failure, repro: ReproDir, resumed: bool, oracle: Oracle | None = None):
     from reducer.trace import TraceData, runner_run_fn, trace_run
     trace_file = repro.path / "trace.json"
-    if failure.runner.launched:
-        console.print("[dim]trace-guided first cut skipped: the script runs under a launch line[/]")
-        return None
     if resumed and trace_file.is_file():
         return TraceData.from_dict(failure.source, repro.read_json(trace_file))
     try:
-        run = runner_run_fn(failure.runner) if oracle is None else pinned_run_fn(oracle, None, reference_set(failure))
+        # warm where the runs are (the original was just checked to fail the same way warm; the
+        # launchers are scripts, so a warm interpreter runs them as it runs the retraces)
+        warm = True if failure.runner.zygotes is not None else None
+        run = runner_run_fn(failure.runner, warm) if oracle is None else pinned_run_fn(oracle, warm, reference_set(failure))
         data = trace_run(failure.source, run)
     except Exception as e:  # tracing is an optimisation: never let it stop a reduction
         console.print(f"[yellow]trace-guided first cut skipped:[/] {escape(str(e))[:200]}")
         return None
+    if failure.runner.launched:
+        # the boundary launcher runs the script itself, in one process: a launch line's ranks
+        # trace themselves (Runner.run), but nothing records their boundary call
+        console.print("[dim]boundary call skipped: the script runs under a launch line[/]")
+        data.target_exc_type = failure.signature.exc_type
+        write_text_atomic(trace_file, scrub(json.dumps(data.to_dict())).text)
+        return data
     try:
         # the failing call's own argument values, for the boundary-call candidate (one more run)
         from reducer.boundary import boundary_run

@@ -54,7 +54,8 @@ class LaunchLine:
 
     @property
     def needs_launcher(self) -> bool:
-        """Runs go through a launcher or ``-m``: no warm starts, no traced run."""
+        """Runs go through a launcher or ``-m`` (a one-node torchrun line still runs warm:
+        reducer/rank_launch.py)."""
         return self.kind != PYTHON or bool(self.launcher_opts)
 
     def display(self) -> str:

@@ -80,6 +80,10 @@ class Oracle:
         # A warm run's bound, from the original's warm run: a candidate that hangs (a worker
         # called where it waits on a queue nobody fills) costs that, not three cold runs.
         self.warm_timeout: float | None = None
+        # ...and its memory bound, from the same run: a warm run is measured as a fork of the warm
+        # image (its pages counted in every process of the group), and a launch line's cold ranks
+        # are not in the group at all (torchrun starts each in a session of its own).
+        self.warm_max_rss: int | None = None
         self.stop_early = stop_early
         self.runs = 0
         self.collisions = 0   # runs repeated because their rendezvous port was taken
@@ -139,8 +143,12 @@ class Oracle:
         for it; ``gpu_count``: only the set's first N GPUs visible (the one-GPU check); ``alone``:
         a cold run of the source by itself in an empty folder, offline (``Runner.run``)."""
         timeout, cut = self.timeout, False
-        if warm and not alone and self.warm_timeout is not None and getattr(self.runner, "zygotes", None) is not None:
-            timeout = self.warm_timeout
+        max_rss = self.max_rss
+        if warm and not alone and getattr(self.runner, "zygotes", None) is not None:
+            if self.warm_timeout is not None:
+                timeout = self.warm_timeout
+            if self.warm_max_rss is not None:
+                max_rss = self.warm_max_rss
         if self.deadline is not None:
             left = self.deadline - time.monotonic()
             if left <= 0:
@@ -151,7 +159,7 @@ class Oracle:
             with self.gpus.acquire(gpu_set) as slot:
                 outcome = self.runner.run(
                     source, timeout=timeout, extra_env=slot.env(gpu_count),
-                    stop_when=self._hit if self.stop_early else None, max_rss=self.max_rss,
+                    stop_when=self._hit if self.stop_early else None, max_rss=max_rss,
                     stop_grace=self.stop_grace, warm=warm, **({"alone": True} if alone else {}))
                 slot.pgid = outcome.pid
             if cut and outcome.timed_out:

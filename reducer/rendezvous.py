@@ -5,7 +5,7 @@ The PyTorch tutorials fix the rendezvous in the script (``os.environ["MASTER_POR
 run at once collide (EADDRINUSE) or, worse, join each other's process group. Each run that needs
 one takes a port nobody else holds (``PortPool``) and gets it four ways:
 
-* ``MASTER_PORT`` in its environment (``env://``, mp.spawn children, torchrun workers);
+* ``MASTER_PORT`` in its environment, where the run inherits one (a user's exported variable);
 * ``REPROBOT_MASTER_PORT``, which the run's interpreters honour at run time
   (``exception_hook/reprobot_rendezvous.py``, loaded by the recorder's sitecustomize in every
   interpreter of the run, ranks included): an assignment of ``MASTER_PORT`` in ``os.environ``
@@ -28,7 +28,7 @@ import re
 import socket
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, Mapping
 
 RENDEZVOUS_ENV = "REPROBOT_RENDEZVOUS"      # "1": load the run-time patch (static: zygotes see it)
 PORT_ENV = "REPROBOT_MASTER_PORT"           # the run's own port (per run)
@@ -101,6 +101,13 @@ class PortPool:
 PORTS = PortPool()
 
 
-def run_environment(port: int) -> dict[str, str]:
-    """What one run's environment carries for its own rendezvous."""
-    return {"MASTER_PORT": str(port), PORT_ENV: str(port)}
+def run_environment(port: int, inherited: Mapping[str, str]) -> dict[str, str]:
+    """What one run's environment carries for its own rendezvous. ``MASTER_PORT`` itself only
+    where the environment the run inherits has one (the user exported it): a script that sets
+    none must not run as if it did, or a candidate without its ``os.environ["MASTER_PORT"] = ...``
+    line would pass here and fail for a maintainer. An assignment in the script still gets the
+    run's port (``PORT_ENV``), and so do a launcher's ranks (its ``--master_port``)."""
+    env = {PORT_ENV: str(port)}
+    if "MASTER_PORT" in inherited:
+        env["MASTER_PORT"] = str(port)
+    return env

@@ -29,6 +29,7 @@ from reducer.errors import ExitCode, ReprobotError
 from reducer.limits import RunLimits, apply_limits
 from reducer.outcome import Outcome, TracebackRecord
 from reducer.processes import kill_group, pids, resolve_python, script_argument
+from reducer.rank_launch import RANKS_ENV, warm_plan, write_launcher as write_rank_launcher
 from reducer.raised import EXCEPTIONS_ENV, hook_environment, mark, read_raised
 from reducer.rendezvous import PORTS, RENDEZVOUS_ENV, needs_rendezvous, run_environment
 from reducer.tracebacks import HANG_ENV, hang_record, parse_tracebacks
@@ -271,6 +272,10 @@ _RUN_VARIABLES = {"TMPDIR", "TEMP", "TMP", "PYTHONPATH", "PATH", "HOME", "CUDA_V
                   EXCEPTIONS_ENV}
 
 
+# What a traced run of a launch line gives every interpreter of the run (reducer/trace.py's
+# launcher, exception_hook/sitecustomize.py): not imported, reducer.trace needs libcst.
+_TRACE_OUT, _TRACE_LAUNCHER, _TRACE_SCRIPT = "REPROBOT_TRACE_OUT", "REPROBOT_TRACE_LAUNCHER", "REPROBOT_TRACE_SCRIPT"
+
 _DUMP_WAIT = 1.0     # seconds the processes of a hung run get to write their stacks
 
 
@@ -318,6 +323,8 @@ class Runner:
             spec.rendezvous = (launch is not None and launch.needs_launcher) or needs_rendezvous(text)
         self._files = self._scan()
         self.zygotes = zygotes
+        # A one-node torchrun line whose ranks a warm run can start (reducer/rank_launch.py).
+        self.rank_plan = warm_plan(launch) if launch is not None and launch.needs_launcher else None
         self.warm_runs = 0
         self.warm_fallbacks = 0
 
@@ -361,7 +368,8 @@ class Runner:
 
     @property
     def launched(self) -> bool:
-        """Runs go through a launcher (torchrun, accelerate launch, python -m): always cold."""
+        """Runs go through a launcher (torchrun, accelerate launch, python -m): cold, except a
+        one-node torchrun line's when the runner has warm interpreters (``rank_plan``)."""
         return self.spec.launch is not None and self.spec.launch.needs_launcher
 
     def base_environment(self) -> dict[str, str]:
@@ -369,6 +377,9 @@ class Runner:
         env = self._environment(Path(tempfile.gettempdir()), None)
         for k in ("TMPDIR", "TEMP", "TMP", RUN_TAG_ENV, EXCEPTIONS_ENV):
             env.pop(k, None)
+        if self.rank_plan is not None and self.rank_plan.nproc > 1:
+            # torchrun's ranks run with one OpenMP thread unless told otherwise; torch reads it on import
+            env.setdefault("OMP_NUM_THREADS", "1")
         return env
 
     def _environment(self, scratch: Path, extra_env: dict[str, str] | None) -> dict[str, str]:
@@ -415,7 +426,8 @@ class Runner:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(source, encoding="utf-8")
             if port is not None:
-                extra_env = {**(extra_env or {}), **run_environment(port)}
+                inherited = {**({} if self.spec.clean_env else os.environ), **self.spec.env, **(extra_env or {})}
+                extra_env = {**(extra_env or {}), **run_environment(port, inherited)}
             env = self._environment(scratch, extra_env)
             if alone:
                 env = alone_environment(env, source)
@@ -423,30 +435,50 @@ class Runner:
             if self.launched:
                 # The same launch line for every run; its ranks start their own interpreters.
                 rel = target.relative_to(scratch / "work").as_posix()
+                if launcher and _TRACE_OUT in env:
+                    # A traced run: the line's ranks trace themselves (exception_hook/sitecustomize.py
+                    # runs the trace launcher in child mode in every interpreter that sees these).
+                    env[_TRACE_LAUNCHER] = os.path.abspath(launcher[0])
+                    env[_TRACE_SCRIPT] = os.path.abspath(target)
+                if self.zygotes is not None and self.rank_plan is not None and warm is not False:
+                    env[RANKS_ENV] = self.rank_plan.to_json()
+                    cmd = [self.python, str(write_rank_launcher(scratch)), script_argument(rel), *self.spec.launch.args]
+                    outcome = self._warm(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace)
+                    if outcome is not None:
+                        return outcome
+                    env.pop(RANKS_ENV, None)
                 cmd = self.spec.launch.command(self.python, script_argument(rel), port)
                 return self._execute(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace)
             cmd = [self.python, *(launcher or []), script_argument(target.name), *self.spec.args]
             if self.zygotes is not None and (warm or (warm is None and launcher is None)):
-                from reducer.zygote import ZygoteError
-                zygote = None
-                try:
-                    zygote = self.zygotes.acquire()
-                    outcome = self._execute(cmd, scratch / "work", env, timeout, stop_when, max_rss,
-                                            stop_grace, zygote=zygote)
-                    self.zygotes.release(zygote)
-                    self.warm_runs += 1
+                outcome = self._warm(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace)
+                if outcome is not None:
                     return outcome
-                except ZygoteError:
-                    # A zygote that died takes no verdict with it: this candidate runs cold.
-                    if zygote is not None:
-                        self.zygotes.release(zygote, healthy=False)
-                    self.warm_fallbacks += 1
             return self._execute(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace)
         finally:
             if port is not None:
                 PORTS.release(port)
             if keep_dir is None:
                 shutil.rmtree(scratch, ignore_errors=True)
+
+    def _warm(self, cmd: list[str], cwd: Path, env: dict[str, str], timeout: float,
+              stop_when: Callable[[list[TracebackRecord]], bool] | None, max_rss: int | None,
+              stop_grace: float) -> Outcome | None:
+        """The run forked from a warm interpreter; None when the zygote died (the caller runs it
+        cold: a dead zygote takes no verdict with it)."""
+        from reducer.zygote import ZygoteError
+        zygote = None
+        try:
+            zygote = self.zygotes.acquire()
+            outcome = self._execute(cmd, cwd, env, timeout, stop_when, max_rss, stop_grace, zygote=zygote)
+            self.zygotes.release(zygote)
+            self.warm_runs += 1
+            return outcome
+        except ZygoteError:
+            if zygote is not None:
+                self.zygotes.release(zygote, healthy=False)
+            self.warm_fallbacks += 1
+            return None
 
     @staticmethod
     def _unscratch(text: str, work: Path) -> str:

@@ -124,6 +124,13 @@ def _literal(value):
         return None
 
 
+def _is_init(obj, code):
+    try:
+        return getattr(type(obj).__init__, "__code__", None) is code
+    except Exception:
+        return False
+
+
 def _record_call(frame):
     caller = frame.f_back
     key = (caller.f_lineno, frame.f_code.co_name)
@@ -147,8 +154,9 @@ def _record_call(frame):
                 text = _literal(v)
                 values["**" + str(k)] = text if text is not None else "<unknown>"
     qual = getattr(code, "co_qualname", code.co_name)
-    if code.co_name == "__init__" and names and names[0] in frame.f_locals:
-        # a class reached through a registry: which class was built, not whose __init__ ran
+    if names and names[0] in frame.f_locals and (code.co_name == "__init__" or _is_init(frame.f_locals[names[0]], code)):
+        # a class reached through a registry: which class was built, not whose __init__ ran; also
+        # an __init__ under a decorator (transformers' configs: ``init_with_validate(self, **kwargs)``)
         qual = "class:" + type(frame.f_locals[names[0]]).__qualname__
     earlier = _calls.get(key)
     varies = set(earlier["varies"]) if earlier else set()
@@ -355,8 +363,14 @@ def _global(frame, event, arg):
     return None
 
 
+_dumped = []
+
+
 @atexit.register
 def _dump():
+    if _dumped:
+        return
+    _dumped.append(True)
     sys.settrace(None)
     blobs = _read_blobs()
     for rec in list(_calls.values()):
@@ -370,7 +384,30 @@ def _dump():
         _emit({"bind": {"line": line, "name": name, "value": text, "seen": seen, "varies": varies}})
 
 
+def _on_term(signum, frame):
+    # A rank the launcher stops (SIGTERM: torch.multiprocessing.spawn, torchrun) once another
+    # failed: what it recorded is written first, or a value both ranks had would read as the
+    # one rank's that lived (``rank`` pinned to 1 in both) and the candidate built on it hangs.
+    try:
+        _dump()
+    finally:
+        import signal
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+def _catch_term():
+    try:
+        import signal
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _on_term)
+    except Exception:
+        pass
+
+
 def _child_main():
+    _catch_term()
     if hasattr(sys, "addaudithook"):
         sys.addaudithook(_audit)
     threading.settrace(_global)
@@ -557,10 +594,13 @@ def _literal_sites(trace: TraceData) -> dict[tuple[str, str], str]:
         name = call.func.attr.value if isinstance(call.func, cst.Attribute) else (
             call.func.value if isinstance(call.func, cst.Name) else None)
         for rec in recs:
-            if rec.func != name and not (rec.func in ("__init__", "__new__", "__call__") and name and name[:1].isupper()):
+            built = rec.qual == f"class:{name}"     # the class's own __init__, decorated or not
+            if rec.func != name and not built and not (
+                    rec.func in ("__init__", "__new__", "__call__") and name and name[:1].isupper()):
                 continue
             params = list(rec.params)
-            if params and params[0] in ("self", "cls") and (isinstance(call.func, cst.Attribute) or rec.func in ("__init__", "__new__", "__call__")):
+            if params and params[0] in ("self", "cls") and (
+                    isinstance(call.func, cst.Attribute) or built or rec.func in ("__init__", "__new__", "__call__")):
                 params = params[1:]
             func_text = module.code_for_node(call.func)
             _star_kwargs_site(call, rec, module, found)

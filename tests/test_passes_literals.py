@@ -93,3 +93,16 @@ def test_a_generator_taken_out_of_its_call_keeps_its_parentheses() -> None:
     assert any("for v in fields" in p and "sum(" not in p for p in proposed), "the shrink was never offered"
     for p in proposed:
         cst.parse_module(p)
+
+
+def test_a_rendezvous_value_every_run_replaces_is_not_shrunk() -> None:
+    """Each run gets its own port (reducer/rendezvous.py), so no run can tell "12355" from "1":
+    shrunk, the repro would pass here and fail for a maintainer who may not listen on port 1."""
+    from reducer.passes.base import parse
+    from reducer.passes.literals import _shrinkable
+    src = ('import os\nos.environ["MASTER_PORT"] = "12355"\nos.environ.setdefault("MASTER_PORT", "29500")\n'
+           'url = "tcp://localhost:12355"\nraise ValueError(int("42") + 7)\n')
+    module = parse(src)
+    texts = [module.code_for_node(n) for n in _shrinkable(module)]
+    assert '"12355"' not in texts and '"29500"' not in texts and '"tcp://localhost:12355"' not in texts
+    assert '"42"' in texts and "7" in texts                    # other literals still shrink

@@ -319,7 +319,72 @@ def test_a_hanging_rank_is_killed_and_the_run_is_a_timeout_not_a_match(tmp_path)
     assert verdict.outcome.timed_out
     assert any(r.exc_type == "KeyError" for r in verdict.outcome.tracebacks)   # it did show the failure
     assert not verdict.interesting                                            # but a hang is no match
+    assert oracle.runs == 1                                                   # a verdict like any other
     assert _processes_with(token) == []                                       # every rank was killed
+
+
+COLLIDES = '''\
+import logging
+import socket
+import sys
+
+try:
+    socket.socket().bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    logging.exception("rendezvous")      # OSError: [Errno 98] Address already in use
+raise ValueError("the real failure")
+'''
+
+
+def test_a_collision_is_never_a_match_and_the_candidate_runs_again(tmp_path):
+    import socket
+    from reducer.oracle import COLLISION_RETRIES
+    from reducer.signature import Signature
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    script = _write(tmp_path / "collides.py", COLLIDES)
+    runner = Runner(RunSpec(script=script, python=PY, args=(str(held.getsockname()[1]),), timeout=60))
+    oracle = Oracle(runner, Signature("ValueError", "the real failure", ()), MatchOptions(), timeout=30)
+    try:
+        verdict = oracle.test(COLLIDES, warm=False)
+        assert any(is_collision(r) for r in verdict.outcome.tracebacks)           # the port was taken...
+        assert any(r.message == "the real failure" for r in verdict.outcome.tracebacks)  # ...and the target shown
+        assert not verdict.interesting                                           # never a match
+        assert oracle.collisions == COLLISION_RETRIES + 1 and oracle.runs == 1   # run again, one verdict
+    finally:
+        held.close()
+    assert oracle.test(COLLIDES, warm=False).interesting                         # once free, it is the failure
+
+
+NO_PORT = '''\
+import os
+import torch.distributed as dist
+
+os.environ["MASTER_ADDR"] = "127.0.0.1"
+{port}dist.init_process_group("gloo", rank=0, world_size=1)
+print("rendezvous on", os.environ["MASTER_PORT"])
+'''
+
+
+@needs_gloo
+def test_a_run_gives_no_master_port_to_a_script_that_sets_none(tmp_path, monkeypatch):
+    """Without its own ``MASTER_PORT`` line a script fails for a maintainer: it must fail here too,
+    or the reduction would drop the line; with it, the run's port is used, not the script's."""
+    monkeypatch.delenv("MASTER_PORT", raising=False)
+    script = _write(tmp_path / "port.py", NO_PORT.replace("{port}", ""))
+    runner = Runner(RunSpec(script=script, python=PY, timeout=120))
+    assert runner.spec.rendezvous
+    without = runner.run(script.read_text())
+    assert any("MASTER_PORT" in r.message for r in without.tracebacks), without.stderr[-2000:]
+    with_line = runner.run(NO_PORT.replace("{port}", 'os.environ["MASTER_PORT"] = "12355"\n'))
+    assert with_line.returncode == 0, with_line.stderr[-2000:]
+    port = with_line.stdout.split("rendezvous on")[1].split()[0]
+    assert port != "12355" and port.isdigit()
+    monkeypatch.setenv("MASTER_PORT", "12355")      # exported by the user: the run's port replaces it
+    exported = runner.run(script.read_text())
+    assert exported.returncode == 0, exported.stderr[-2000:]
+    assert exported.stdout.split("rendezvous on")[1].split()[0] != "12355"
 
 
 def test_run_time_patch_gives_the_script_the_runs_port_and_file(tmp_path):
@@ -329,6 +394,10 @@ def test_run_time_patch_gives_the_script_the_runs_port_and_file(tmp_path):
              'os.environ["MASTER_PORT"] = "12355"\n'
              'os.environ.setdefault("MASTER_PORT", "29500")\n'
              'print(os.environ["MASTER_PORT"])\n'
+             'os.environ["MASTER_PORT"] = ""\n'
+             'print(repr(os.environ["MASTER_PORT"]))\n'
+             'os.environ["MASTER_PORT"] = "80"\n'
+             'print(os.environ["MASTER_PORT"])\n'
              'print(r._rewrite("tcp://localhost:12355?world_size=2"))\n'
              'print(r._rewrite("tcp://[::1]:12355"))\n'
              'print(r._rewrite("file:///tmp/shared_init"))\n')
@@ -337,5 +406,7 @@ def test_run_time_patch_gives_the_script_the_runs_port_and_file(tmp_path):
     env.pop("MASTER_PORT", None)
     out = subprocess.run([PY, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout.split()
     assert out[0] == "23456"
-    assert out[1] == "tcp://localhost:23456?world_size=2" and out[2] == "tcp://[::1]:23456"
-    assert out[3] == f"file://{tmp_path}/reprobot-rdzv-23456-shared_init"
+    # a value no user's run could listen on stays: it fails here as it would for a maintainer
+    assert out[1] == "''" and out[2] == "80"
+    assert out[3] == "tcp://localhost:23456?world_size=2" and out[4] == "tcp://[::1]:23456"
+    assert out[5] == f"file://{tmp_path}/reprobot-rdzv-23456-shared_init"

@@ -2,7 +2,8 @@
 REPROBOT_RENDEZVOUS is set). See reducer/rendezvous.py.
 
 While REPROBOT_MASTER_PORT names the run's port:
-* ``os.environ["MASTER_PORT"] = X`` (also through setdefault/update) stores the run's port;
+* ``os.environ["MASTER_PORT"] = X`` (also through setdefault/update) stores the run's port, where X
+  is a port a user's run could listen on (1024-65535; anything else is stored as it is);
 * a ``tcp://HOST:PORT`` init_method of torch.distributed uses the run's port, and a
   ``file://PATH`` one a file in the run's own temp folder (the same for every rank of the run).
 Nothing is imported ahead: torch.distributed.rendezvous is patched right after its first import.
@@ -22,6 +23,16 @@ def _port():
     return value if value and value.isdigit() else None
 
 
+def _usable(value):
+    """Only a port a user's run could listen on is swapped for the run's: a value that could
+    not ("", "abc", "0", "80") fails here as it fails for a maintainer, so a reduction cannot
+    shrink the script's own port to one that only works under this patch."""
+    try:
+        return 1024 <= int(str(value)) <= 65535
+    except (TypeError, ValueError):
+        return False
+
+
 def _patch_environ():
     cls = type(os.environ)
     real = cls.__setitem__
@@ -29,7 +40,7 @@ def _patch_environ():
         return
 
     def __setitem__(self, key, value):
-        if key == "MASTER_PORT" and self is os.environ:
+        if key == "MASTER_PORT" and self is os.environ and _usable(value):
             port = _port()
             if port is not None:
                 value = port

@@ -2,8 +2,9 @@
 candidates through the gate (see ``reducer.search``); one module per family of passes."""
 from __future__ import annotations
 
-from reducer.passes import (arguments, bindings, boundary, classes, cleanup, constants, direct, heavy, inline, literals,
-                            parameters, recorded, scaffolding, single, slicing, statements, unwrap)
+from reducer.passes import (arguments, bindings, boundary, classes, cleanup, constants, defaults, direct, heavy,
+                            inline, literals, parameters, recorded, scaffolding, single, slicing, statements,
+                            unwrap, variables)
 from reducer.passes.base import Pass
 from reducer.passes.first_cut import first_cut
 
@@ -23,6 +24,9 @@ STRUCTURE: list[Pass] = [
     Pass("cleanup_bulk", cleanup.bulk),
     Pass("recorded_values", constants.recorded_values),
     Pass("recorded_bindings", recorded.recorded_bindings),
+    # a config class's literal defaults where its attributes are read (what the trace cannot see:
+    # a value handed to a builtin, or read in another process)
+    Pass("class_defaults", defaults.class_defaults),
     Pass("resolve_dispatch", constants.resolve_dispatch),
     Pass("call_directly", direct.call_directly),
     # issue #31's scaffolding: builtin map/filter/sorted/reduce over one element called directly,
@@ -52,6 +56,10 @@ STRUCTURE: list[Pass] = [
     Pass("comprehension_to_element", scaffolding.comprehension_to_element),
     Pass("drop_unused_parameters", parameters.drop_unused_parameters),
     Pass("remove_arguments", arguments.remove_arguments),
+    # a value carried one line further by a name read once, and an import `import pkg` reaches
+    Pass("inline_variables", variables.inline_variables),
+    Pass("inline_returns", variables.inline_returns),
+    Pass("fold_imports", variables.fold_imports),
     Pass("cleanup", cleanup.cleanup),
 ]
 FINE: list[Pass] = [

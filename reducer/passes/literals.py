@@ -104,10 +104,43 @@ def _alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]
         yield safe(lambda value=value: replace(module, node, value))
 
 
+def _is_string(node: cst.CSTNode, value: str | None = None, prefix: str | None = None) -> bool:
+    if not isinstance(node, cst.SimpleString):
+        return False
+    try:
+        text = ast.literal_eval(node.value)
+    except (ValueError, SyntaxError):
+        return False
+    return isinstance(text, str) and (value is None or text == value) and (prefix is None or text.startswith(prefix))
+
+
+def rendezvous_values(module: cst.Module) -> set[int]:
+    """Literals a run never sees: every run has a rendezvous of its own (reducer/rendezvous.py),
+    so ``os.environ["MASTER_PORT"] = "12355"`` / ``setdefault("MASTER_PORT", ...)`` and a
+    ``tcp://``/``file://`` init_method are replaced at run time. Shrunk, they would pass every run
+    and fail for a maintainer (``"1"``: a port only root may listen on)."""
+    out: set[int] = set()
+    for node in collect(module, lambda n: isinstance(n, (cst.Assign, cst.Call, cst.SimpleString))):
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                sub = t.target
+                if isinstance(sub, cst.Subscript) and len(sub.slice) == 1 and isinstance(
+                        sub.slice[0].slice, cst.Index) and _is_string(sub.slice[0].slice.value, "MASTER_PORT"):
+                    out.add(id(node.value))
+        elif isinstance(node, cst.Call):
+            if (isinstance(node.func, cst.Attribute) and node.func.attr.value == "setdefault" and len(node.args) == 2
+                    and _is_string(node.args[0].value, "MASTER_PORT")):
+                out.add(id(node.args[1].value))
+        elif _is_string(node, prefix="tcp://") or _is_string(node, prefix="file://"):
+            out.add(id(node))
+    return out
+
+
 def _shrinkable(module: cst.Module, keep: frozenset[str] = frozenset()) -> list[cst.CSTNode]:
     # a dict key is a name, not a value (`"num_hidden_layers": 4`): shortening it only turns a
     # config entry into noise like `"": 4`; dropping the entry is shrink_containers' job
     keys = {id(e.key) for e in collect(module, lambda n: isinstance(n, cst.DictElement))}
+    keys |= rendezvous_values(module)
     return collect(module, lambda n: isinstance(n, _SCALARS + _COMPOUND_EXPRESSIONS) and id(n) not in keys
                    and not _in_message(n, keep))
 

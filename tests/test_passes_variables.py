@@ -1,0 +1,89 @@
+"""inline_variables and fold_imports: exact outputs, verdicts from exec of each candidate."""
+from __future__ import annotations
+
+from tests.reducer_support import RecordingOracle, raises, reduce_with
+
+CHAIN = '''\
+import json
+
+
+def load(text):
+    raw = text.strip()
+    data = json.loads(raw)
+    return data
+
+
+for item in ["{bad"]:
+    out = load(item)
+    size = len(out) * 2 + 1
+    print(size)
+'''
+
+
+def test_a_value_read_once_in_the_next_statement_moves_into_it() -> None:
+    out = reduce_with(CHAIN, raises(ValueError, "Expecting property name"), "inline_variables")
+    assert out == ('import json\n\n\ndef load(text):\n    return json.loads(text.strip())\n\n\n'
+                   'for item in ["{bad"]:\n    print(len(load(item)) * 2 + 1)\n')
+
+
+def test_a_name_read_twice_or_later_or_in_a_loop_body_stays() -> None:
+    twice = "import json\nraw = '{bad'\nprint(raw)\njson.loads(raw)\n"
+    later = "import json\nraw = '{bad'\nprint(1)\njson.loads(raw)\n"
+    deferred = "import json\nraw = '{bad'\nf = lambda: json.loads(raw)\nf() or f()\n"
+    attribute = "import json\nloads = '{bad'\njson.loads(loads)\n"
+    for src in (twice, later, deferred):
+        oracle = RecordingOracle(raises(ValueError, "Expecting property name"))
+        assert reduce_with(src, oracle, "inline_variables") == src
+        assert oracle.runs == []
+    # `json.loads` is an attribute's name, not a read of `loads`: only the argument is replaced
+    assert reduce_with(attribute, raises(ValueError, "Expecting property name"), "inline_variables") == \
+        "import json\njson.loads('{bad')\n"
+
+
+def test_an_import_the_package_import_reaches_is_folded_into_its_uses() -> None:
+    src = ("import os\nimport os.path as osp\nfrom json import decoder as dec\nimport json\n"
+           "from json.decoder import JSONDecoder\n\n"
+           "print(osp.join('a', 'b'))\nJSONDecoder().decode(dec.__name__)\n")
+    out = reduce_with(src, raises(ValueError, "Expecting value"), "fold_imports")
+    assert out == ("import os\nimport json\n\n"
+                   "print(os.path.join('a', 'b'))\njson.decoder.JSONDecoder().decode(json.decoder.__name__)\n")
+
+
+def test_an_import_whose_package_is_not_imported_stays() -> None:
+    src = "from json.decoder import JSONDecoder\nJSONDecoder().decode('x')\n"
+    oracle = RecordingOracle(raises(ValueError, "Expecting value"))
+    assert reduce_with(src, oracle, "fold_imports") == src
+    assert oracle.runs == []
+
+
+RETURNS = '''\
+import json
+
+
+def batches(text, times=2):
+    return [text.strip() for _ in range(times)]
+
+
+def twice(x):
+    return x + x
+
+
+for item in batches(" {bad "):
+    json.loads(twice(item))
+'''
+
+
+def test_a_function_that_only_returns_is_inlined_where_it_is_called_once() -> None:
+    out = reduce_with(RETURNS, raises(ValueError, "Expecting property name"), "inline_returns")
+    assert out == ('import json\n\n\nfor item in [" {bad ".strip() for _ in range(2)]:\n'
+                   '    json.loads(item + item)\n')
+
+
+def test_a_function_called_twice_or_with_a_costly_argument_read_twice_stays() -> None:
+    called_twice = RETURNS.replace("json.loads(twice(item))", "json.loads(twice(item)) or twice(item)")
+    costly = RETURNS.replace("twice(item)", "twice(item.strip())").replace(
+        "def batches(text, times=2):\n    return [text.strip() for _ in range(times)]\n\n\n", "").replace(
+        'batches(" {bad ")', '[" {bad "]')
+    for src, kept in ((called_twice, "def twice"), (costly, "def twice")):
+        out = reduce_with(src, raises(ValueError, "Expecting property name"), "inline_returns")
+        assert kept in out, out
