@@ -99,9 +99,11 @@ def may_spawn(paths):
 
 
 # ---- in C: start the child zygote, route spawns to it ------------------------------------------
-def start(disabled=False, close_in_child=()):
+def start(disabled=False, close_in_child=(), ahead=False):
     """Called in C once the run is set up and before the script runs. Returns True when spawned
-    children will be served warm. ``close_in_child``: C's fds Z must not hold."""
+    children will be served warm. ``close_in_child``: C's fds Z must not hold. ``ahead``: the
+    script is expected to spawn (an earlier candidate of this zygote did), so Z makes the next
+    spare at once, beside the script's start, and the first child starts without a fork."""
     if disabled or not hasattr(socket, "send_fds"):
         return False
     if not _prctl(_PR_SET_CHILD_SUBREAPER, 1):
@@ -119,7 +121,7 @@ def start(disabled=False, close_in_child=()):
             ours.close()
             for fd in close_in_child:
                 os.close(fd)
-            _serve(theirs)
+            _serve(theirs, ahead)
         except BaseException:
             code = 1
         finally:
@@ -250,10 +252,12 @@ def _warm_spawn(path, args, passfds):
 
 
 # ---- in Z: a chain of spares, each of them C's own child, each becoming one W ------------------
-def _serve(sock):
+def _serve(sock, ahead=False):
     """Z, forked by C: the first spare. A spare waits for its turn, takes one request, answers with
     its OWN pid (C goes on at once), leaves a successor behind (a double fork, so that the
-    successor is reparented to C, the subreaper), hands the socket over, and becomes that W."""
+    successor is reparented to C, the subreaper), hands the socket over, and becomes that W.
+    ``ahead``: Z leaves its successor behind first, while C starts the script, instead of on the
+    first child's way."""
     _prctl(_PR_SET_PDEATHSIG, 9)  # dies with C
     os.setpgid(0, 0)  # its own group: spares' memory is not the run's (group_rss), and C's group kill misses them
     null = os.open(os.devnull, os.O_RDWR)
@@ -270,6 +274,18 @@ def _serve(sock):
                 pass
             os.close(baton)
         handover = None
+        if ahead:
+            ahead = False  # only Z: a successor prepares its own on its child's way, as below
+            try:
+                # the helper's exit is not waited for here, where it would hold up C's first
+                # request: the child reaps it (below)
+                baton, handover = _prepare_successor(owner, reap_later=_TO_REAP)
+            except OSError:
+                baton, handover = None, None
+            if baton == -1:
+                return
+            if baton is not None and handover is None:
+                continue  # the successor: back to the top, to wait for its turn
         while True:
             try:
                 data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 22, 256)
@@ -293,8 +309,9 @@ def _serve(sock):
             if handover is None:
                 # C goes on at once; this spare leaves a copy of itself behind for C's next spawn
                 # (one fork on its way: the helper's fork and exit run beside it), then becomes
-                # the child. Nothing is prepared ahead: most scripts spawn once, if at all, and a
-                # spare made ahead would take the CPU from the children at work.
+                # the child. Only Z, and only for a script seen to spawn, prepares ahead: most
+                # scripts spawn once, if at all, and a spare made ahead while children work
+                # would take the CPU from them.
                 _debug("preparing successor after the reply")
                 try:
                     baton, handover = _prepare_successor(owner, close=fds, reap_later=_TO_REAP)
@@ -413,26 +430,14 @@ def _become_child(sock, req, fds):
         os._exit(code)
 
 
-def _exit_code_of(exc):
-    code = exc.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code
-    try:
-        sys.stderr.write(str(code) + "\n")
-    except Exception:
-        pass
-    return 1
-
-
 def _run_program(code_text, namespace):
     """``exec`` the -c program as the interpreter would, then what it does on its way out."""
+    way_out = sys.modules["_reprobot_zygote_exit"]   # zygote_exit.py, loaded by the zygote
     code = 0
     try:
         exec(compile(code_text, "<string>", "exec"), namespace)
     except SystemExit as exc:
-        code = _exit_code_of(exc)
+        code = way_out.exit_code_of(exc)
     except BaseException as exc:
         tb = exc.__traceback__
         # drop this file's frame: a cold -c traceback starts at "<string>"
@@ -440,20 +445,5 @@ def _run_program(code_text, namespace):
             tb = tb.tb_next
         sys.excepthook(type(exc), exc, tb or exc.__traceback__)
         code = 130 if isinstance(exc, KeyboardInterrupt) else 1
-    threading_mod = sys.modules.get("threading")
-    if threading_mod is not None and hasattr(threading_mod, "_shutdown"):
-        try:
-            threading_mod._shutdown()
-        except BaseException:
-            pass
-    try:
-        import atexit
-        atexit._run_exitfuncs()
-    except BaseException:
-        pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
+    way_out.finish()
     return code
