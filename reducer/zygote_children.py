@@ -99,11 +99,9 @@ def may_spawn(paths):
 
 
 # ---- in C: start the child zygote, route spawns to it ------------------------------------------
-def start(disabled=False, close_in_child=(), ahead=False):
+def start(disabled=False, close_in_child=()):
     """Called in C once the run is set up and before the script runs. Returns True when spawned
-    children will be served warm. ``close_in_child``: C's fds Z must not hold. ``ahead``: the
-    script is expected to spawn (an earlier candidate of this zygote did), so Z makes the next
-    spare at once, beside the script's start, and the first child starts without a fork."""
+    children will be served warm. ``close_in_child``: C's fds Z must not hold."""
     if disabled or not hasattr(socket, "send_fds"):
         return False
     if not _prctl(_PR_SET_CHILD_SUBREAPER, 1):
@@ -121,7 +119,7 @@ def start(disabled=False, close_in_child=(), ahead=False):
             ours.close()
             for fd in close_in_child:
                 os.close(fd)
-            _serve(theirs, ahead)
+            _serve(theirs)
         except BaseException:
             code = 1
         finally:
@@ -252,12 +250,10 @@ def _warm_spawn(path, args, passfds):
 
 
 # ---- in Z: a chain of spares, each of them C's own child, each becoming one W ------------------
-def _serve(sock, ahead=False):
+def _serve(sock):
     """Z, forked by C: the first spare. A spare waits for its turn, takes one request, answers with
     its OWN pid (C goes on at once), leaves a successor behind (a double fork, so that the
-    successor is reparented to C, the subreaper), hands the socket over, and becomes that W.
-    ``ahead``: Z leaves its successor behind first, while C starts the script, instead of on the
-    first child's way."""
+    successor is reparented to C, the subreaper), hands the socket over, and becomes that W."""
     _prctl(_PR_SET_PDEATHSIG, 9)  # dies with C
     os.setpgid(0, 0)  # its own group: spares' memory is not the run's (group_rss), and C's group kill misses them
     null = os.open(os.devnull, os.O_RDWR)
@@ -274,18 +270,6 @@ def _serve(sock, ahead=False):
                 pass
             os.close(baton)
         handover = None
-        if ahead:
-            ahead = False  # only Z: a successor prepares its own on its child's way, as below
-            try:
-                # the helper's exit is not waited for here, where it would hold up C's first
-                # request: the child reaps it (below)
-                baton, handover = _prepare_successor(owner, reap_later=_TO_REAP)
-            except OSError:
-                baton, handover = None, None
-            if baton == -1:
-                return
-            if baton is not None and handover is None:
-                continue  # the successor: back to the top, to wait for its turn
         while True:
             try:
                 data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 22, 256)
@@ -309,9 +293,9 @@ def _serve(sock, ahead=False):
             if handover is None:
                 # C goes on at once; this spare leaves a copy of itself behind for C's next spawn
                 # (one fork on its way: the helper's fork and exit run beside it), then becomes
-                # the child. Only Z, and only for a script seen to spawn, prepares ahead: most
-                # scripts spawn once, if at all, and a spare made ahead while children work
-                # would take the CPU from them.
+                # the child. Nothing is prepared ahead: most scripts spawn once, if at all, and a
+                # spare made ahead would take the CPU from the children at work (Z making one
+                # beside the script's start gave no measurable gain under load, #29).
                 _debug("preparing successor after the reply")
                 try:
                     baton, handover = _prepare_successor(owner, close=fds, reap_later=_TO_REAP)

@@ -247,7 +247,7 @@ def _child(req, fds, stats_fd):
             # spawn / forkserver children of the script start from this warm image too
             try:
                 if _CHILDREN.start(disabled=os.environ.get("REPROBOT_WARM_CHILDREN") == "0",
-                                   close_in_child=[stats_fd], ahead=bool(req.get("spare_ahead"))):
+                                   close_in_child=[stats_fd]):
                     children = _CHILDREN
             except Exception:
                 children = None
@@ -394,7 +394,6 @@ def serve(sock, modules):
                  "cuda_initialized": _cuda_initialized(), "gpus": _gpus_visible()})
     ready = None
     exited = []   # candidates that reported and are still being torn down: reaped later
-    spawns = False  # whether a candidate of this zygote started a child warm (the script spawns)
     while True:
         if ready is None:
             ready = _prefork(sock)
@@ -407,10 +406,6 @@ def serve(sock, modules):
             return 0
         pid, chan, stats_r = ready
         ready = None
-        if spawns:
-            req = json.loads(data.decode())
-            req["spare_ahead"] = True
-            data = json.dumps(req).encode()
         try:
             socket.send_fds(chan, [data], fds)
         except OSError:
@@ -427,7 +422,6 @@ def serve(sock, modules):
         ready = _prefork(sock)
         returncode, children, reaped = _wait_for(pid, stats_r)
         _send(sock, {"pid": pid, "returncode": returncode, "children": children})
-        spawns = spawns or bool(children.get("warm"))
         if not reaped:
             exited.append(pid)
         exited = [p for p in exited if not _reaped(p)]
