@@ -280,9 +280,10 @@ def _report(stats_fd, code, children):
 
 
 def _prefork(sock):
-    """Fork the next candidate now, while the zygote is idle: it waits for its request on a socket
-    of its own, so that a request finds C ready instead of waiting for a fork of the whole warm
-    image. (pid, socket to it, read end of its report pipe)."""
+    """Fork the next candidate now, ahead of its request (serve() does it while the current one
+    runs): it waits for its request on a socket of its own, so that a request finds C ready
+    instead of waiting for a fork of the whole warm image. (pid, socket to it, read end of its
+    report pipe)."""
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
