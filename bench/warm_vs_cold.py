@@ -1,8 +1,13 @@
 """Warm starts against cold runs, side by side in one process on one machine.
 
 For each script: per-candidate overhead (mean run time minus the script's own time, measured
-inside the script with time.perf_counter from its first line to its failure), runs per minute,
-and the whole reduction's wall time, warm and --cold.
+inside the script with time.perf_counter from the end of its leading imports to its exit), runs
+per minute, and the whole reduction's wall time, warm and --cold.
+
+A run's time is the whole ``Runner.run`` call as the search pays it: the scratch copy, the fork
+or exec, the run, the wait for its streams, the parsing of its tracebacks and the scratch's
+removal (``Outcome.wall_time`` leaves the first and the last two out). Its own time is read from
+that same run's stderr, so each overhead is one run's wall minus that run's own work.
 
     python bench/warm_vs_cold.py [--runs 5] [--max-time 900] [--skip-reduce-example] [--child-only]
 
@@ -64,6 +69,13 @@ def with_clock(source: str) -> str:
     return "".join(lines[:end]) + _CLOCK + "".join(lines[end:])
 
 
+def timed_run(runner: Runner, source: str, **kw):
+    """(outcome, seconds of the whole call)."""
+    t0 = time.monotonic()
+    o = runner.run(source, **kw)
+    return o, time.monotonic() - t0
+
+
 def per_candidate(script: Path, args: list[str], runs: int) -> dict:
     source = with_clock(script.read_text())
     runner = Runner(RunSpec(script=script, args=tuple(args), timeout=600))
@@ -77,8 +89,8 @@ def per_candidate(script: Path, args: list[str], runs: int) -> dict:
         for mode in ("warm", "cold"):
             walls, selfs = [], []
             for _ in range(runs):
-                o = runner.run(source, warm=(mode == "warm"))
-                walls.append(o.wall_time)
+                o, wall = timed_run(runner, source, warm=(mode == "warm"))
+                walls.append(wall)
                 selfs.append(_self_time(o.stderr) or 0.0)
             out[mode] = {"mean_run": statistics.mean(walls), "self": statistics.mean(selfs),
                          "overhead": statistics.mean(w - s for w, s in zip(walls, selfs)),
@@ -134,7 +146,10 @@ def _child_self(stderr: str) -> float | None:
 def child_case(runs: int) -> dict:
     """Per-candidate figures of CHILD_CASE: warm (parent and child from the zygote), warm parent
     with a cold child (REPROBOT_WARM_CHILDREN=0, how it was before), and cold. Overhead is a run's
-    wall time minus the child's own work."""
+    whole time (``timed_run``) minus the child's own work in that run: from its target's first
+    line to its raise, measured in the child, after the child's imports (its re-import of the
+    script as ``__mp_main__``). A warm run whose child did not start warm is an error, and so is
+    a "cold child" run whose child did."""
     d = Path(tempfile.mkdtemp(prefix="reprobot-bench-child-"))
     script = d / "spawn_child_model.py"
     script.write_text(CHILD_CASE)
@@ -147,13 +162,19 @@ def child_case(runs: int) -> dict:
                  "warm, cold child": (True, {"REPROBOT_WARM_CHILDREN": "0"}, CHILD_CASE),
                  "cold": (False, None, CHILD_CASE),
                  "warm, no child (the work in the parent)": (True, None, INLINE_CASE)}
+        # warm children counted per run: one in a warm run, none with REPROBOT_WARM_CHILDREN=0
+        expect = {"warm": 1, "warm, cold child": 0}
         for _ in range(runs):   # interleaved, so that load from elsewhere hits every mode alike
             for mode, (warm, env, source) in modes.items():
-                o = runner.run(source, warm=warm, extra_env=env)
+                before = runner.zygotes.children()
+                o, wall = timed_run(runner, source, warm=warm, extra_env=env)
                 own = _child_self(o.stderr)
                 if own is None or "ValueError: loss" not in o.stderr:
                     raise RuntimeError(f"child case did not fail as expected ({mode}): {o.stderr[-500:]}")
-                out.setdefault(mode, []).append((o.wall_time, own))
+                warm_children = runner.zygotes.children()["warm"] - before["warm"]
+                if mode in expect and warm_children != expect[mode]:
+                    raise RuntimeError(f"{mode}: {warm_children} warm children: {runner.zygotes.children()}")
+                out.setdefault(mode, []).append((wall, own))
         out["children"] = runner.zygotes.children()
     finally:
         runner.zygotes.stop()
@@ -164,14 +185,16 @@ def child_case(runs: int) -> dict:
 def print_child_case(runs: int) -> None:
     res = child_case(runs)
     print("\n| child case (spawn child: torch + transformers, tiny Llama on CPU, raises) | mean run s "
-          "(incl. child) | child's own work s | overhead s | overhead / child's own work |")
-    print("|---|---|---|---|---|")
+          "(incl. child) | child's own work s | overhead s | overhead / child's own work | "
+          "median of the runs' ratios |")
+    print("|---|---|---|---|---|---|")
     for mode in ("warm", "warm, cold child", "cold", "warm, no child (the work in the parent)"):
         walls = [w for w, _ in res[mode]]
         owns = [o for _, o in res[mode]]
         over = statistics.mean(w - o for w, o in res[mode])
+        median = statistics.median((w - o) / max(o, 1e-6) for w, o in res[mode])
         print(f"| {mode} | {statistics.mean(walls):.3f} | {statistics.mean(owns):.3f} | {over:.3f} | "
-              f"{100 * over / max(statistics.mean(owns), 1e-6):.0f}% |", flush=True)
+              f"{100 * over / max(statistics.mean(owns), 1e-6):.0f}% | {100 * median:.0f}% |", flush=True)
     print(f"children of the warm runs: {res['children']}")
 
 

@@ -161,12 +161,44 @@ _STOP_ALL = threading.Event()
 RUN_TAG_ENV = "REPROBOT_RUN_TAG"
 
 
-def _tagged_processes() -> Iterator[tuple[int, str]]:
-    """(pid, run tag) of every process we can read that carries a run tag."""
+_PF_EXITING = 0x4
+
+
+def _may_carry(name: int, ticks: int) -> bool:
+    """Whether process ``name`` could carry a tag made at ``ticks`` (clock ticks since boot, as
+    /proc/PID/stat's starttime counts them): it started since, and it is not already exiting
+    (reading an exiting process's environment waits until the kernel has torn its memory down).
+    True when its stat line cannot be read."""
+    try:
+        with open(f"/proc/{name}/stat", "rb") as fh:
+            stat = fh.read()
+        fields = stat[stat.rindex(b")") + 2:].split()
+        return int(fields[19]) >= ticks and not int(fields[6]) & _PF_EXITING
+    except (OSError, ValueError, IndexError):
+        return True
+
+
+def boot_ticks() -> int | None:
+    """Now, in the clock ticks since boot that /proc/PID/stat's starttime uses (None off Linux)."""
+    clock = getattr(time, "CLOCK_BOOTTIME", None)
+    if clock is None or not hasattr(os, "sysconf"):
+        return None
+    try:
+        return int(time.clock_gettime(clock) * os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError):
+        return None
+
+
+def _tagged_processes(since: int | None = None) -> Iterator[tuple[int, str]]:
+    """(pid, run tag) of every process we can read that carries a run tag. ``since``: only
+    processes started at or after that many ticks since boot (``boot_ticks``) that are not
+    exiting. A run's tag is new, so no process older than the run can carry it, and one that is
+    exiting needs no kill; reading the environment of every process on a busy machine is slow
+    (each read waits for that process's memory map lock), and the stat line is cheap."""
     prefix = f"{RUN_TAG_ENV}=".encode()
     me = os.getpid()
     for name in pids():  # no /proc (macOS): the process group kill is all there is
-        if name == me:
+        if name == me or (since is not None and not _may_carry(name, since)):
             continue
         try:
             with open(f"/proc/{name}/environ", "rb") as f:
@@ -188,9 +220,10 @@ def _killed(pid: int) -> bool:
         return False
 
 
-def kill_tagged(tag: str) -> int:
-    """SIGKILL every process whose environment holds this run's tag; how many."""
-    return sum(_killed(pid) for pid, found in _tagged_processes() if found == tag)
+def kill_tagged(tag: str, since: int | None = None) -> int:
+    """SIGKILL every process whose environment holds this run's tag; how many. ``since``: when
+    the run started (``boot_ticks``), to look only at processes started since."""
+    return sum(_killed(pid) for pid, found in _tagged_processes(since) if found == tag)
 
 
 def reap_leftovers() -> int:
@@ -504,6 +537,9 @@ class Runner:
                  max_rss: int | None = None, stop_grace: float = 2.0, zygote=None) -> Outcome:
         out, err = _BoundedBuffer(), _BoundedBuffer()
         start = time.monotonic()
+        started_ticks = boot_ticks()
+        if started_ticks is not None:
+            started_ticks -= 1  # a tick of margin: starttime is rounded down to a tick
         if zygote is None:
             limits = dict(self.spec.limits)
             # setrlimit only, in the forked child before exec: no lock another thread could hold
@@ -588,7 +624,7 @@ class Runner:
                 kill_group(proc.pid)
             # ...and whatever left the group: daemons that called setsid().
             if env.get(RUN_TAG_ENV):
-                kill_tagged(env[RUN_TAG_ENV])
+                kill_tagged(env[RUN_TAG_ENV], started_ticks)
             for t in pumps:
                 t.join(timeout=5)
         wall = time.monotonic() - start

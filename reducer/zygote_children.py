@@ -294,7 +294,8 @@ def _serve(sock):
                 # C goes on at once; this spare leaves a copy of itself behind for C's next spawn
                 # (one fork on its way: the helper's fork and exit run beside it), then becomes
                 # the child. Nothing is prepared ahead: most scripts spawn once, if at all, and a
-                # spare made ahead would take the CPU from the children at work.
+                # spare made ahead would take the CPU from the children at work (Z making one
+                # beside the script's start gave no measurable gain under load, #29).
                 _debug("preparing successor after the reply")
                 try:
                     baton, handover = _prepare_successor(owner, close=fds, reap_later=_TO_REAP)
@@ -413,26 +414,14 @@ def _become_child(sock, req, fds):
         os._exit(code)
 
 
-def _exit_code_of(exc):
-    code = exc.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code
-    try:
-        sys.stderr.write(str(code) + "\n")
-    except Exception:
-        pass
-    return 1
-
-
 def _run_program(code_text, namespace):
     """``exec`` the -c program as the interpreter would, then what it does on its way out."""
+    way_out = sys.modules["_reprobot_zygote_exit"]   # zygote_exit.py, loaded by the zygote
     code = 0
     try:
         exec(compile(code_text, "<string>", "exec"), namespace)
     except SystemExit as exc:
-        code = _exit_code_of(exc)
+        code = way_out.exit_code_of(exc)
     except BaseException as exc:
         tb = exc.__traceback__
         # drop this file's frame: a cold -c traceback starts at "<string>"
@@ -440,20 +429,5 @@ def _run_program(code_text, namespace):
             tb = tb.tb_next
         sys.excepthook(type(exc), exc, tb or exc.__traceback__)
         code = 130 if isinstance(exc, KeyboardInterrupt) else 1
-    threading_mod = sys.modules.get("threading")
-    if threading_mod is not None and hasattr(threading_mod, "_shutdown"):
-        try:
-            threading_mod._shutdown()
-        except BaseException:
-            pass
-    try:
-        import atexit
-        atexit._run_exitfuncs()
-    except BaseException:
-        pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
+    way_out.finish()
     return code

@@ -1,6 +1,7 @@
 """The warm interpreter: runs in the USER's interpreter (stdlib only, Python >= 3.9).
 
-It imports the heavy modules a script imports once, then forks one child per candidate. The
+It imports the heavy modules a script imports once, then forks one child per candidate, the
+next one while the current one runs (it waits for its request on a socket of its own). The
 child is made to look like a cold `python script.py` run: its own session and process group,
 stdout/stderr on the pipes reprobot passed in, stdin on /dev/null, the run's cwd, environment,
 argv and sys.path[0], and the script executed as ``__main__`` with the interpreter's own exit
@@ -12,7 +13,9 @@ Protocol over a SOCK_SEQPACKET socket inherited as fd argv[1], one JSON object p
   client -> {"script": path, "args": [...], "cwd": dir, "env": {...}, "limits": {"NPROC": n, ...}}
             with fds [stdout, stderr]
   server -> {"pid": n}, then {"pid": n, "returncode": rc, "children": {"warm": n, "cold": n, "why_cold": [...]}}
-            when the child has exited (children: its spawn/forkserver children, zygote_children.py)
+            when the child has ended (children: its spawn/forkserver children, zygote_children.py):
+            it reported its exit status after the script, its atexit handlers and its streams were
+            done, and is exiting; or it died without a report (a signal, os._exit) and was reaped
 Closing the socket stops the server.
 """
 import importlib
@@ -144,20 +147,6 @@ def _user_frames_only(tb, script):
     return first if first is not None else tb
 
 
-def _exit_code_of(exc):
-    """What the interpreter does with an uncaught SystemExit."""
-    code = exc.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code
-    try:
-        sys.stderr.write(str(code) + "\n")
-    except Exception:
-        pass
-    return 1
-
-
 def _run_script(req):
     import runpy
     script = os.path.abspath(req["script"])
@@ -165,29 +154,13 @@ def _run_script(req):
     try:
         runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
-        code = _exit_code_of(exc)
+        code = _EXIT.exit_code_of(exc)
     except BaseException as exc:
         tb = _user_frames_only(exc.__traceback__, script)
         exc.__traceback__ = tb
         sys.excepthook(type(exc), exc, tb)
         code = 130 if isinstance(exc, KeyboardInterrupt) else 1
-    # What the interpreter does on its way out: join non-daemon threads, run atexit handlers.
-    threading = sys.modules.get("threading")
-    if threading is not None and hasattr(threading, "_shutdown"):
-        try:
-            threading._shutdown()
-        except BaseException:
-            pass
-    try:
-        import atexit
-        atexit._run_exitfuncs()
-    except BaseException:
-        pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
+    _EXIT.finish()  # what the interpreter does on its way out (zygote_exit.py)
     return code
 
 
@@ -207,29 +180,41 @@ def _apply_limits(limits):
             pass
 
 
+def _load(name, filename):
+    """A module of ours next to this file, by path (reprobot's package is not importable here)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), filename)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
 def _load_children():
     """reducer/zygote_children.py, next to this file: warm spawn children (None if it fails)."""
     try:
-        import importlib.util
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote_children.py")
-        spec = importlib.util.spec_from_file_location("_reprobot_zygote_children", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
+        return _load("_reprobot_zygote_children", "zygote_children.py")
     except Exception:
         return None
 
 
 _CHILDREN = None
+_EXIT = None     # zygote_exit.py
 
 
-def _child(req, fds, sock, stats_fd=None):
+def _child(req, fds, stats_fd):
+    """The candidate C: becomes the run (its session, streams, limits, cwd, environment, argv),
+    runs the script, and reports how it ended on ``stats_fd`` before it exits."""
     code = 1
     children = None
+    me = os.getpid()
     try:
-        sock.close()
         os.setsid()
-        _die_with_parent()
         out_fd, err_fd = fds
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
@@ -262,18 +247,124 @@ def _child(req, fds, sock, stats_fd=None):
             # spawn / forkserver children of the script start from this warm image too
             try:
                 if _CHILDREN.start(disabled=os.environ.get("REPROBOT_WARM_CHILDREN") == "0",
-                                   close_in_child=[stats_fd] if stats_fd is not None else []):
+                                   close_in_child=[stats_fd]):
                     children = _CHILDREN
             except Exception:
                 children = None
         code = _run_script(req)
     finally:
-        if stats_fd is not None:
-            try:
-                os.write(stats_fd, json.dumps(children.stats() if children is not None else {}).encode())
-            except Exception:
-                pass
+        if os.getpid() == me:  # not a process the script forked that came back out of it
+            _report(stats_fd, code, children.stats() if children is not None else {})
         os._exit(code)
+
+
+def _report(stats_fd, code, children):
+    """Tell the zygote how the run ended, once nothing of it is left to run, and let go of the
+    run's streams first: the zygote answers at once, and the run's output ends here, not when the
+    kernel has finished tearing this torch-sized process down (tens of milliseconds, more under
+    load). One write below PIPE_BUF, so the zygote reads all of it or none."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.close(null)
+    except OSError:
+        pass
+    data = json.dumps({"returncode": code, "children": children}).encode()
+    if len(data) > 4000:
+        data = json.dumps({"returncode": code, "children": dict(children, why_cold=[])}).encode()
+    try:
+        os.write(stats_fd, data)
+    except OSError:
+        pass
+
+
+def _prefork(sock):
+    """Fork the next candidate now, ahead of its request (serve() does it while the current one
+    runs): it waits for its request on a socket of its own, so that a request finds C ready
+    instead of waiting for a fork of the whole warm image. (pid, socket to it, read end of its
+    report pipe)."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    stats_r, stats_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            sock.close()
+            ours.close()
+            os.close(stats_r)
+            _die_with_parent()
+            data, fds, _flags, _addr = socket.recv_fds(theirs, 1 << 20, 4)
+            theirs.close()
+            req = json.loads(data.decode()) if data else None
+        except BaseException:
+            req = None
+        if req is None:
+            os._exit(0)  # the zygote stopped
+        _child(req, fds, stats_w)  # never returns
+    theirs.close()
+    os.close(stats_w)
+    return pid, ours, stats_r
+
+
+def _discard(ready):
+    pid, chan, stats_r = ready
+    chan.close()  # it reads EOF and exits
+    os.close(stats_r)
+    try:
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
+
+
+def _wait_for(pid, stats_r):
+    """(returncode, children, reaped): from C's own report when it wrote one (see ``_report``),
+    else from waitpid (a signal, os._exit in the script, a report that did not come)."""
+    report = None
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None  # Linux < 5.3, or not Linux: waitpid, then the report
+    if pidfd is not None:
+        import select
+        poller = select.poll()
+        poller.register(stats_r, select.POLLIN)
+        poller.register(pidfd, select.POLLIN)
+        try:
+            while report is None:
+                ready = dict(poller.poll())
+                if stats_r in ready:
+                    data = os.read(stats_r, 1 << 16)
+                    if not data:
+                        break  # every writer gone without a word
+                    report = _parsed(data)
+                elif pidfd in ready:
+                    break
+        finally:
+            os.close(pidfd)
+    if report is not None and isinstance(report.get("returncode"), int):
+        os.close(stats_r)
+        return report["returncode"], report.get("children") or {}, False
+    _, status = os.waitpid(pid, 0)
+    if report is None:
+        # written just before it exited; a child still running may hold the pipe open, so no
+        # waiting for its end
+        os.set_blocking(stats_r, False)
+        try:
+            report = _parsed(os.read(stats_r, 1 << 16))
+        except OSError:
+            report = {}
+    os.close(stats_r)
+    return os.waitstatus_to_exitcode(status), (report or {}).get("children") or {}, True
+
+
+def _parsed(data):
+    try:
+        out = json.loads(data.decode() or "{}")
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
 
 
 def serve(sock, modules):
@@ -302,40 +393,52 @@ def serve(sock, modules):
     threads = threading.active_count() if threading is not None else 1
     _send(sock, {"ready": True, "imported": imported, "failed": failed, "threads": threads,
                  "cuda_initialized": _cuda_initialized(), "gpus": _gpus_visible()})
+    ready = None
+    exited = []   # candidates that reported and are still being torn down: reaped later
     while True:
+        if ready is None:
+            ready = _prefork(sock)
         try:
             data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 4)
         except OSError:
-            return 0
+            data, fds = b"", []
         if not data:
+            _discard(ready)
             return 0
-        req = json.loads(data.decode())
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        stats_r, stats_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(stats_r)
-            _child(req, fds, sock, stats_w)
-        os.close(stats_w)
+        pid, chan, stats_r = ready
+        ready = None
+        try:
+            socket.send_fds(chan, [data], fds)
+        except OSError:
+            # the one made ahead is gone (killed from outside): one made now takes the request
+            _discard((pid, chan, stats_r))
+            pid, chan, stats_r = _prefork(sock)
+            socket.send_fds(chan, [data], fds)
+        chan.close()
         for fd in fds:
             os.close(fd)
         _send(sock, {"pid": pid})
-        _, status = os.waitpid(pid, 0)
-        # what the candidate's spawned children were started from (written just before it exited;
-        # a child still running may hold the pipe open, so no waiting for its end)
-        os.set_blocking(stats_r, False)
-        try:
-            children = json.loads(os.read(stats_r, 1 << 16).decode() or "{}")
-        except (OSError, ValueError):
-            children = {}
-        os.close(stats_r)
-        _send(sock, {"pid": pid, "returncode": os.waitstatus_to_exitcode(status), "children": children})
+        # the next candidate is forked while this one runs: a fork of the warm image costs the
+        # same CPU whenever it is made, and made now it is not on the next request's path
+        ready = _prefork(sock)
+        returncode, children, reaped = _wait_for(pid, stats_r)
+        _send(sock, {"pid": pid, "returncode": returncode, "children": children})
+        if not reaped:
+            exited.append(pid)
+        exited = [p for p in exited if not _reaped(p)]
+
+
+def _reaped(pid):
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] != 0
+    except ChildProcessError:
+        return True
 
 
 def main(argv):
-    global _CHILDREN
+    global _CHILDREN, _EXIT
     _die_with_parent()
+    _EXIT = _load("_reprobot_zygote_exit", "zygote_exit.py")
     _CHILDREN = _load_children()
     sock = socket.socket(fileno=int(argv[1]))
     # Imports resolve from site-packages, never from reprobot's own folder.
