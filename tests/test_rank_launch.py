@@ -67,7 +67,8 @@ RANKS = """
     t = torch.ones(2) * (dist.get_rank() + 1)
     dist.all_reduce(t)
     env = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "OMP_NUM_THREADS")}
-    print("rank", dist.get_rank(), "sum", t.tolist(), "env", env, "threads", torch.get_num_threads(), flush=True)
+    # one write per line: both ranks print at once to one unbuffered stream
+    print(f"rank {dist.get_rank()} sum {t.tolist()} env {env} threads {torch.get_num_threads()}", flush=True)
     time.sleep(float(os.environ.get("HOLD", "0")))   # concurrent runs hold their rendezvous together
     if dist.get_rank() == 1:
         only_rank_one = f"lr={a.lr} port={os.environ['MASTER_PORT']} world={dist.get_world_size()}"
@@ -165,7 +166,7 @@ HANG = """
     import torch.distributed as dist
 
     dist.init_process_group("gloo")
-    print("rank", dist.get_rank(), "pid", os.getpid(), flush=True)
+    print(f"rank {dist.get_rank()} pid {os.getpid()}", flush=True)     # one write: both ranks print at once
     if dist.get_rank() == 1:
         dist.barrier()                 # rank 0 never comes: rank 1 hangs in the collective
     time.sleep(600)
