@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from reduce_run import run_reduce  # noqa: E402
 CORPUS = ROOT / "bench" / "corpus"
 
 
@@ -41,18 +40,9 @@ def main() -> int:
             cmd = [a.python, "-m", "bot", "reduce", "--jobs", str(a.jobs), "--max-time", str(a.max_time),
                    "--no-env", "--json"]
             cmd += (["--", *e["launch"]] if e.get("launch") else [e["file"], "--", *e["args"]])
-            load0 = os.getloadavg()[0]
-            t0 = time.monotonic()
-            proc = subprocess.run(cmd, cwd=work, env=dict(os.environ, PYTHONPATH=str(ROOT)),
-                                  capture_output=True, text=True)
-            wall = time.monotonic() - t0
-            try:
-                out = json.loads(proc.stdout[proc.stdout.index("{"):])
-            except ValueError:
-                out = {}
-            # reduce prints the repro's paths as it was given --out: relative to its cwd
-            repro_file = work / out["repro"] if out.get("repro") else None
-            repro = repro_file.read_text() if repro_file is not None and repro_file.is_file() else ""
+            run = run_reduce(cmd, work, ROOT)
+            proc, out = run.proc, run.out
+            repro = run.repro_text(work)
             if a.keep is not None:
                 kept = a.keep / name
                 shutil.rmtree(kept, ignore_errors=True)
@@ -61,13 +51,8 @@ def main() -> int:
                 kept.mkdir(parents=True, exist_ok=True)
                 (kept / "stdout.txt").write_text(proc.stdout)
                 (kept / "stderr.txt").write_text(proc.stderr)
-            rows.append({"script": name, "exit": proc.returncode, "status": out.get("status"),
-                         "before": out.get("statements_before"), "after": out.get("statements_after"),
-                         "floor": e["ideal_statements"], "bound": e["max_statements"],
-                         "runs": out.get("runs"), "wall_s": round(wall, 1),
-                         "load_before": round(load0, 2), "load_after": round(os.getloadavg()[0], 2),
-                         "target": (out.get("signature") or {}).get("one_line", "")[:120],
-                         "repro": repro, "stderr_tail": proc.stderr[-1500:] if proc.returncode else ""})
+            rows.append({"script": name, **run.row(), "floor": e["ideal_statements"], "bound": e["max_statements"],
+                         "target": (out.get("signature") or {}).get("one_line", "")[:120], "repro": repro})
     print(json.dumps(rows, indent=2))
     return 0
 

@@ -18,10 +18,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from reduce_run import run_reduce  # noqa: E402
 
 
 def reduce_once(code_root: Path, script: Path, jobs: int, max_time: float, python: str) -> dict:
@@ -30,30 +31,16 @@ def reduce_once(code_root: Path, script: Path, jobs: int, max_time: float, pytho
         shutil.copy(script, work / script.name)
         cmd = [python, "-m", "bot", "reduce", script.name, "--jobs", str(jobs), "--max-time", str(max_time),
                "--no-env", "--json", "--out", str(work / "out")]
-        load0 = os.getloadavg()[0]
-        t0 = time.monotonic()
-        proc = subprocess.run(cmd, cwd=work, env=dict(os.environ, PYTHONPATH=str(code_root)),
-                              capture_output=True, text=True)
-        wall = time.monotonic() - t0
-        try:
-            out = json.loads(proc.stdout[proc.stdout.index("{"):])
-        except ValueError:
-            out = {}
+        run = run_reduce(cmd, work, code_root)
         stats: dict = {}
         found = list((work / "out").glob("*/reduction.json"))
         if found:
             stats = json.loads(found[0].read_text())
         passes = stats.get("passes", {})
-        return {"exit": proc.returncode, "status": out.get("status"),
-                "before": out.get("statements_before"), "after": out.get("statements_after"),
-                "runs": out.get("runs"), "wall_s": round(wall, 1),
+        return {**run.row(),
                 "prelude_accepted": {p: passes.get(p, {}).get("accepted", 0)
                                      for p in ("bring_home", "boundary_call", "first_cut")},
-                "warm": stats.get("warm"), "load_before": round(load0, 2),
-                "load_after": round(os.getloadavg()[0], 2),
-                "repro": Path(out["repro"]).read_text() if out.get("repro") and Path(out["repro"]).is_file() else "",
-                "stderr_tail": proc.stderr[-1500:] if proc.returncode else ""}
-
+                "warm": stats.get("warm"), "repro": run.repro_text(work)}
 
 def main() -> int:
     ap = argparse.ArgumentParser()
