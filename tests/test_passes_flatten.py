@@ -223,8 +223,7 @@ def test_parallel_window_is_filled_with_candidates_that_need_a_run() -> None:
     try:
         assert r.first(iter(stream)) == 1
     finally:
-        if r._pool is not None:
-            r._pool.shutdown(wait=True)
+        r.close()
     # the two runnable candidates were started side by side (the second may be stopped once the
     # first is accepted: it was computed from the old best); the unbinding one never ran
     assert r.stats.runs == 2 and stream[1][1] in runs
