@@ -20,8 +20,8 @@ from typing import Any, Protocol
 import libcst as cst
 
 from reducer.errors import ExitCode, ReprobotError
-from reducer.passes.base import compiles, libcst_parses, parses
-from reducer.passes.names import unbound_reads
+from reducer.cst import compiles, libcst_parses, parses
+from reducer.names import unbound_reads
 from reducer.provenance import leaked, secret_values
 from reducer.search_stats import Tally
 from reducer.size import Size, normalize, size_of

@@ -18,7 +18,8 @@ from typing import Any
 
 from reducer.errors import DeadlineReached
 from reducer.gate import CandidateGate, candidate_key
-from reducer.passes.base import Gate, Pass, parses
+from reducer.cst import parses
+from reducer.passes.base import Gate, Pass
 from reducer.scheduler import External, Scheduler
 from reducer.search_stats import ReductionStats, Tally
 from reducer.size import Size, count_statements, size_of

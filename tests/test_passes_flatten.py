@@ -3,8 +3,8 @@ name check that refuses sure NameErrors without a run, dispatch through registri
 traced run, `**helper()` replaced by the recorded keywords, and the two-phase pass order."""
 from __future__ import annotations
 
-from reducer.passes.names import unbound_reads
-from reducer.passes.base import parse
+from reducer.names import unbound_reads
+from reducer.cst import parse
 from reducer.search import Reducer
 from reducer.trace import CallRecord, TraceData, subprocess_run_fn, trace_run
 from tests.reducer_support import RecordingOracle, raises, reduce_with

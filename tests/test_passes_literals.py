@@ -48,7 +48,7 @@ def test_values_the_failure_message_shows_are_kept() -> None:
     a different report for a maintainer, though the signature (numbers normalised) is the same."""
     import libcst as cst
 
-    from reducer.passes.base import parse
+    from reducer.cst import parse
     from reducer.passes.literals import _shrinkable, message_values
     src = ("from lib import GenerationConfig\n"
            "GenerationConfig(num_beams=2, num_return_sequences=3, max_new_tokens=512)\n")
@@ -61,7 +61,7 @@ def test_values_the_failure_message_shows_are_kept() -> None:
 
 
 def test_a_string_the_message_quotes_part_of_is_kept() -> None:
-    from reducer.passes.base import parse
+    from reducer.cst import parse
     from reducer.passes.literals import _shrinkable, message_values
     src = "hosts = ['10.0.300.7:8080', 'db.internal:5432', 'x']\n"
     keep = message_values("'10.0.300.7' does not appear to be an IPv4 or IPv6 address")

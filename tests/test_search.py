@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reducer.passes import BY_NAME
-from reducer.passes.base import parses
+from reducer.cst import parses
 from reducer.gate import candidate_key
 from reducer.scheduler import RunClock
 from reducer.search import Reducer
@@ -54,7 +54,7 @@ ORACLE = raises(ValueError, "Expecting property name")
 def _all_single_deletions(source: str) -> list[str]:
     """Every candidate that deletes exactly one statement or one call argument."""
     from reducer.passes.arguments import _set_args, calls
-    from reducer.passes.base import parse, replace
+    from reducer.cst import parse, replace
     from reducer.passes.statements import blocks_by_depth
     m = parse(source)
     out = []

@@ -6,7 +6,9 @@ from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
-from reducer.passes.base import Gate, collect, delete_runs, replace, run_targets, safe
+from reducer.cst import collect, replace, safe
+from reducer.passes.base import Gate
+from reducer.passes.loops import delete_runs, run_targets
 
 
 def calls(module: cst.Module) -> list[cst.Call]:

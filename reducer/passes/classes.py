@@ -6,8 +6,10 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.passes.base import Gate, collect, replace_many, run_targets, safe
-from reducer.passes._names import uses
+from reducer.cst import collect, replace_many, safe
+from reducer.passes.base import Gate
+from reducer.passes.loops import run_targets
+from reducer.names import uses
 from reducer.passes.cleanup import _is_string_statement
 from reducer.passes.constants import single_bindings
 

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from reducer.passes._names import USES, Census, bound_name, uses
+from reducer.names import USES, Census, bound_name, uses
 from reducer.passes._shared import spread_kwargs
-from reducer.passes.base import (Gate, StatementTransformer, body_statements, collect, collect_statements, delete_runs,
-                                 is_literal, parse, parses, render)
+from reducer.cst import (StatementTransformer, body_statements, collect, collect_statements, is_literal, parse,
+                         parses, render)
+from reducer.passes.base import Gate
+from reducer.passes.loops import delete_runs
 
 # Calls that only emit output. The ones that print a traceback are left to statement deletion:
 # in a worker loop that logs and swallows, they ARE the failure.

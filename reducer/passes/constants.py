@@ -15,9 +15,10 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.passes.base import (Gate, collect, is_literal, parse, render, replace, replace_many, root_name,
-                                 run_targets, safe, together_then_each)
-from reducer.passes._names import BINDINGS, Census, Role, Roles, census
+from reducer.cst import collect, is_literal, parse, render, replace, replace_many, root_name, safe
+from reducer.passes.base import Gate
+from reducer.passes.loops import run_targets, together_then_each
+from reducer.names import BINDINGS, Census, Role, Roles, census
 from reducer.passes._shared import spread_kwargs
 from reducer.passes.cleanup import drop_dead_code
 from reducer.passes.slicing import sliced

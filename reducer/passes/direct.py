@@ -29,7 +29,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from reducer.passes.base import Gate, collect, parse, replace, run_targets, safe
+from reducer.cst import collect, parse, replace, safe
+from reducer.passes.base import Gate
+from reducer.passes.loops import run_targets
 from reducer.passes.single import one_step
 
 _SUBMIT = {"submit"}

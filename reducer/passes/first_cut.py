@@ -8,8 +8,8 @@ from collections.abc import Mapping
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from reducer.passes.base import (Gate, StatementTransformer, body_statements, parse_with_positions, parses, render,
-                                 splice)
+from reducer.cst import StatementTransformer, body_statements, parse_with_positions, parses, render, splice
+from reducer.passes.base import Gate
 
 
 class _Cut(StatementTransformer):

@@ -22,7 +22,8 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from reducer.passes.base import Gate, collect, parse, parse_with_positions, parses, replace_many, safe
+from reducer.cst import collect, parse, parse_with_positions, parses, replace_many, safe
+from reducer.passes.base import Gate
 from reducer.passes.scaffolding import _method_targets, as_function, first_element
 
 Rewrite = Callable[[str], "str | None"]

@@ -11,7 +11,9 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 
 from reducer.passes.arguments import without_trailing_comma
-from reducer.passes.base import Gate, collect, delete_runs, replace, run_targets, safe
+from reducer.cst import collect, replace, safe
+from reducer.passes.base import Gate
+from reducer.passes.loops import delete_runs, run_targets
 
 _CONTAINERS = (cst.List, cst.Tuple, cst.Set, cst.Dict)
 

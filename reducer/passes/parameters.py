@@ -18,7 +18,9 @@ from collections.abc import Iterable
 import libcst as cst
 
 from reducer.passes.arguments import parameter_slots, without_trailing_comma
-from reducer.passes.base import Gate, collect, parse, replace_many, run_targets, safe
+from reducer.cst import collect, parse, replace_many, safe
+from reducer.passes.base import Gate
+from reducer.passes.loops import run_targets
 from reducer.passes.cleanup import drop_dead_code
 
 _WORKERS = {"Process", "Thread"}

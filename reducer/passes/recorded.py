@@ -20,8 +20,9 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.passes.base import (Gate, assign, body_statements, collect, is_literal, replace_many, safe, splice,
-                                 together_then_each)
+from reducer.cst import assign, body_statements, collect, is_literal, replace_many, safe, splice
+from reducer.passes.base import Gate
+from reducer.passes.loops import together_then_each
 from reducer.passes.cleanup import drop_dead_code
 from reducer.size import size_of
 

@@ -25,8 +25,9 @@ from typing import Any
 
 import libcst as cst
 
-from reducer.passes.base import (Gate, body_statements, collect, is_literal, replace, replace_many, run_targets,
-                                 safe, splice)
+from reducer.cst import body_statements, collect, is_literal, replace, replace_many, safe, splice
+from reducer.passes.base import Gate
+from reducer.passes.loops import run_targets
 from reducer.passes.unwrap import one_iteration
 
 # Expressions that can stand anywhere a name can without parentheses (numbers aside: `1.real`).

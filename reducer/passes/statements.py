@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from reducer.passes.base import Gate, delete_runs, set_body, statement_list
+from reducer.cst import set_body, statement_list
+from reducer.passes.base import Gate
+from reducer.passes.loops import delete_runs
 
 
 class _Blocks(cst.CSTVisitor):
@@ -32,7 +34,7 @@ def blocks_by_depth(module: cst.Module) -> list[cst.CSTNode]:
 
 
 def _multi_lines(module: cst.Module) -> list[cst.CSTNode]:
-    from reducer.passes.base import collect
+    from reducer.cst import collect
     return collect(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) > 1)
 
 

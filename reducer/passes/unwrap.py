@@ -11,8 +11,9 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.passes.base import (Gate, assign, body_statements, collect, replace, replace_many, run_targets,
-                                 safe, splice)
+from reducer.cst import assign, body_statements, collect, replace, replace_many, safe, splice
+from reducer.passes.base import Gate
+from reducer.passes.loops import run_targets
 from reducer.passes.cleanup import drop_empty_ifs
 
 _COMPOUND = (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While)
