@@ -81,4 +81,10 @@ def _alternatives(module: cst.Module, cls: cst.CSTNode) -> Iterable[str | None]:
 
 
 def collapse_classes(gate: Gate) -> None:
+    """Collapse each data-only class into its values.
+
+    Removes: a class that only holds data: ``Config.lr`` (or ``cfg.lr``) becomes the value in the
+    class body, and the class goes.
+    Never changes: a class whose body holds anything but ``name = value`` lines (a method, a
+    base other than ``object``, a decorator other than ``@dataclass``)."""
     run_targets(gate, targets, _alternatives)

@@ -199,6 +199,13 @@ def _alternatives(module: cst.Module, fn: cst.CSTNode) -> Iterable[str | None]:
 
 
 def inline_functions(gate: Gate) -> None:
+    """Inline each function called once, one at a time.
+
+    Removes: a function or method called exactly once: the call becomes its arguments bound as
+    assignments plus its body, and the definition goes.
+    Never changes: a function called more than once or used other than by a call, nor one that
+    cannot be spliced: decorated, async, a dunder, with ``*args``/``**kwargs``, a generator, one
+    with ``global``/``nonlocal``, or a ``return`` anywhere but its last line."""
     run_targets(gate, targets, _alternatives)
 
 
@@ -256,6 +263,12 @@ def _inline_batch(module: cst.Module, fns: list[cst.FunctionDef]) -> str | None:
 
 
 def flatten(gate: Gate) -> None:
+    """Offer the script with every function called once inlined and the ``__main__`` guard unwrapped.
+
+    Removes: every function called once (inlined into its caller, repeatedly) and the ``__main__``
+    guard, as ONE candidate: the failing path as one straight script.
+    Never changes: the order of the statements that run, or a function called more than once or
+    used other than by a call."""
     candidate = safe(lambda: flattened(gate.best))
     if candidate is not None:
         gate.consider(candidate)

@@ -153,7 +153,12 @@ def _alternatives(module: cst.Module, param: cst.CSTNode) -> Iterable[str | None
 
 
 def drop_unused_parameters(gate: Gate) -> None:
-    """One parameter at a time, first to last (removing one never makes another one read)."""
+    """One parameter at a time, first to last (removing one never makes another one read).
+
+    Removes: a parameter its function never reads, with what every call site (and every hand-off to
+    a worker) passes for it.
+    Never changes: a function whose name is used other than by a call or a hand-off (stored,
+    passed, decorated, a method): not every caller would be seen."""
     if not _unused(parse(gate.best)):
         return
     run_targets(gate, _targets, _alternatives)

@@ -348,4 +348,9 @@ def single_alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str |
 
 
 def single_element(gate: Gate) -> None:
+    """Write each loop or comprehension over one literal element as its one step.
+
+    Removes: the iteration over a literal one-element iterable (the loop or comprehension becomes
+    its one step) and a one-element display read at index 0.
+    Never changes: the element, or the body run for it."""
     run_targets(gate, _targets, single_alternatives)

@@ -255,7 +255,12 @@ def sliced(source: str, lines: set[int]) -> str | None:
 
 def slice_failure(gate: Gate) -> None:
     """Offer the cuts boldest first; the first that fails the same way wins (at most three runs
-    a round, none when nothing would change)."""
+    a round, none when nothing would change).
+
+    Removes: every statement on the failing path's statement lists that writes nothing a kept
+    statement reads.
+    Never changes: the statement holding a failing frame's line, or any statement that writes a
+    name a kept one reads."""
     lines = gate.failure_lines(gate.best)
     if not lines:
         return

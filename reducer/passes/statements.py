@@ -39,6 +39,12 @@ def _multi_lines(module: cst.Module) -> list[cst.CSTNode]:
 
 
 def delete_statements(gate: Gate) -> None:
+    """Delete runs of statements, block by block, coarsest first.
+
+    Removes: statements: the module's own first, then each block one level down, runs of them at a
+    time (find_integer); then the small statements of a ``a = 1; b = 2`` line.
+    Never changes: anything but whole statements (an emptied block gets ``pass``, reducer/cst.py
+    ``render``)."""
     delete_runs(gate, blocks_by_depth, statement_list, set_body)
     # `a = 1; b = 2` on one line: its small statements are statements too (1-minimality).
     delete_runs(gate, _multi_lines, statement_list, set_body)
