@@ -13,7 +13,7 @@ from reducer.flaky import MAX_CANDIDATE_RUNS, clean_runs_to_refuse
 from reducer.gpu import GpuPool
 from reducer.normalize import library_path
 from reducer.outcome import Outcome
-from reducer.slots import CandidateRunner
+from reducer.slots import CandidateRunner, accepts_cancel
 from reducer.ranks import _COLLISION as _COLLISION_TEXT, is_collision
 from reducer.signature import MatchOptions, Signature, find_match
 
@@ -107,21 +107,23 @@ class Oracle:
         return find_match(records, self.target, self.options, as_itself=self.as_itself, raised=self.raised) is not None
 
     def test(self, source: str, warm: bool = True, gpu_set: tuple[str, ...] | None = None,
-             gpu_count: int | None = None, alone: bool = False) -> Verdict:
+             gpu_count: int | None = None, alone: bool = False,
+             cancel: threading.Event | None = None) -> Verdict:
         """For a flaky original, a candidate is run until its runs are consistent with the
         original's rate: it failed the same way and also passed cleanly (accepted); it passed
         cleanly ``refuse_after`` times in a row, or failed ``fails_to_refuse`` times in a row
         (refused: no longer, or now always, failing — a value inlined that made the raise
         unconditional is not the original's bug). A different failure or a hang is refused at
-        once: the original only ever failed this way or passed."""
+        once: the original only ever failed this way or passed. ``cancel``: set, the run in
+        progress stops (the search no longer needs its verdict)."""
         if self.required and not all(r in source for r in self.required):
             return Verdict(False, Outcome(returncode=None, wall_time=0.0))
         if self.rate >= 1.0:
-            return self._test_once(source, warm, gpu_set, gpu_count, alone)
+            return self._test_once(source, warm, gpu_set, gpu_count, alone, cancel)
         fails = passes = 0
         hit = None
         while True:
-            verdict = self._test_once(source, warm, gpu_set, gpu_count, alone)
+            verdict = self._test_once(source, warm, gpu_set, gpu_count, alone, cancel)
             o = verdict.outcome
             if verdict.interesting:
                 fails, hit = fails + 1, verdict
@@ -137,7 +139,7 @@ class Oracle:
                 return Verdict(False, hit.outcome if hit else o)
 
     def _test_once(self, source: str, warm: bool, gpu_set: tuple[str, ...] | None,
-                   gpu_count: int | None, alone: bool) -> Verdict:
+                   gpu_count: int | None, alone: bool, cancel: threading.Event | None = None) -> Verdict:
         """``warm=False``: a cold run even when the runner has warm interpreters. ``gpu_set``: run on
         exactly that set of the pool (the one the original's failure was confirmed on), waiting
         for it; ``gpu_count``: only the set's first N GPUs visible (the one-GPU check); ``alone``:
@@ -160,7 +162,8 @@ class Oracle:
                 outcome = self.runner.run(
                     source, timeout=timeout, extra_env=slot.env(gpu_count),
                     stop_when=self._hit if self.stop_early else None, max_rss=max_rss,
-                    stop_grace=self.stop_grace, warm=warm, **({"alone": True} if alone else {}))
+                    stop_grace=self.stop_grace, warm=warm, **({"alone": True} if alone else {}),
+                    **({"cancel": cancel} if cancel is not None and accepts_cancel(self.runner.run) else {}))
                 slot.pgid = outcome.pid
             if cut and outcome.timed_out:
                 raise DeadlineReached
@@ -195,5 +198,5 @@ class Oracle:
         with self._lock:
             return self._failure_lines.get(source)
 
-    def __call__(self, source: str) -> bool:
-        return self.test(source).interesting
+    def __call__(self, source: str, cancel: threading.Event | None = None) -> bool:
+        return self.test(source, cancel=cancel).interesting

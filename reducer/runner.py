@@ -17,7 +17,6 @@ import tempfile
 import threading
 import time
 import uuid
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
@@ -254,27 +253,6 @@ def stop_requested() -> bool:
     return _STOP_ALL.is_set()
 
 
-# One run's own stop: the search sets it when a run made ahead can no longer be needed (the best
-# changed under it), so its slot takes a candidate that can.
-_CANCEL = threading.local()
-
-
-@contextmanager
-def cancellable(event: threading.Event | None) -> Iterator[None]:
-    """Runs made on this thread inside the block stop (killing their group) once ``event`` is set."""
-    before = getattr(_CANCEL, "event", None)
-    _CANCEL.event = event
-    try:
-        yield
-    finally:
-        _CANCEL.event = before
-
-
-def cancel_event() -> threading.Event | None:
-    """The event that stops runs made on this thread now (see ``cancellable``)."""
-    return getattr(_CANCEL, "event", None)
-
-
 def allow_runs() -> None:
     _STOP_ALL.clear()
 
@@ -441,14 +419,18 @@ class Runner:
             extra_env: dict[str, str] | None = None, timeout: float | None = None,
             stop_when: Callable[[list[TracebackRecord]], bool] | None = None,
             keep_dir: Path | None = None, max_rss: int | None = None,
-            stop_grace: float = 2.0, warm: bool | None = None, alone: bool = False) -> Outcome:
+            stop_grace: float = 2.0, warm: bool | None = None, alone: bool = False,
+            cancel: threading.Event | None = None) -> Outcome:
         """Warm when the runner has warm interpreters, except: ``warm=False`` forces a cold run,
         and a run with a launcher is cold unless ``warm=True`` says the launcher is a script
         (interpreter flags such as ``-S`` cannot be forked from a running interpreter).
 
         ``alone``: the way a maintainer runs a repro (always cold): ``repro.py`` by itself in an
         empty folder, the Hub offline, and none of the environment variables it names (a
-        maintainer has no ``DATA_DIR`` of the user's)."""
+        maintainer has no ``DATA_DIR`` of the user's).
+
+        ``cancel``: the run stops (its group killed) once it is set: the search sets it when a
+        run made ahead can no longer be needed (the best changed under it)."""
         timeout = self.spec.timeout if timeout is None else timeout
         scratch = self._make_scratch(keep_dir, alone)
         port = PORTS.acquire() if self.spec.rendezvous else None
@@ -476,18 +458,19 @@ class Runner:
                 if self.zygotes is not None and self.rank_plan is not None and warm is not False:
                     env[RANKS_ENV] = self.rank_plan.to_json()
                     cmd = [self.python, str(write_rank_launcher(scratch)), script_argument(rel), *self.spec.launch.args]
-                    outcome = self._warm(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace)
+                    outcome = self._warm(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace,
+                                         cancel=cancel)
                     if outcome is not None:
                         return outcome
                     env.pop(RANKS_ENV, None)
                 cmd = self.spec.launch.command(self.python, script_argument(rel), port)
-                return self._execute(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace)
+                return self._execute(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace, cancel=cancel)
             cmd = [self.python, *(launcher or []), script_argument(target.name), *self.spec.args]
             if self.zygotes is not None and (warm or (warm is None and launcher is None)):
-                outcome = self._warm(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace)
+                outcome = self._warm(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace, cancel=cancel)
                 if outcome is not None:
                     return outcome
-            return self._execute(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace)
+            return self._execute(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace, cancel=cancel)
         finally:
             if port is not None:
                 PORTS.release(port)
@@ -496,14 +479,15 @@ class Runner:
 
     def _warm(self, cmd: list[str], cwd: Path, env: dict[str, str], timeout: float,
               stop_when: Callable[[list[TracebackRecord]], bool] | None, max_rss: int | None,
-              stop_grace: float) -> Outcome | None:
+              stop_grace: float, cancel: threading.Event | None = None) -> Outcome | None:
         """The run forked from a warm interpreter; None when the zygote died (the caller runs it
         cold: a dead zygote takes no verdict with it)."""
         from reducer.zygote import ZygoteError
         zygote = None
         try:
             zygote = self.zygotes.acquire()
-            outcome = self._execute(cmd, cwd, env, timeout, stop_when, max_rss, stop_grace, zygote=zygote)
+            outcome = self._execute(cmd, cwd, env, timeout, stop_when, max_rss, stop_grace, zygote=zygote,
+                                    cancel=cancel)
             self.zygotes.release(zygote)
             self.warm_runs += 1
             return outcome
@@ -534,7 +518,8 @@ class Runner:
 
     def _execute(self, cmd: list[str], cwd: Path, env: dict[str, str], timeout: float,
                  stop_when: Callable[[list[TracebackRecord]], bool] | None,
-                 max_rss: int | None = None, stop_grace: float = 2.0, zygote=None) -> Outcome:
+                 max_rss: int | None = None, stop_grace: float = 2.0, zygote=None,
+                 cancel: threading.Event | None = None) -> Outcome:
         out, err = _BoundedBuffer(), _BoundedBuffer()
         start = time.monotonic()
         started_ticks = boot_ticks()
@@ -565,7 +550,6 @@ class Runner:
         for t in pumps:
             t.start()
         timed_out = stopped = over_memory = False
-        cancel = cancel_event()
         seen_version = -1
         peak_rss, next_poll = 0, 0.0
         stop_deadline: float | None = None

@@ -33,9 +33,9 @@ from typing import Any
 import libcst as cst
 
 from reducer.artefacts import Artefact, Context, Read, dotted, find_reads
-from reducer.passes.base import collect, render
+from reducer.cst import collect, render
 from reducer.passes.cleanup import drop_dead_code, drop_unused_imports
-from reducer.passes._names import uses
+from reducer.names import uses
 
 # A file or folder above this is named, not written into the repro.
 MAX_INLINE_BYTES = 64 * 1024

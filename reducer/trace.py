@@ -37,7 +37,7 @@ from typing import Any
 
 import libcst as cst
 
-from reducer.passes.base import parse_with_positions
+from reducer.cst import parse_with_positions
 from reducer.processes import script_argument
 from reducer.provenance import Provenance, leaked, secret_values
 

@@ -1,4 +1,4 @@
-"""The one name analysis (reducer/passes/_names.py) against the five analyses it stands for.
+"""The one name analysis (reducer/names.py) against the five analyses it stands for.
 
 Those are kept here only, as references: `_Uses` (cleanup), `binding_counts`
 (constants), `_bound_names` and the read/skip rules of `_Effects` (slicing), and the skip rules
@@ -16,9 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reducer.passes import _names, constants, slicing
-from reducer.passes._names import Role, bound_names, binding_counts, uses
-from reducer.passes.base import collect
+from reducer import names as _names
+from reducer.passes import constants, slicing
+from reducer.names import Role, bound_names, binding_counts, uses
+from reducer.cst import collect
 from tests.test_properties import PROGRAMS, sampled_real
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -72,7 +72,7 @@ t.join()
 
 # ---- a pool's or executor's map, where its results are consumed ------------------------------
 def _map_rewrites(source: str) -> list[str]:
-    from reducer.passes.base import replace
+    from reducer.cst import replace
     from reducer.passes.direct import _map_sites, map_rewrites
     module = cst.parse_module(source)
     return [replace(module, old, new) for site in _map_sites(module) for old, new in map_rewrites(module, site)]

@@ -3,8 +3,8 @@ name check that refuses sure NameErrors without a run, dispatch through registri
 traced run, `**helper()` replaced by the recorded keywords, and the two-phase pass order."""
 from __future__ import annotations
 
-from reducer.passes.names import unbound_reads
-from reducer.passes.base import parse
+from reducer.names import unbound_reads
+from reducer.cst import parse
 from reducer.search import Reducer
 from reducer.trace import CallRecord, TraceData, subprocess_run_fn, trace_run
 from tests.reducer_support import RecordingOracle, raises, reduce_with
@@ -223,8 +223,7 @@ def test_parallel_window_is_filled_with_candidates_that_need_a_run() -> None:
     try:
         assert r.first(iter(stream)) == 1
     finally:
-        if r._pool is not None:
-            r._pool.shutdown(wait=True)
+        r.close()
     # the two runnable candidates were started side by side (the second may be stopped once the
     # first is accepted: it was computed from the old best); the unbinding one never ran
     assert r.stats.runs == 2 and stream[1][1] in runs

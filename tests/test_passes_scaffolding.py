@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from reducer.passes import BY_NAME, HEAVY
 from reducer.passes import scaffolding as S
 from reducer.passes.heavy import all_instances_replaced, heavy_candidates, unrolled
+from reducer.loop import SearchLoop
 from reducer.search import Reducer
 from reducer.trace import TraceData
 from tests.reducer_support import raises, reduce_with
@@ -256,7 +257,7 @@ def test_the_heavier_level_runs_when_the_fixpoint_comes_before_the_budget():
 
 
 def test_the_heavier_level_does_not_run_after_the_budget(monkeypatch):
-    monkeypatch.setattr(Reducer, "HEAVY_SHARE", 0.0)
+    monkeypatch.setattr(SearchLoop, "HEAVY_SHARE", 0.0)
     r = Reducer(SLOW_TO_FIX, raises(ValueError, "No closing quotation"), phases=[[BY_NAME["cleanup"]]],
                 heavy=HEAVY, format_result=False, max_time=120)
     result = r.run()
@@ -265,5 +266,5 @@ def test_the_heavier_level_does_not_run_after_the_budget(monkeypatch):
 
 
 def test_the_heavier_level_belongs_to_the_default_search_only():
-    assert Reducer("x = 1\n", lambda s: False, passes=[BY_NAME["cleanup"]]).heavy == []
-    assert Reducer("x = 1\n", lambda s: False).heavy == HEAVY
+    assert Reducer("x = 1\n", lambda s: False, passes=[BY_NAME["cleanup"]]).loop.heavy == []
+    assert Reducer("x = 1\n", lambda s: False).loop.heavy == HEAVY

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from reducer.passes.base import find_integer
+from reducer.passes.loops import find_integer
 from reducer.passes.statements import blocks_by_depth
 from tests.reducer_support import raises, reduce_with
 

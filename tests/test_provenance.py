@@ -190,7 +190,7 @@ def test_the_gate_refuses_a_candidate_that_spells_a_new_secret(monkeypatch) -> N
     best = "a = 'x' + 'y'\nb = 1\nraise ValueError(a)\n"
     reducer = Reducer(best, oracle, format_result=False)
     assert not reducer.consider(f"a = {PLANTED!r}\nraise ValueError(a)\n")
-    assert runs == [] and reducer.stats.passes[reducer._pass].secret == 1
+    assert runs == [] and reducer.stats.passes["setup"].secret == 1
     assert reducer.consider("a = 'x'\nraise ValueError(a)\n")
 
 

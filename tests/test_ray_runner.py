@@ -23,7 +23,7 @@ ray = need_ray()
 pytestmark = pytest.mark.ray
 
 from reducer.cluster.ray_runner import RayRunner, job_runtime_env  # noqa: E402
-from reducer.runner import Runner, RunSpec, cancellable  # noqa: E402
+from reducer.runner import Runner, RunSpec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -86,8 +86,7 @@ def test_a_cancel_kills_the_remote_process_group(cluster, tmp_path: Path) -> Non
     got: list = []
 
     def run() -> None:
-        with cancellable(stop):
-            got.append(runner.run(source, timeout=200, extra_env={"PID_FILE": str(pid_file)}))
+        got.append(runner.run(source, timeout=200, extra_env={"PID_FILE": str(pid_file)}, cancel=stop))
 
     thread = threading.Thread(target=run)
     try:

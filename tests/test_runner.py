@@ -338,8 +338,6 @@ def test_a_run_is_stopped_when_its_cancel_event_is_set(tmp_path):
     killed at once, and the outcome says it was stopped (its verdict is thrown away upstream)."""
     import threading
 
-    from reducer.runner import cancellable
-
     runner, source = make_runner(tmp_path, """
         import subprocess, sys, time
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -349,11 +347,10 @@ def test_a_run_is_stopped_when_its_cancel_event_is_set(tmp_path):
     stop = threading.Event()
     threading.Timer(1.0, stop.set).start()
     start = time.monotonic()
-    with cancellable(stop):
-        out = runner.run(source)
+    out = runner.run(source, cancel=stop)
     assert time.monotonic() - start < 10
     assert out.stopped_early and out.returncode is None
-    # outside the block, runs on this thread are not tied to that event any more
+    # a run without the event is not tied to it, though it is still set
     (tmp_path / "b").mkdir()
     runner2, quick = make_runner(tmp_path / "b", "print('ok')\n")
     assert runner2.run(quick).returncode == 0
@@ -371,3 +368,23 @@ def test_the_final_result_is_never_heavier_than_the_original() -> None:
     failure = SimpleNamespace(outcomes=[run(422), run(419)])
     assert heavier(run(544), failure)            # the #30 report: a default 32-layer Llama came back
     assert not heavier(run(440), failure) and not heavier(run(300), failure)
+
+
+def test_the_oracle_hands_its_cancel_event_to_the_runner(tmp_path):
+    """The search passes a run made ahead's cancel event to the oracle explicitly; the oracle hands
+    it to the runner, whose run stops once it is set (no verdict: the run did not fail)."""
+    import threading
+
+    runner, source = make_runner(tmp_path, """
+        import time
+        print("started", flush=True)
+        time.sleep(60)
+        {}[1]
+        """, timeout=90)
+    target = signature_of(runner.run("{}[1]\n").tracebacks[0])
+    oracle = Oracle(runner, target, MatchOptions(), timeout=90)
+    stop = threading.Event()
+    threading.Timer(1.0, stop.set).start()
+    start = time.monotonic()
+    assert oracle(source, cancel=stop) is False
+    assert time.monotonic() - start < 10

@@ -2,13 +2,16 @@
 interrupt and resume. Pure-Python oracles for speed, and a real-subprocess oracle."""
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from reducer.passes import BY_NAME
-from reducer.passes.base import parses
+from reducer.cst import parses
+from reducer.gate import candidate_key
+from reducer.scheduler import RunClock
 from reducer.search import Reducer
 from reducer.size import normalize, size_of
 from tests.reducer_support import SubprocessOracle, raises, reduce_with
@@ -51,7 +54,7 @@ ORACLE = raises(ValueError, "Expecting property name")
 def _all_single_deletions(source: str) -> list[str]:
     """Every candidate that deletes exactly one statement or one call argument."""
     from reducer.passes.arguments import _set_args, calls
-    from reducer.passes.base import parse, replace
+    from reducer.cst import parse, replace
     from reducer.passes.statements import blocks_by_depth
     m = parse(source)
     out = []
@@ -275,8 +278,7 @@ def test_a_slow_candidate_does_not_hold_the_other_slots() -> None:
     try:
         tag = r.first([(n, f"{name} = 0\n") for n, name in enumerate(["slow", "x1", "x2", "x3", "x4"])])
     finally:
-        if r._pool is not None:
-            r._pool.shutdown(wait=True)
+        r.close()
     assert slow_saw_them == [True] and started_beside[:3] == ["x1 = 0\n", "x2 = 0\n", "x3 = 0\n"]
     # the verdicts are still read in order: the slow one first, then the first that reproduces
     assert tag == 3 and r.best == "x3 = 0\n"
@@ -313,7 +315,7 @@ def test_idle_slots_run_the_next_pass_ahead_and_the_result_does_not_change() -> 
         overlapped.clear()
         first_started.clear()
         r = Reducer("a = 1\nb = 2\nc = 3\n", oracle, jobs=jobs, passes=passes, format_result=False)
-        r._run_time = [1.0, 1]      # as if runs were known to be slow
+        r.scheduler.run_time = RunClock(1.0, 1)      # as if runs were known to be slow
         results.append((r.run().best_source, r.stats.accepted))
         if jobs == 2:
             assert r.stats.speculated >= 1
@@ -370,7 +372,7 @@ def test_the_next_probes_of_a_growing_deletion_run_side_by_side_and_the_result_d
     for jobs in (1, 4):
         most[0] = 0
         r = Reducer(src, oracle, jobs=jobs, passes=[BY_NAME["delete_statements"]], prelude=[], format_result=False)
-        r._run_time = [100.0, 1]    # as if runs were known to be slow (all through the search)
+        r.scheduler.run_time = RunClock(100.0, 1)    # as if runs were known to be slow (all through the search)
         result = r.run()
         results.append((result.best_source, result.stats.accepted))
         if jobs == 4:
@@ -381,10 +383,9 @@ def test_the_next_probes_of_a_growing_deletion_run_side_by_side_and_the_result_d
 def test_runs_made_ahead_are_stopped_when_a_new_best_makes_them_useless() -> None:
     """Four slots take a pass's first four candidates; the first is accepted at once. The other
     three were computed from the old best and can never be offered again: they are stopped (the
-    oracle sees its run's stop event), their verdicts are not recorded, and the search goes on
+    oracle is handed its run's cancel event), their verdicts are not recorded, and the search goes on
     without waiting for them. The result is the single slot's."""
     from reducer.passes.base import Pass
-    from reducer.runner import cancel_event
 
     stopped: list[str] = []
 
@@ -394,15 +395,14 @@ def test_runs_made_ahead_are_stopped_when_a_new_best_makes_them_useless() -> Non
             if gate.first((i, "".join(lines[:i] + lines[i + 1:])) for i in range(len(lines))) is None:
                 return
 
-    def oracle(source: str) -> bool:
+    def oracle(source: str, cancel: threading.Event | None = None) -> bool:
         keep = "raise KeyError" in source and "keep = 1" in source
         if source != "a = 1\nraise KeyError('k')\n":
             time.sleep(0.05)
             return keep
         # the one candidate a single slot never runs (computed from the old best): slow, unless
         # its run is stopped
-        stop = cancel_event()
-        if stop is not None and stop.wait(5.0):
+        if cancel is not None and cancel.wait(5.0):
             stopped.append(source)
         return False
 
@@ -412,7 +412,7 @@ def test_runs_made_ahead_are_stopped_when_a_new_best_makes_them_useless() -> Non
         stopped.clear()
         start = time.monotonic()
         r = Reducer(src, oracle, jobs=jobs, passes=[Pass("drop", drop_lines)], prelude=[], format_result=False)
-        r._run_time = [100.0, 1]
+        r.scheduler.run_time = RunClock(100.0, 1)
         result = r.run()
         took = time.monotonic() - start
         results.append(result.best_source)
@@ -420,8 +420,7 @@ def test_runs_made_ahead_are_stopped_when_a_new_best_makes_them_useless() -> Non
             assert result.stats.cancelled >= 1 and stopped, "no run made ahead was stopped"
             assert took < 5.0, took
             # a stopped run's verdict is not in the seen-set
-            from reducer.search import _key
-            assert all(_key(s) not in result.seen for s in stopped)
+            assert all(candidate_key(s) not in result.seen for s in stopped)
     assert results[0] == results[1] == "keep = 1\nraise KeyError('k')\n"
 
 
@@ -448,7 +447,7 @@ def test_deletions_in_small_owners_run_side_by_side_across_owners() -> None:
     for jobs in (1, 4):
         most[0] = 0
         r = Reducer(src, oracle, jobs=jobs, passes=[BY_NAME["remove_arguments"]], prelude=[], format_result=False)
-        r._run_time = [100.0, 1]
+        r.scheduler.run_time = RunClock(100.0, 1)
         result = r.run()
         results.append((result.best_source, result.stats.accepted))
         if jobs == 4:
@@ -461,18 +460,18 @@ def test_libcsts_parse_is_checked_when_a_candidate_is_accepted(monkeypatch) -> N
     """A candidate that compiles is run without libcst's parse (the gate's largest cost per
     candidate); one that reproduces but that libcst cannot read is refused at acceptance, and the
     next one is taken."""
-    from reducer import search
+    from reducer import gate
     from reducer.passes.base import Pass
 
     unreadable = "x = 2\nraise KeyError('k')\n"
-    real = search.libcst_parses
+    real = gate.libcst_parses
     parsed: list[str] = []
 
     def libcst_parses(source: str) -> bool:
         parsed.append(source)
         return source != unreadable and real(source)
 
-    monkeypatch.setattr(search, "libcst_parses", libcst_parses)
+    monkeypatch.setattr(gate, "libcst_parses", libcst_parses)
     ran: list[str] = []
 
     def oracle(source: str) -> bool:

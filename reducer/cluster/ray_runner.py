@@ -38,7 +38,7 @@ from reducer.cluster.env_probe import EnvProbe, differences, probe, top_level_mo
 from reducer.cluster.gpus import slot_visible
 from reducer.cluster.payload import FolderPayload, pack
 from reducer.outcome import Outcome, TracebackRecord
-from reducer.runner import Runner, RunSpec, cancel_event, cancellable, reap_leftovers, stop_requested
+from reducer.runner import Runner, RunSpec, reap_leftovers, stop_requested
 
 # How often a waiting caller looks at its cancel event (seconds): a stale run's remote process
 # group is killed within about this much of the search deciding it is stale.
@@ -121,8 +121,7 @@ class SlotActor:
         warm_before, fallbacks_before = self.runner.warm_runs, self.runner.warm_fallbacks
         try:
             extra = slot_visible(kwargs.pop("extra_env", None), self.gpus)
-            with cancellable(event):
-                outcome = self.runner.run(source, extra_env=extra, **kwargs)
+            outcome = self.runner.run(source, extra_env=extra, cancel=event, **kwargs)
         finally:
             with self._lock:
                 self._events.pop(run_id, None)
@@ -262,12 +261,12 @@ class RayRunner:
             stop_when: Callable[[list[TracebackRecord]], bool] | None = None, max_rss: int | None = None,
             stop_grace: float = 2.0, warm: bool | None = None, **other: Any) -> Outcome:
         """``stop_when`` is a callable of this process and stays here (the protocol allows it):
-        a remote run goes to its own end. Unknown keywords are accepted; ``cancel`` (an Event)
-        is honoured like the calling thread's cancel event."""
+        a remote run goes to its own end. Unknown keywords are accepted; ``cancel`` (an Event),
+        passed by the oracle, stops the remote run's process group once set."""
         if other.get("launcher") or other.get("keep_dir") is not None or other.get("alone"):
             return self._local(source, timeout=timeout, extra_env=extra_env, stop_when=stop_when,
                                max_rss=max_rss, stop_grace=stop_grace, warm=warm, **other)
-        cancel = other.get("cancel") or cancel_event()
+        cancel = other.get("cancel")
         kwargs = {"timeout": timeout, "extra_env": extra_env, "max_rss": max_rss, "stop_grace": stop_grace,
                   "warm": warm}
         for _attempt in range(MAX_ATTEMPTS):

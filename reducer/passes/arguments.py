@@ -6,7 +6,9 @@ from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
-from reducer.passes.base import Gate, collect, delete_runs, replace, run_targets, safe
+from reducer.cst import collect, replace, safe
+from reducer.passes.base import Gate
+from reducer.passes.loops import delete_runs, run_targets
 
 
 def calls(module: cst.Module) -> list[cst.Call]:
@@ -29,6 +31,12 @@ def _set_args(call: cst.CSTNode, items: list) -> cst.CSTNode:
 
 
 def remove_arguments(gate: Gate) -> None:
+    """Delete runs of arguments from every call.
+
+    Removes: call arguments, positional and keyword, runs of them at a time (find_integer), calls
+    in pre-order.
+    Never changes: the callee or the arguments that stay (a positional argument's deletion shifts
+    the rest: the gate's run judges it)."""
     delete_runs(gate, calls, _args, _set_args)
 
 
@@ -98,5 +106,9 @@ def _to_default(module: cst.Module, arg: cst.Arg) -> Iterable[str | None]:
 
 def arguments_to_defaults(gate: Gate) -> None:
     """A positional argument cannot be deleted without shifting the rest; its default can
-    take its place instead (keyword arguments are simply deleted by ``remove_arguments``)."""
+    take its place instead (keyword arguments are simply deleted by ``remove_arguments``).
+
+    Removes: an argument passed to one of the script's own functions, replaced by the parameter's
+    default.
+    Never changes: the arguments before it, or a call to a function that is not the script's own."""
     run_targets(gate, _targets, _to_default)

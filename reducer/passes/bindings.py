@@ -21,9 +21,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from reducer.passes._names import BINDINGS, NOT_VARIABLES, Role, Roles, census
+from reducer.cst import assign, parse, parses, replace_many, safe
+from reducer.names import BINDINGS, NOT_VARIABLES, Role, Roles, census
 from reducer.passes._shared import spread_kwargs
-from reducer.passes.base import Gate, assign, parse, parses, replace_many, run_targets, safe, together_then_each
+from reducer.passes.base import Gate
+from reducer.passes.loops import run_targets, together_then_each
 
 # A read inside one of these runs a different number of times, or at another moment, than the
 # statement around it: a value moved there would be evaluated differently.

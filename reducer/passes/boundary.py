@@ -484,7 +484,12 @@ def candidates(source: str, boundaries, allowed) -> list[str]:
 
 
 def boundary_call(gate: Gate) -> None:
-    """Offer the boundary call (see the module's docstring) before anything else is tried."""
+    """Offer the boundary call (see the module's docstring) before anything else is tried.
+
+    Removes: everything but the imports and the boundary call written out with its recorded
+    arguments (or, for arguments that have no source form, the backward slice that builds them).
+    Never changes: the call's callee or the values it received in the traced run; a value that
+    varied between runs or has no source form is never written as a literal."""
     trace = gate.trace
     boundaries = getattr(trace, "boundary", None)
     if not boundaries or gate.best != trace.source:

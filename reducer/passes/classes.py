@@ -6,8 +6,10 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.passes.base import Gate, collect, replace_many, run_targets, safe
-from reducer.passes._names import uses
+from reducer.cst import collect, replace_many, safe
+from reducer.passes.base import Gate
+from reducer.passes.loops import run_targets
+from reducer.names import uses
 from reducer.passes.cleanup import _is_string_statement
 from reducer.passes.constants import single_bindings
 
@@ -79,4 +81,10 @@ def _alternatives(module: cst.Module, cls: cst.CSTNode) -> Iterable[str | None]:
 
 
 def collapse_classes(gate: Gate) -> None:
+    """Collapse each data-only class into its values.
+
+    Removes: a class that only holds data: ``Config.lr`` (or ``cfg.lr``) becomes the value in the
+    class body, and the class goes.
+    Never changes: a class whose body holds anything but ``name = value`` lines (a method, a
+    base other than ``object``, a decorator other than ``@dataclass``)."""
     run_targets(gate, targets, _alternatives)

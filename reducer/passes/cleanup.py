@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from reducer.passes._names import USES, Census, bound_name, uses
+from reducer.names import USES, Census, bound_name, uses
 from reducer.passes._shared import spread_kwargs
-from reducer.passes.base import (Gate, StatementTransformer, body_statements, collect, collect_statements, delete_runs,
-                                 is_literal, parse, parses, render)
+from reducer.cst import (StatementTransformer, body_statements, collect, collect_statements, is_literal, parse,
+                         parses, render)
+from reducer.passes.base import Gate
+from reducer.passes.loops import delete_runs
 
 # Calls that only emit output. The ones that print a traceback are left to statement deletion:
 # in a worker loop that logs and swallows, they ARE the failure.
@@ -488,7 +490,13 @@ def _apply(source: str, steps: Sequence[Step]) -> str | None:
 
 
 def bulk(gate: Gate) -> None:
-    """All clean-ups as one candidate; if that run fails, each clean-up on its own."""
+    """All clean-ups as one candidate; if that run fails, each clean-up on its own.
+
+    Removes: comments and docstrings, print/logging calls, unused imports, dead definitions and
+    assignments, redundant ``pass`` — each kind as one candidate over the whole script.
+    Never changes: a call that prints a traceback (``log.exception``, ``traceback.print_exc``: in a
+    worker that swallows, they are the failure), an assignment whose value may have effects, a name
+    something still reads."""
     if not could_clean(gate.best):
         return      # one walk says no clean-up changes it
     together = _apply(gate.best, BULK)
@@ -515,5 +523,10 @@ def _set_names(node: cst.CSTNode, names: list) -> cst.CSTNode:
 
 
 def cleanup(gate: Gate) -> None:
+    """The bulk clean-ups, then unused names from multi-name imports.
+
+    Removes: what ``bulk`` removes (see ``cleanup_bulk``), then unused names of multi-name imports,
+    runs of them at a time.
+    Never changes: an imported name something reads, and what ``bulk`` keeps."""
     bulk(gate)
     delete_runs(gate, _multi_imports, lambda n: n.names, _set_names)

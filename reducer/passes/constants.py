@@ -15,9 +15,10 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.passes.base import (Gate, collect, is_literal, parse, render, replace, replace_many, root_name,
-                                 run_targets, safe, together_then_each)
-from reducer.passes._names import BINDINGS, Census, Role, Roles, census
+from reducer.cst import collect, is_literal, parse, render, replace, replace_many, root_name, safe
+from reducer.passes.base import Gate
+from reducer.passes.loops import run_targets, together_then_each
+from reducer.names import BINDINGS, Census, Role, Roles, census
 from reducer.passes._shared import spread_kwargs
 from reducer.passes.cleanup import drop_dead_code
 from reducer.passes.slicing import sliced
@@ -136,6 +137,11 @@ def _alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]
 
 
 def propagate_constants(gate: Gate) -> None:
+    """Inline constants and registry lookups one at a time.
+
+    Removes: a name bound once to a literal (inlined where it is read), and ``REGISTRY[key]`` /
+    ``REGISTRY.get(key)`` on a dict bound once (replaced by the entry); what carried them goes.
+    Never changes: a name bound more than once, or a table changed in place."""
     run_targets(gate, _targets, _alternatives)
 
 
@@ -202,7 +208,13 @@ def _recorded_targets(gate: Gate):
 
 
 def recorded_values(gate: Gate) -> None:
-    """All recorded values at once first (one run, usually enough), then one by one."""
+    """All recorded values at once first (one run, usually enough), then one by one.
+
+    Removes: the expressions (helper calls, merged dicts, config attributes) that computed an
+    argument, replaced by the literal the traced run saw; what then only carried them goes as dead
+    code.
+    Never changes: a value that varied between calls of the site, a value with no source form, or a
+    call site the trace did not record."""
     if gate.trace is not None:
         together_then_each(gate, *_recorded_targets(gate))
 
@@ -245,7 +257,12 @@ def resolve_dispatch(gate: Gate) -> None:
     variable and the registering decorator stop carrying anything and can go. Each site is
     offered with the target's decorators dropped (a ``@register`` that returns None), then
     with them kept; all sites at once first. A site that reached several functions (a worker's
-    ``fn(job)``) offers the one the failure went through first."""
+    ``fn(job)``) offers the one the failure went through first.
+
+    Removes: a dispatch through a registry or table (``COMMANDS[args.command](args)``): the call
+    names the one entry the traced run took.
+    Never changes: the function the traced run called at the site, or its arguments (only the
+    lookup that chose it, and the registering decorators, go)."""
     if gate.trace is None or not gate.trace.dispatch_choices():
         return
     module = parse(gate.best)
@@ -383,6 +400,11 @@ def folded(source: str) -> str | None:
 
 
 def fold_constants(gate: Gate) -> None:
+    """Offer the script with its constants folded (reducer/passes/constants.py ``folded``).
+
+    Removes: names bound once to an immutable literal and lookups in literal tables, folded to a
+    fixpoint in one candidate; what carried them goes.
+    Never changes: a table changed in place anywhere, or a name bound more than once."""
     candidate = safe(lambda: folded(gate.best))
     if candidate is not None and candidate != gate.best:
         gate.consider(candidate)

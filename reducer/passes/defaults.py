@@ -21,7 +21,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from reducer.passes.base import Gate, collect, is_literal, parse, replace_many, safe
+from reducer.cst import collect, is_literal, parse, replace_many, safe
+from reducer.passes.base import Gate
 from reducer.passes.cleanup import drop_dead_code
 
 _DYNAMIC = ("setattr", "__dict__", "vars(")

@@ -29,7 +29,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from reducer.passes.base import Gate, collect, parse, replace, replace_many, run_targets, safe
+from reducer.cst import collect, parse, replace, replace_many, safe
+from reducer.passes.base import Gate
+from reducer.passes.loops import run_targets
 from reducer.passes.single import one_step
 
 _SUBMIT = {"submit"}
@@ -106,6 +108,12 @@ def _alternatives(module: cst.Module, call: cst.CSTNode) -> Iterable[str | None]
 
 
 def call_directly(gate: Gate) -> None:
+    """Call each hand-off's target in place, then each consumed pool map as a builtin map.
+
+    Removes: the hand-off of a function to a pool, an executor, a thread or a process
+    (``pool.submit(fn, a)`` → ``fn(a)``), and a map over a pool where its results are consumed.
+    Never changes: the function called, its arguments, or where its results are consumed; a
+    hand-off whose results are never read is left to the other passes."""
     run_targets(gate, _handoffs, _alternatives)
     run_targets(gate, _map_sites, _map_alternatives)
 
@@ -364,7 +372,11 @@ def bring_home(gate: Gate) -> None:
     """Before anything else, when the script starts its work in a child process: one candidate
     per child that runs the child's target in the parent instead. If the failure still shows
     (the signature's library frames do not need the process), every later candidate runs at
-    in-process speed, without a second interpreter's imports and model build."""
+    in-process speed, without a second interpreter's imports and model build.
+
+    Removes: the child process (or pool) that ran the script's work: its target is called in the
+    parent.
+    Never changes: the target function, its arguments, or the order of the calls it makes."""
     module = parse(gate.best)
     for child in _children(module):
         for source in _homes(module, child):

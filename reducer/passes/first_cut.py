@@ -8,8 +8,8 @@ from collections.abc import Mapping
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from reducer.passes.base import (Gate, StatementTransformer, body_statements, parse_with_positions, parses, render,
-                                 splice)
+from reducer.cst import StatementTransformer, body_statements, parse_with_positions, parses, render, splice
+from reducer.passes.base import Gate
 
 
 class _Cut(StatementTransformer):
@@ -95,7 +95,11 @@ def cut(source: str, lines: set[int], aggressive: bool) -> str | None:
 
 def first_cut(gate: Gate) -> None:
     """Offer the original minus every statement that never ran in the traced run (the
-    aggressive cut first, then the plain one)."""
+    aggressive cut first, then the plain one).
+
+    Removes: every statement that never ran in the traced run.
+    Never changes: a statement that ran (its line is in the trace), nor a block header whose body
+    ran; without a trace it offers nothing."""
     trace = gate.trace
     if trace is None or not trace.lines or gate.best != trace.source:
         return      # nothing recorded (or the best is no longer the traced text): nothing to cut

@@ -1,6 +1,6 @@
 """The heavier level: rewrites too bold for every round, tried when the usual fixpoint came early
 (well before --max-time, or before the default budget when there is none) — see
-``reducer.search.Reducer._search``. One candidate does all of them, repeatedly, with the dead
+``reducer.loop.SearchLoop._search``. One candidate does all of them, repeatedly, with the dead
 code they leave removed:
 
 - every method reached once made a plain function (``scaffolding.as_function``), then every
@@ -22,7 +22,8 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from reducer.passes.base import Gate, collect, parse, parse_with_positions, parses, replace_many, safe
+from reducer.cst import collect, parse, parse_with_positions, parses, replace_many, safe
+from reducer.passes.base import Gate
 from reducer.passes.scaffolding import _method_targets, as_function, first_element
 
 Rewrite = Callable[[str], "str | None"]
@@ -219,7 +220,13 @@ def heavy_candidates(source: str, trace) -> list[str]:
 def heavy_level(gate: Gate) -> None:
     """All the heavy rewrites as one candidate, then each kind on its own (see the module's
     docstring). Never part of the usual rounds: ``Reducer`` runs it only when the fixpoint came
-    early."""
+    early.
+
+    Removes: in one candidate: every method reached once made a function and every function called
+    once inlined, loops that ran once unrolled, instances of simple classes replaced by their field
+    values; the dead code they leave.
+    Never changes: anything the usual passes already decide: it runs only after an early fixpoint,
+    and what it gains goes through the phases again."""
     found = heavy_candidates(gate.best, gate.trace)
     if found:
         gate.first([(i, c) for i, c in enumerate(found)])

@@ -8,9 +8,11 @@ from typing import Any
 
 import libcst as cst
 
-from reducer.passes._names import BINDINGS, USES, census, uses
+from reducer.names import BINDINGS, USES, census, uses
 from reducer.passes.arguments import parameter_slots
-from reducer.passes.base import Gate, assign, collect_statements, parse, replace_many, run_targets, safe, splice
+from reducer.cst import assign, collect_statements, parse, replace_many, safe, splice
+from reducer.passes.base import Gate
+from reducer.passes.loops import run_targets
 from reducer.passes.cleanup import is_pure
 
 
@@ -197,6 +199,13 @@ def _alternatives(module: cst.Module, fn: cst.CSTNode) -> Iterable[str | None]:
 
 
 def inline_functions(gate: Gate) -> None:
+    """Inline each function called once, one at a time.
+
+    Removes: a function or method called exactly once: the call becomes its arguments bound as
+    assignments plus its body, and the definition goes.
+    Never changes: a function called more than once or used other than by a call, nor one that
+    cannot be spliced: decorated, async, a dunder, with ``*args``/``**kwargs``, a generator, one
+    with ``global``/``nonlocal``, or a ``return`` anywhere but its last line."""
     run_targets(gate, targets, _alternatives)
 
 
@@ -208,7 +217,7 @@ def flattened(source: str) -> str | None:
 
     Each round inlines a batch of independent functions in one rewrite (one parse, one walk),
     so a script of a thousand helpers takes as many rounds as its call chain is deep."""
-    from reducer.passes.base import parses
+    from reducer.cst import parses
     from reducer.passes.unwrap import unwrap_main_guard
     changed = False
     for _ in range(100):
@@ -226,7 +235,7 @@ def flattened(source: str) -> str | None:
 def _inline_batch(module: cst.Module, fns: list[cst.FunctionDef]) -> str | None:
     """Inline the functions of ``fns`` whose call sites are not inside another inlined function
     (and share no line with one), all in one rewrite; one at a time if the batch does not parse."""
-    from reducer.passes.base import parses
+    from reducer.cst import parses
     chosen: list[tuple[cst.FunctionDef, list[tuple[cst.CSTNode, Any]]]] = []
     removed: set[int] = set()           # statement lines inside a chosen function
     sites: set[int] = set()             # the chosen call-site lines
@@ -254,6 +263,12 @@ def _inline_batch(module: cst.Module, fns: list[cst.FunctionDef]) -> str | None:
 
 
 def flatten(gate: Gate) -> None:
+    """Offer the script with every function called once inlined and the ``__main__`` guard unwrapped.
+
+    Removes: every function called once (inlined into its caller, repeatedly) and the ``__main__``
+    guard, as ONE candidate: the failing path as one straight script.
+    Never changes: the order of the statements that run, or a function called more than once or
+    used other than by a call."""
     candidate = safe(lambda: flattened(gate.best))
     if candidate is not None:
         gate.consider(candidate)

@@ -11,7 +11,9 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 
 from reducer.passes.arguments import without_trailing_comma
-from reducer.passes.base import Gate, collect, delete_runs, replace, run_targets, safe
+from reducer.cst import collect, replace, safe
+from reducer.passes.base import Gate
+from reducer.passes.loops import delete_runs, run_targets
 
 _CONTAINERS = (cst.List, cst.Tuple, cst.Set, cst.Dict)
 
@@ -35,6 +37,11 @@ def _set_elements(node: cst.CSTNode, items: list) -> cst.CSTNode:
 
 
 def shrink_containers(gate: Gate) -> None:
+    """Delete runs of entries from every container display.
+
+    Removes: entries of list, tuple, set and dict displays (a ``device_map`` entry), runs of them
+    at a time.
+    Never changes: the entries that stay, or their order."""
     delete_runs(gate, containers, _elements, _set_elements)
 
 
@@ -179,6 +186,11 @@ def _in_message(node: cst.CSTNode, keep: frozenset[str]) -> bool:
 def shrink_literals(gate: Gate) -> None:
     """Numbers to 0/1/half, strings shorter, compound expressions to a part, all in one
     pre-order walk (measured: fewer runs than two separate passes on tests/data/reducer).
-    Values the failure's message shows are kept."""
+    Values the failure's message shows are kept.
+
+    Removes: size from values: numbers to 0/1/half, strings shorter, a compound expression replaced
+    by one of its parts.
+    Never changes: a value the failure's message shows (``failure_message``): a maintainer compares
+    the repro's message with the report's."""
     keep = message_values(gate.failure_message)
     run_targets(gate, lambda module: _shrinkable(module, keep), _alternatives)

@@ -18,7 +18,9 @@ from collections.abc import Iterable
 import libcst as cst
 
 from reducer.passes.arguments import parameter_slots, without_trailing_comma
-from reducer.passes.base import Gate, collect, parse, replace_many, run_targets, safe
+from reducer.cst import collect, parse, replace_many, safe
+from reducer.passes.base import Gate
+from reducer.passes.loops import run_targets
 from reducer.passes.cleanup import drop_dead_code
 
 _WORKERS = {"Process", "Thread"}
@@ -151,7 +153,12 @@ def _alternatives(module: cst.Module, param: cst.CSTNode) -> Iterable[str | None
 
 
 def drop_unused_parameters(gate: Gate) -> None:
-    """One parameter at a time, first to last (removing one never makes another one read)."""
+    """One parameter at a time, first to last (removing one never makes another one read).
+
+    Removes: a parameter its function never reads, with what every call site (and every hand-off to
+    a worker) passes for it.
+    Never changes: a function whose name is used other than by a call or a hand-off (stored,
+    passed, decorated, a method): not every caller would be seen."""
     if not _unused(parse(gate.best)):
         return
     run_targets(gate, _targets, _alternatives)

@@ -20,8 +20,9 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.passes.base import (Gate, assign, body_statements, collect, is_literal, replace_many, safe, splice,
-                                 together_then_each)
+from reducer.cst import assign, body_statements, collect, is_literal, replace_many, safe, splice
+from reducer.passes.base import Gate
+from reducer.passes.loops import together_then_each
 from reducer.passes.cleanup import drop_dead_code
 from reducer.size import size_of
 
@@ -136,6 +137,11 @@ def _targets(gate: Gate):
 
 
 def recorded_bindings(gate: Gate) -> None:
-    """Every recorded binding at once first (one run, often enough), then one by one."""
+    """Every recorded binding at once first (one run, often enough), then one by one.
+
+    Removes: the computation behind a variable bound to one value (it becomes that value), and a
+    loop that ran once (it becomes its body).
+    Never changes: a binding whose runs saw different values, or a value with no source form
+    (literals, containers of them, the script's enum members only)."""
     if gate.trace is not None:
         together_then_each(gate, *_targets(gate))

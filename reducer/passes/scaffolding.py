@@ -22,7 +22,9 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.passes.base import Gate, collect, replace, replace_many, run_targets, safe, together_then_each
+from reducer.cst import collect, replace, replace_many, safe
+from reducer.passes.base import Gate
+from reducer.passes.loops import run_targets, together_then_each
 from reducer.passes.single import one_step
 
 
@@ -81,7 +83,7 @@ def _annotated(module: cst.Module) -> list[cst.CSTNode]:
 
 
 def without_annotations(module: cst.Module, only: cst.CSTNode | None = None) -> str | None:
-    from reducer.passes.base import render
+    from reducer.cst import render
     new = render(module.visit(_DropAnnotations(_class_bodies(module), only)))
     return None if new == module.code else new
 
@@ -90,7 +92,10 @@ def drop_annotations(gate: Gate) -> None:
     """Drop type annotations: parameters', returns', variables' (``x: T = v`` becomes ``x = v``),
     all at once first, then function by function. Never a class body's (those are a dataclass's
     fields), never a value. The classes, imports and TypeVars only annotations named are then
-    unused, and cleanup removes them."""
+    unused, and cleanup removes them.
+
+    Removes: type annotations of parameters, returns and variables.
+    Never changes: a class body's annotations (a dataclass's fields), or any value."""
     together_then_each(gate, _annotated, lambda m, n: [safe(lambda: without_annotations(m, n))],
                        lambda m: safe(lambda: without_annotations(m)))
 
@@ -204,7 +209,11 @@ def direct_higher_order(gate: Gate) -> None:
     """``map``, ``filter``, ``sorted``/``min``/``max`` with ``key=``, ``functools.reduce`` (and
     ``list(...)`` of them) over what was one element in the failing run: the callable called on
     that element directly. Never changes which callable is called nor with what (the first
-    element, or the reduce's initial value and first element)."""
+    element, or the reduce's initial value and first element).
+
+    Removes: a builtin higher-order call over what is one element in the failing run (``list(map(f,
+    xs))`` → ``f(xs[0])``).
+    Never changes: the function applied or the element it is applied to."""
     run_targets(gate, _higher_order, _higher_order_alternatives)
 
 
@@ -273,7 +282,12 @@ def methods_to_functions(gate: Gate) -> None:
     function after its class: ``m(x)`` when it never reads ``self``, else ``m(obj, x)``. Then it
     is a function called once, which inline_functions can inline, and the class may be empty.
     Never a dunder, a decorated method (property, classmethod, staticmethod), one that calls
-    ``super()``, or a name that is also a top-level name; never changes the body."""
+    ``super()``, or a name that is also a top-level name; never changes the body.
+
+    Removes: the class around a method called once: it becomes a plain function (without ``self``
+    when it is unused).
+    Never changes: the method's body or the arguments of its one call; a method referenced any
+    other way stays."""
     run_targets(gate, _method_targets, _method_alternatives)
 
 
@@ -299,5 +313,9 @@ def comprehension_to_element(gate: Gate) -> None:
     """A comprehension (a helper's ``return [Req(i) for i in range(n)]``) over what was one
     element in the failing run: the one-element list of that element (``[Req(0)]``; over a name,
     ``[f(xs[0])]``). Literal one-element iterables are single_element's. Never one with a
-    condition or two ``for``s, never one whose element binds the loop name again."""
+    condition or two ``for``s, never one whose element binds the loop name again.
+
+    Removes: a comprehension over what is one element in the failing run: it becomes the
+    one-element list of that element.
+    Never changes: the expression computed for the element."""
     run_targets(gate, _comprehensions, _comprehension_alternatives)

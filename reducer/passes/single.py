@@ -25,8 +25,9 @@ from typing import Any
 
 import libcst as cst
 
-from reducer.passes.base import (Gate, body_statements, collect, is_literal, replace, replace_many, run_targets,
-                                 safe, splice)
+from reducer.cst import body_statements, collect, is_literal, replace, replace_many, safe, splice
+from reducer.passes.base import Gate
+from reducer.passes.loops import run_targets
 from reducer.passes.unwrap import one_iteration
 
 # Expressions that can stand anywhere a name can without parentheses (numbers aside: `1.real`).
@@ -347,4 +348,9 @@ def single_alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str |
 
 
 def single_element(gate: Gate) -> None:
+    """Write each loop or comprehension over one literal element as its one step.
+
+    Removes: the iteration over a literal one-element iterable (the loop or comprehension becomes
+    its one step) and a one-element display read at index 0.
+    Never changes: the element, or the body run for it."""
     run_targets(gate, _targets, single_alternatives)

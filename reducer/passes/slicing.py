@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from reducer.passes._names import Role, Roles, binding_target, import_bindings, target_leaves
-from reducer.passes.base import Gate, parse_with_positions, render, root_name as _root
+from reducer.names import Role, Roles, binding_target, import_bindings, target_leaves
+from reducer.cst import parse_with_positions, render, root_name as _root
+from reducer.passes.base import Gate
 
 _LOOPS = (cst.For, cst.While)
 _CONSTANTS = {"True", "False", "None"}
@@ -205,7 +206,7 @@ def _path(module: cst.Module, pos, lines: set[int]) -> dict[int, str]:
 
 
 def _render(module: cst.Module, removed: set[int], path: dict[int, str]) -> str:
-    from reducer.passes.base import body_statements, splice
+    from reducer.cst import body_statements, splice
     from reducer.passes.unwrap import one_iteration
 
     class Cut(cst.CSTTransformer):
@@ -254,7 +255,12 @@ def sliced(source: str, lines: set[int]) -> str | None:
 
 def slice_failure(gate: Gate) -> None:
     """Offer the cuts boldest first; the first that fails the same way wins (at most three runs
-    a round, none when nothing would change)."""
+    a round, none when nothing would change).
+
+    Removes: every statement on the failing path's statement lists that writes nothing a kept
+    statement reads.
+    Never changes: the statement holding a failing frame's line, or any statement that writes a
+    name a kept one reads."""
     lines = gate.failure_lines(gate.best)
     if not lines:
         return

@@ -11,8 +11,9 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.passes.base import (Gate, assign, body_statements, collect, replace, replace_many, run_targets,
-                                 safe, splice)
+from reducer.cst import assign, body_statements, collect, replace, replace_many, safe, splice
+from reducer.passes.base import Gate
+from reducer.passes.loops import run_targets
 from reducer.passes.cleanup import drop_empty_ifs
 
 _COMPOUND = (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While)
@@ -142,6 +143,12 @@ def alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
 
 
 def unwrap(gate: Gate) -> None:
+    """Replace each compound statement by one of its bodies.
+
+    Removes: a compound statement's wrapper (``if``, ``try``, ``with``, ``for``, ``while``),
+    replaced by one of its bodies.
+    Never changes: the statements inside the body it keeps; a loop target is bound to the first
+    item only when that is not larger."""
     run_targets(gate, compound_statements, alternatives)
 
 
@@ -166,4 +173,9 @@ def _as_expression(module: cst.Module, line: cst.CSTNode) -> Iterable[str | None
 
 
 def statement_to_expression(gate: Gate) -> None:
+    """Keep only the expression of a ``raise``, an assignment of a call, or a ``return`` of a call.
+
+    Removes: the ``raise`` around ``raise X(...)``, or the binding or ``return`` around a call (``m
+    = get_peft_model(...)`` → ``get_peft_model(...)``).
+    Never changes: the expression itself: the call and its arguments stay as they are."""
     run_targets(gate, _expression_statements, _as_expression)

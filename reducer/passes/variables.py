@@ -26,8 +26,10 @@ from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
-from reducer.passes._names import BINDINGS, Role, Roles, census
-from reducer.passes.base import Gate, collect, parse, render, replace_many, run_targets, together_then_each
+from reducer.cst import collect, parse, render, replace_many
+from reducer.names import BINDINGS, Role, Roles, census
+from reducer.passes.base import Gate
+from reducer.passes.loops import run_targets, together_then_each
 
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.SimpleString,
           cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)
