@@ -166,7 +166,11 @@ _single_use_nodes, _single_use_alternatives = _keyed(_single_use, _inline_one)
 
 
 def inline_single_use(gate: Gate) -> None:
-    """Every single-use binding at once first (one run), then one by one."""
+    """Every single-use binding at once first (one run), then one by one.
+
+    Removes: ``x = value`` whose one read comes later in the same block, the value moved there.
+    Never changes: a read inside a loop, function, lambda, class or comprehension, a name bound or
+    read twice."""
     together_then_each(gate, _single_use_nodes, _single_use_alternatives, lambda m: inlined_all(m.code))
 
 
@@ -303,6 +307,11 @@ _fold_nodes, _fold_alternatives = _keyed(lambda m: [(f.lines[0], f) for f in _fo
 
 
 def fold_kwargs(gate: Gate) -> None:
+    """A keyword dictionary built for one ``**`` call becomes that call's keywords.
+
+    Removes: ``kw = {}`` and its ``kw["key"] = value`` statements.
+    Never changes: a dict read anywhere else, filled conditionally, or with keys that are not
+    identifiers."""
     run_targets(gate, _fold_nodes, _fold_alternatives)
 
 
@@ -366,6 +375,12 @@ _value_function_nodes, _value_function_alternatives = _keyed(_value_functions, _
 
 
 def value_functions(gate: Gate) -> None:
+    """A helper without parameters that returns one expression, called more than once, becomes a
+    value computed once where it was defined.
+
+    Removes: the ``def`` and the calls' parentheses.
+    Never changes: a helper with parameters, decorators or more than its return, or one read other
+    than by a call."""
     run_targets(gate, _value_function_nodes, _value_function_alternatives)
 
 
@@ -422,5 +437,9 @@ def _all_paths(module: cst.Module) -> str | None:
 
 
 def path_literals(gate: Gate) -> None:
-    """Every pathlib call at once first, then one by one."""
+    """Every pathlib call at once first, then one by one.
+
+    Removes: ``Path()`` (→ ``"."``) and ``Path("base")`` (→ ``"base"``), and with the last of them
+    the pathlib import.
+    Never changes: a path built from a variable, or a class of that name not imported from pathlib."""
     together_then_each(gate, _path_nodes, _path_alternatives, _all_paths)

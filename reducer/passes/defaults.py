@@ -112,6 +112,11 @@ def _candidate(module: cst.Module, values: dict[str, cst.BaseExpression]) -> str
 
 
 def class_defaults(gate: Gate) -> None:
+    """A config class's literal defaults written where ``cfg.x`` is read (all at once, then one by one).
+
+    Removes: the reads of the class's fields, so the class and its instance can go.
+    Never changes: a name more than one class gives, an attribute the script assigns anywhere, or
+    one a construction of the class gives another value."""
     module = parse(gate.best)
     found = defaults(module)
     if not found:

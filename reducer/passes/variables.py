@@ -147,6 +147,11 @@ def _chained(module: cst.Module) -> str | None:
 
 
 def inline_variables(gate: Gate) -> None:
+    """A value bound to a name and read once, in the next statement, moves into that statement.
+
+    Removes: the binding statement (``loss = out.loss`` / ``loss.backward()`` → ``out.loss.backward()``).
+    Never changes: a name read twice or read later than the next statement, nor the order in which
+    the statements' own calls run."""
     def find(module: cst.Module) -> list[cst.CSTNode]:
         return [line for line, _, _ in _sites(module)]
 
@@ -244,6 +249,13 @@ def _fold_all(module: cst.Module) -> str | None:
 
 
 def fold_imports(gate: Gate) -> None:
+    """An alias import that a plain ``import pkg`` of the script already reaches: its uses are spelled
+    through ``pkg``.
+
+    Removes: ``import torch.distributed as dist`` when ``import torch`` is there (its uses
+    become ``torch.distributed``).
+    Never changes: an import no plain ``import pkg`` of the script covers; whether ``pkg`` makes
+    the submodule reachable, the run decides."""
     together_then_each(gate, lambda m: [line for line, _, _ in _foldable(m)],
                        lambda m, line: [_fold(m, line)], _fold_all)
 
@@ -354,5 +366,8 @@ def _inline_return(module: cst.Module, fn: cst.FunctionDef) -> str | None:
 
 def inline_returns(gate: Gate) -> None:
     """A function that only returns an expression, called once anywhere (a loop's iterable, an
-    argument): the expression, its parameters replaced by the arguments, in the call's place."""
+    argument): the expression, its parameters replaced by the arguments, in the call's place.
+
+    Removes: the function and its call.
+    Never changes: a function called twice, with a default or a star parameter, or a decorated one."""
     run_targets(gate, lambda m: [fn for fn, _, _ in _return_sites(m)], lambda m, fn: [_inline_return(m, fn)])
