@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from bot.targets import owner_packages
 from bot.upstream.raise_sites import raisers
 
 BUG, USAGE, ENVIRONMENT = "bug", "usage", "environment"
@@ -128,7 +129,7 @@ def _environment(ev: Evidence) -> Kind | None:
             return Kind(ENVIRONMENT, why, "check the versions, the CUDA setup and reinstall the package the "
                                           "message names", 0.8)
     m = _MODULE_ATTR.search(ev.message or "")
-    if m and ev.exc == "AttributeError" and m.group(1).split(".")[0] in STACK:
+    if m and ev.exc == "AttributeError" and m.group(1).split(".")[0] in owner_packages():
         return Kind(ENVIRONMENT, f"the installed {m.group(1)} has no `{m.group(2)}`: another release than the code "
                                  "expects, or an old or broken install of it",
                     f"check the installed {m.group(1).split('.')[0]} version and reinstall it", 0.7)
