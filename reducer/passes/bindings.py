@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from reducer.cst import assign, parse, parses, replace_many, safe
+from reducer.cst import assign, parses, replace_many, safe
 from reducer.names import BINDINGS, NOT_VARIABLES, Role, Roles, census
 from reducer.passes._shared import spread_kwargs
 from reducer.passes.base import Gate
-from reducer.passes.loops import run_targets, together_then_each
+from reducer.passes.loops import one_after_another, run_targets, together_then_each
 
 # A read inside one of these runs a different number of times, or at another moment, than the
 # statement around it: a value moved there would be evaluated differently.
@@ -150,16 +150,11 @@ def _inline_one(module: cst.Module, target) -> str | None:
 
 def inlined_all(source: str, limit: int = 64) -> str | None:
     """Every single-use binding inlined, one after another (a value may hold another's read)."""
-    out = source
-    for _ in range(limit):
-        targets = _single_use(parse(out))
-        if not targets:
-            break
-        nxt = _inline_one(parse(out), targets[0])
-        if nxt is None or not parses(nxt):
-            break
-        out = nxt
-    return out if out != source else None
+    def first(m: cst.Module) -> str | None:
+        targets = _single_use(m)
+        nxt = _inline_one(m, targets[0]) if targets else None
+        return nxt if nxt is not None and parses(nxt) else None
+    return one_after_another(source, first, limit)
 
 
 _single_use_nodes, _single_use_alternatives = _keyed(_single_use, _inline_one)

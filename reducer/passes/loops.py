@@ -145,3 +145,17 @@ def delete_runs(gate: Gate, find_owners: Callable[[cst.Module], Sequence[cst.CST
         pos = p - n - 1
         if pos < 0:
             o, pos = o + 1, None
+
+
+def one_after_another(source: str, step: Callable[[cst.Module], str | None], limit: int) -> str | None:
+    """``step`` (the rewrite of the first site it finds in a module; None when there is none or it
+    cannot be made) applied again to its own result, at most ``limit`` times: a rewrite that makes
+    the next one possible (a value inlined into a line that is inlined next) in one candidate.
+    None when nothing changed."""
+    text = source
+    for _ in range(limit):
+        nxt = step(parse(text))
+        if nxt is None:
+            break
+        text = nxt
+    return text if text != source else None

@@ -26,10 +26,10 @@ from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
-from reducer.cst import collect, parse, render, replace_many
+from reducer.cst import collect, render, replace_many
 from reducer.names import BINDINGS, Role, Roles, census
 from reducer.passes.base import Gate
-from reducer.passes.loops import run_targets, together_then_each
+from reducer.passes.loops import one_after_another, run_targets, together_then_each
 
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.SimpleString,
           cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)
@@ -133,17 +133,10 @@ def _inline(module: cst.Module, sites) -> str | None:
 
 def _chained(module: cst.Module) -> str | None:
     """Every site, one after another (a value inlined into a line that is itself inlined next)."""
-    text, changed = module.code, False
-    for _ in range(50):
-        m = parse(text)
+    def first(m: cst.Module) -> str | None:
         sites = _sites(m)
-        if not sites:
-            break
-        nxt = _inline(m, sites[:1])
-        if nxt is None:
-            break
-        text, changed = nxt, True
-    return text if changed else None
+        return _inline(m, sites[:1]) if sites else None
+    return one_after_another(module.code, first, 50)
 
 
 def inline_variables(gate: Gate) -> None:
@@ -235,17 +228,10 @@ def _fold(module: cst.Module, line: cst.CSTNode) -> str | None:
 
 
 def _fold_all(module: cst.Module) -> str | None:
-    text, changed = module.code, False
-    for _ in range(20):
-        m = parse(text)
+    def first(m: cst.Module) -> str | None:
         sites = _foldable(m)
-        if not sites:
-            break
-        nxt = _fold(m, sites[0][0])
-        if nxt is None:
-            break
-        text, changed = nxt, True
-    return text if changed else None
+        return _fold(m, sites[0][0]) if sites else None
+    return one_after_another(module.code, first, 20)
 
 
 def fold_imports(gate: Gate) -> None:
