@@ -3,6 +3,7 @@ warm image, compared with the same line run cold by the real torchrun."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 import threading
@@ -67,8 +68,9 @@ RANKS = """
     t = torch.ones(2) * (dist.get_rank() + 1)
     dist.all_reduce(t)
     env = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "OMP_NUM_THREADS")}
-    # one write per line: both ranks print at once to one unbuffered stream
-    print(f"rank {dist.get_rank()} sum {t.tolist()} env {env} threads {torch.get_num_threads()}", flush=True)
+    # one write(2) per line: both ranks print at once to one stream, and the runner's
+    # PYTHONUNBUFFERED makes print() write the text and its newline apart
+    os.write(1, f"rank {dist.get_rank()} sum {t.tolist()} env {env} threads {torch.get_num_threads()}\\n".encode())
     time.sleep(float(os.environ.get("HOLD", "0")))   # concurrent runs hold their rendezvous together
     if dist.get_rank() == 1:
         only_rank_one = f"lr={a.lr} port={os.environ['MASTER_PORT']} world={dist.get_world_size()}"
@@ -166,7 +168,7 @@ HANG = """
     import torch.distributed as dist
 
     dist.init_process_group("gloo")
-    print(f"rank {dist.get_rank()} pid {os.getpid()}", flush=True)     # one write: both ranks print at once
+    os.write(1, f"rank {dist.get_rank()} pid {os.getpid()}\\n".encode())  # one write(2): both ranks print at once
     if dist.get_rank() == 1:
         dist.barrier()                 # rank 0 never comes: rank 1 hangs in the collective
     time.sleep(600)
@@ -190,7 +192,7 @@ def test_a_warm_rank_that_hangs_is_killed_at_the_timeout_and_the_run_counts(warm
     verdict = oracle.test(script.read_text())
     assert runner.warm_runs == 1, (runner.warm_fallbacks, verdict.outcome.stdout[-2000:], verdict.outcome.stderr[-3000:])
     assert verdict.outcome.timed_out and not verdict.interesting
-    pids = [int(line.split()[3]) for line in verdict.outcome.stdout.splitlines() if line.startswith("rank ")]
+    pids = [int(pid) for pid in re.findall(r"rank \d+ pid (\d+)", verdict.outcome.stdout)]
     assert len(pids) == 2, verdict.outcome.stdout                         # both ranks ran, warm
     assert oracle.runs == 1                                              # a verdict like any other
     assert not any(_alive(pid) for pid in pids)                          # every rank was killed
