@@ -1,11 +1,11 @@
 """Bug / usage / environment on the labelled set (bot/data/kind/): accuracy, and usage-error
 precision and recall, per part. Rules are developed with --train-only; the held-out part
-(heldout_v2) is read only to report, and its misses are never listed (bot/data/kind/README.md).
+(heldout_v3) is read only to report, and its misses are never listed (bot/data/kind/README.md).
 
     python bench/kind_eval.py [--train-only] [--misses]
 
-Train includes the first held-out part (rows with origin heldout-v1), which was seen while the
-first rules were written; it is also reported on its own line as `train[heldout-v1]`.
+Train includes the earlier held-out parts (rows with origin heldout-v1, heldout-v2), each read
+once its rules were written; each is also reported on its own line, e.g. `train[heldout-v2]`.
 """
 from __future__ import annotations
 
@@ -61,11 +61,10 @@ def main(argv: list[str] | None = None) -> int:
         got = s.pop("_got")
         print(f"{part}: " + json.dumps(s))
         if part == "train":
-            v1 = [r for r in rows if r.get("origin") == "heldout-v1"]
-            if v1:
-                sub = score(v1)
+            for origin in sorted({r["origin"] for r in rows if r.get("origin")}):
+                sub = score([r for r in rows if r.get("origin") == origin])
                 sub.pop("_got")
-                print("train[heldout-v1]: " + json.dumps(sub))
+                print(f"train[{origin}]: " + json.dumps(sub))
         if args.misses and part == "train":
             for r, k in got:
                 if k.kind != r["label"]:

@@ -4,10 +4,10 @@ issue is held out before any rule is written against it (bot/data/kind/README.md
 
     python bench/split_kind.py --issues gathered.jsonl
 
-Parts: `train.jsonl` and `heldout_v2.jsonl`. The first held-out part (salt `reprobot-30-kind`) was
-read while rules were written, so it was folded into train (rows keep `origin: heldout-v1`) and a
-new held-out part is drawn with its own salt from issues gathered after that; every issue added
-from now on is assigned by the v2 salt.
+Parts: `train.jsonl` and `heldout_v3.jsonl`. Each earlier held-out part was read once its rules
+were written, so it was folded into train (rows keep `origin: heldout-v1` / `heldout-v2`) and the
+next held-out part is drawn with its own salt from issues gathered after that, by people who never
+wrote or ran a rule; every issue added from now on is assigned by the v3 salt.
 
 Issues already in the set are left as they are; text fields pass through reprobot's scrubber.
 """
@@ -27,9 +27,12 @@ from bench.split_upstream import _fraction, _read, _write, ref  # noqa: E402
 from bot.scrub import scrub_json  # noqa: E402
 
 DATA = ROOT / "bot" / "data" / "kind"
-HELD_OUT_SHARE = 0.35
-SALT = "reprobot-30-kind-v2"
-HELD_OUT = "heldout_v2"
+# Half, not a third: the goal is read on this part, and a third of ~60 new issues would leave a
+# dozen usage labels, where one verdict moves precision by 0.2.
+HELD_OUT_SHARE = 0.5
+SALT = "reprobot-30-kind-v3"
+HELD_OUT = "heldout_v3"
+SEEN = ("heldout", "heldout_v2")          # earlier held-out parts, read, so folded into train
 PARTS = ("train", HELD_OUT)
 LABELS = ("bug", "usage", "environment")
 KEYS = ("repo", "number", "title", "exc_type", "message", "frames", "entry_call", "label", "evidence", "source")
@@ -39,16 +42,20 @@ def part(issue: dict[str, Any]) -> str:
     return HELD_OUT if _fraction(f"{SALT}:{ref(issue)}") < HELD_OUT_SHARE else "train"
 
 
-def _fold_v1(parts: dict[str, list[dict[str, Any]]]) -> int:
-    """Move the first held-out part (seen while writing rules) into train, marked by origin."""
-    old = DATA / "heldout.jsonl"
-    rows = _read(old)
-    for row in rows:
-        row["origin"] = "heldout-v1"
-        parts["train"].append(row)
-    if old.exists():
-        old.unlink()
-    return len(rows)
+def _fold_seen(parts: dict[str, list[dict[str, Any]]]) -> int:
+    """Move the held-out parts already read into train, each row marked by the part it came from."""
+    moved = 0
+    for name in SEEN:
+        old = DATA / f"{name}.jsonl"
+        rows = _read(old)
+        origin = "heldout-v1" if name == "heldout" else name.replace("_", "-")
+        for row in rows:
+            row.setdefault("origin", origin)
+            parts["train"].append(row)
+        if old.exists():
+            old.unlink()
+        moved += len(rows)
+    return moved
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     DATA.mkdir(parents=True, exist_ok=True)
     parts = {p: _read(DATA / f"{p}.jsonl") for p in PARTS}
-    folded = _fold_v1(parts)
+    folded = _fold_seen(parts)
     known = {ref(i) for rows in parts.values() for i in rows}
     added = 0
     for path in args.issues:
@@ -77,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.sort(key=lambda i: (i["repo"], i["number"]))
         _write(DATA / f"{p}.jsonl", rows)
     counts = {p: {lab: sum(r["label"] == lab for r in rows) for lab in LABELS} for p, rows in parts.items()}
-    print(json.dumps({"added": added, "folded_heldout_v1": folded, **counts}))
+    print(json.dumps({"added": added, "folded_into_train": folded, **counts}))
     return 0
 
 
