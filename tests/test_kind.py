@@ -292,3 +292,19 @@ def test_reduce_and_preview_of_greedy_generate_with_three_sequences(tmp_path: Pa
     body = (folder / "draft-transformers.md").read_text()
     expected = body.split("### Expected behavior", 1)[1].split("###", 1)[0]
     assert "should complete" not in expected and "a clearer error message" in expected, expected
+
+
+GRAD = "element 0 of tensors does not require grad and does not have a grad_fn"
+
+
+def test_torchs_own_checks_of_the_callers_graph_are_usage_errors_only_when_torch_raised_them() -> None:
+    backward = [("torch/_tensor.py", "backward", "torch.autograd.backward("),
+                ("torch/autograd/__init__.py", "backward", "_engine_run_backward(")]
+    k = _kind(_traceback("loss.backward()", backward, f"RuntimeError: {GRAD}"))
+    assert k.kind == USAGE and "enable_input_require_grads" in (k.fix or "")
+    # the same words raised by a stack library's own frame: the library's code, not torch's check
+    peft_frame = [("peft/tuners/lora/model.py", "_forward_hook", "raise RuntimeError(msg)")]
+    assert _kind(_traceback("model(x)", peft_frame, f"RuntimeError: {GRAD}")).kind == BUG
+    # an error line alone (no frames) is read as torch's check too
+    assert classify(Evidence("RuntimeError", "one of the variables needed for gradient computation has been "
+                                             "modified by an inplace operation")).kind == USAGE

@@ -241,13 +241,52 @@ def _own_attribute(ev: Evidence) -> Kind | None:
                 f"check which class provides `{attr}` (its docs) and call it on that", 0.6)
 
 
+# torch's own checks of the caller's graph, data or DDP setup. They are raised from C++ (no Python
+# raise for the catalogue to find, often no frames at all) and their wording is stable across
+# releases; each names what the caller's training step got wrong, not an internal failure.
+_TORCH_CHECKS = [
+    (re.compile(r"does not require grad and does not have a grad_fn", re.I),
+     "the loss does not depend on anything that requires grad (a frozen model, a no_grad block, or gradient "
+     "checkpointing on a frozen base)",
+     "make sure some parameters require grad; with gradient checkpointing on a frozen base, call "
+     "model.enable_input_require_grads()"),
+    (re.compile(r"modified by an inplace operation", re.I),
+     "the caller's graph changes in place a tensor that backward still needs",
+     "replace the in-place operation (`x += ...`, `x[...] = ...`, `relu_`) with an out-of-place one"),
+    (re.compile(r"backward through the graph a second time", re.I),
+     "backward ran twice through one graph", "call backward once per forward, or pass retain_graph=True"),
+    (re.compile(r"Expected to mark a variable ready only once|Expected to have finished reduction in the prior "
+                r"iteration", re.I),
+     "DDP saw parameters used twice or not at all in one step (gradient checkpointing or unused parameters "
+     "under DistributedDataParallel)",
+     "set find_unused_parameters or static_graph as the message says, or use gradient checkpointing with "
+     "use_reentrant=False"),
+    (re.compile(r"Attempting to unscale FP16 gradients", re.I),
+     "the trainable parameters are float16 while fp16 mixed precision expects float32 master weights",
+     "keep the trainable parameters (the adapter) in float32"),
+    (re.compile(r"Expected input batch_size \(\d+\) to match target batch_size \(\d+\)", re.I),
+     "the labels' batch does not match the model's output (the caller's data or collator)",
+     "check the labels the data collator builds against the model's task"),
+]
+
+
+def _torch_check(ev: Evidence) -> Kind | None:
+    raiser = ev.raiser
+    if raiser is not None and raiser.package != "torch":
+        return None
+    for pattern, why, fix in _TORCH_CHECKS:
+        if pattern.search(ev.message or ""):
+            return Kind(USAGE, f"torch rejected the caller's training step: {why}", fix, 0.6)
+    return None
+
+
 def _usage(ev: Evidence) -> Kind | None:
     message = ev.message or ""
     raiser = ev.raiser
     behalf = _on_behalf(ev)
     if behalf or (ev.user_line and _LIBRARY_EXAMPLE.search(ev.user_line)):
         return None
-    own = _own_attribute(ev)
+    own = _own_attribute(ev) or _torch_check(ev)
     if own:
         return own
     sites = raisers(ev.exc_type, message) if raiser is None else {}
