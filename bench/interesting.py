@@ -34,7 +34,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def is_interesting(source: str, signature_json: Path, script: Path, python: str, timeout: float) -> bool:
     # Imported here so that a candidate rejected by compile() costs no import time.
-    from reducer.runner import Runner, RunSpec
+    from reducer.run.runner import Runner, RunSpec
     from reducer.signature import MatchOptions, Signature, find_match
 
     stored = json.loads(signature_json.read_text(encoding="utf-8"))

@@ -88,8 +88,8 @@ def overhead(script: Path, runs: int) -> dict:
     """Mean wall of one candidate through a Ray slot and through the local Runner, cold and warm
     (Ray must already be initialised)."""
     from reducer.cluster.ray_runner import RayRunner
-    from reducer.runner import Runner, RunSpec
-    from reducer.zygote import ZygotePool, warm_imports
+    from reducer.run.runner import Runner, RunSpec
+    from reducer.run.zygote import ZygotePool, warm_imports
     source = script.read_text(encoding="utf-8")
     modules = warm_imports(source, script.parent)
     local = Runner(RunSpec(script=script))

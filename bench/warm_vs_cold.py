@@ -33,8 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reducer.runner import Runner, RunSpec  # noqa: E402
-from reducer.zygote import ZygotePool, warm_imports  # noqa: E402
+from reducer.run.runner import Runner, RunSpec  # noqa: E402
+from reducer.run.zygote import ZygotePool, warm_imports  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "cpu_gemma4_lora" / "train_lora.py"
 CORPUS = ROOT / "bench" / "corpus"

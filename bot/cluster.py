@@ -11,7 +11,7 @@ from rich.markup import escape
 from bot.output import console
 from reducer.errors import ExitCode, ReprobotError
 from reducer.failure import Failure
-from reducer.gpu import GpuPool
+from reducer.run.gpu import GpuPool
 from reducer.oracle import Oracle
 
 INSTALL_HINT = "pip install 'reprobot[ray]'"
@@ -44,7 +44,7 @@ def on_cluster(address: str, failure: Failure, oracle: Oracle, pool: GpuPool, sl
         return
     engine = _engine()
     from reducer.cluster.gpus import ClusterGpus
-    from reducer.zygote import warm_imports
+    from reducer.run.zygote import warm_imports
     local, local_gpus = failure.runner, oracle.gpus
     per_job = pool.per_job if len(pool) else 0
     modules = warm_imports(failure.source, local.script_dir) if warm and local.zygotes is not None else []

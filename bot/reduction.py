@@ -18,7 +18,7 @@ from bot.store import ReproDir, write_json_atomic, write_text_atomic
 from reducer.errors import DeadlineReached, ExitCode, ReprobotError
 from reducer.failure import Failure
 from reducer.flaky import Rate, seed_calls
-from reducer.gpu import GpuPool, parse_gpus
+from reducer.run.gpu import GpuPool, parse_gpus
 from reducer.oracle import Oracle, Verdict, candidate_memory, candidate_timeout
 from reducer.outcome import Outcome, TracebackRecord
 from reducer.search import Reducer, ReductionResult
@@ -224,7 +224,7 @@ def make_oracle(failure: Failure, pool: GpuPool, deadline: float | None) -> Orac
 
 
 def stop_leftovers() -> None:
-    from reducer.runner import reap_leftovers
+    from reducer.run.runner import reap_leftovers
     left = reap_leftovers()
     if left:
         console.print(f"[yellow]stopped {left} process(es) an earlier, killed reprobot had left running[/]")
@@ -261,7 +261,7 @@ def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
     The original was already run cold to establish the failure; here it runs once warm. A
     different outcome (another signature, or none) means something in the warm start changes
     what the script does: then every run stays cold."""
-    from reducer.zygote import ZygoteError, ZygotePool, warm_imports
+    from reducer.run.zygote import ZygoteError, ZygotePool, warm_imports
     runner = failure.runner
     report = WarmReport(original_cold_seconds=round(failure.wall_time, 3))
     if runner.launched and runner.rank_plan is None:
@@ -326,7 +326,7 @@ def _warm_differs(failure: Failure, warm) -> str:
     seen_warm = {sig: rec for sig, rec in distinct_failures(warm, options)}
     union = {sig: rec for c in cold for sig, rec in c.items()}
     # Only a process's own failures are compared: a parent's report that a child failed
-    # (torchrun's ChildFailedError, raised warm by reducer/rank_launch.py from other frames) and
+    # (torchrun's ChildFailedError, raised warm by reducer/run/rank_launch.py from other frames) and
     # the other ranks' failures for want of the first (a peer that closed, a SIGTERM: they come or
     # not with the timing) say nothing of what the script does warm.
     extra = [rec for sig, rec in seen_warm.items() if sig not in union and role(rec) == PRIMARY]

@@ -40,7 +40,7 @@ def make_self_contained(failure: Failure, repro: ReproDir, oracle: Oracle, best:
     """repro.py with the artefacts it read rewritten as code where a run shows that keeps the
     failure; the traceback of its alone run (or, when it cannot be made to fail alone, of the
     cold run beside its files)."""
-    from reducer.runner import OFFLINE_ENV
+    from reducer.run.runner import OFFLINE_ENV
     probe = probe_in(failure.runner.python, {**failure.runner.base_environment(), **OFFLINE_ENV})
     try:
         result = make_standalone(best, context_of(failure), alone_runner(failure, oracle), probe,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reducer.errors import ExitCode, ReprobotError
-from reducer.processes import script_argument
+from reducer.run.processes import script_argument
 from reducer.signature import Signature
 
 if TYPE_CHECKING:

@@ -13,17 +13,17 @@ from typing import Callable, Iterator
 
 import libcst as cst
 
-from reducer.devices import DEVICES_ENV, DeviceUse, read_devices
+from reducer.run.devices import DEVICES_ENV, DeviceUse, read_devices
 from reducer.errors import ExitCode, ReprobotError
 from reducer.flaky import (DEFAULT_CAP, EARLY, MAX_CANDIDATE_RUNS, SEED_TRIES, Rate, keep_running, seeded_source,
                            too_rare)
-from reducer.gpu import split_sets, visible_value
-from reducer.launch import LaunchLine
-from reducer.limits import RunLimits
+from reducer.run.gpu import split_sets, visible_value
+from reducer.run.launch import LaunchLine
+from reducer.run.limits import RunLimits
 from reducer.outcome import Outcome, TracebackRecord
-from reducer.raised import RAISED
+from reducer.run.raised import RAISED
 from reducer.ranks import WRAPPER, describe_wrapper, role
-from reducer.runner import Runner, RunSpec
+from reducer.run.runner import Runner, RunSpec
 from reducer.signature import MatchOptions, Signature, distinct_failures, find_match
 
 
@@ -74,7 +74,7 @@ class FailureSpec:
     clean_env: bool = False
     deadline: float | None = None      # time.monotonic() at which the whole command stops
     limits: RunLimits = field(default_factory=RunLimits)
-    launch: LaunchLine | None = None   # torchrun / accelerate launch / python -m (reducer/launch.py)
+    launch: LaunchLine | None = None   # torchrun / accelerate launch / python -m (reducer/run/launch.py)
     # runs of a flaky original at most, to measure how often it fails (reducer/flaky.py);
     # a failure that shows in every one of the ``runs`` confirmation runs never gets past those
     flaky_runs: int = DEFAULT_CAP

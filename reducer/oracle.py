@@ -10,10 +10,10 @@ import time
 
 from reducer.errors import DeadlineReached
 from reducer.flaky import MAX_CANDIDATE_RUNS, clean_runs_to_refuse
-from reducer.gpu import GpuPool
+from reducer.run.gpu import GpuPool
 from reducer.normalize import library_path
 from reducer.outcome import Outcome
-from reducer.slots import CandidateRunner, accepts_cancel
+from reducer.run.slots import CandidateRunner, accepts_cancel
 from reducer.ranks import _COLLISION as _COLLISION_TEXT, is_collision
 from reducer.signature import MatchOptions, Signature, find_match
 

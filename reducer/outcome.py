@@ -42,7 +42,7 @@ class TracebackRecord:
     kind: str = "exception"
     chain: tuple["TracebackRecord", ...] = ()
     # "raised" when the run's exception recorder saw it, "printed" when the recorder ran but
-    # this is only text in the output, "" when unknown (reducer/raised.py).
+    # this is only text in the output, "" when unknown (reducer/run/raised.py).
     origin: str = ""
 
     def to_dict(self) -> dict[str, Any]:

@@ -15,7 +15,7 @@ was sent SIGTERM. Those SECONDARY failures are listed after the primary one, so 
 rank's own raised error is the target.
 
 An address already in use (EADDRINUSE) is a COLLISION with another run's rendezvous, never the
-failure being reduced (reducer/rendezvous.py gives every run its own port).
+failure being reduced (reducer/run/rendezvous.py gives every run its own port).
 """
 from __future__ import annotations
 

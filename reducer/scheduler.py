@@ -27,7 +27,7 @@ from reducer.errors import DeadlineReached
 from reducer.gate import CandidateGate, Checked
 from reducer.passes.base import Offer, Pass
 from reducer.search_stats import Tally
-from reducer.slots import accepts_cancel
+from reducer.run.slots import accepts_cancel
 
 Interesting = Callable[[str], bool]   # a candidate source -> does it fail the same way (a real run)
 
@@ -358,13 +358,13 @@ class Scheduler:
             return
         early = early or any(not f.done() for f in [*self._inflight.values(), *self._cancelled])
         if early:
-            from reducer.runner import stop_runs_in_flight
+            from reducer.run.runner import stop_runs_in_flight
             stop_runs_in_flight()
         # Waiting is short once the runs in flight are told to stop.
         self._pool.shutdown(wait=early, cancel_futures=True)
         self._pool = None
         if early:
-            from reducer.runner import allow_runs
+            from reducer.run.runner import allow_runs
             allow_runs()
 
     def finish(self) -> int:

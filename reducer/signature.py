@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from reducer.normalize import PLUMBING, library_frames, library_path, normalize_message  # noqa: F401 (re-exported)
 from reducer.outcome import Outcome, TracebackRecord
-from reducer.raised import PRINTED
+from reducer.run.raised import PRINTED
 from reducer.tracebacks import all_records
 
 DEFAULT_FRAMES = 3
@@ -77,7 +77,7 @@ def signature_of(record: TracebackRecord, options: MatchOptions = MatchOptions()
 
 def distinct_failures(outcome: Outcome, options: MatchOptions = MatchOptions()) -> list[tuple[Signature, TracebackRecord]]:
     """The distinct failures of a run, one record each: first-seen order, except that
-    exceptions the run raised come before tracebacks it only printed (reducer/raised.py), and a
+    exceptions the run raised come before tracebacks it only printed (reducer/run/raised.py), and a
     process's own failure comes before the other ranks' secondary failures, and those before a
     parent's wrapper that only says a child failed (reducer/ranks.py: a wrapper is never a
     target)."""

@@ -10,7 +10,7 @@ user environment, Python 3.8+), and appends to the JSON-lines file named by
   O_APPEND, so forked workers and hard crashes lose nothing already seen);
 - the same from every child of the run that is a Python interpreter (spawn / forkserver
   workers, ``torch.multiprocessing.spawn`` ranks, and their own children): the launcher puts
-  its path and the script's in the environment, and reducer/exception_hook/sitecustomize.py
+  its path and the script's in the environment, and reducer/run/exception_hook/sitecustomize.py
   runs it in child mode at the child's start-up (a warm child: when it takes its environment),
   so a line only a child ran counts as executed;
 - ``{"call": {...}}`` at exit: for calls made from the script's own lines, the callee's name,
@@ -38,7 +38,7 @@ from typing import Any
 import libcst as cst
 
 from reducer.cst import parse_with_positions
-from reducer.processes import script_argument
+from reducer.run.processes import script_argument
 from reducer.provenance import Provenance, leaked, secret_values
 
 ENV_VAR = "REPROBOT_TRACE_OUT"
@@ -88,7 +88,7 @@ LAUNCHER = r'''
 import ast, atexit, json, os, re, runpy, sys, threading
 
 # In a child of the traced run (a spawn/forkserver worker, any Python the script started),
-# reducer/exception_hook/sitecustomize.py runs this file with _REPROBOT_TRACE_CHILD set: the
+# reducer/run/exception_hook/sitecustomize.py runs this file with _REPROBOT_TRACE_CHILD set: the
 # same tracer, installed before the child runs anything of the script, writing to the same file.
 _child = bool(globals().get("_REPROBOT_TRACE_CHILD"))
 _script = os.environ["REPROBOT_TRACE_SCRIPT"] if _child else os.path.abspath(sys.argv[1])
@@ -730,7 +730,7 @@ def trace_run(source: str, run: RunFn) -> TraceData:
 
 
 def runner_run_fn(runner: Any, warm: bool | None = None) -> RunFn:
-    """Adapter for ``reducer.runner.Runner``; ``warm=True`` forks the traced run from a warm
+    """Adapter for ``reducer.run.runner.Runner``; ``warm=True`` forks the traced run from a warm
     interpreter (the launcher is a script, so it can be run as ``__main__`` there too)."""
     return lambda source, launcher, env: runner.run(source, launcher=launcher, extra_env=env, warm=warm)
 

@@ -29,7 +29,7 @@ def reduce_with(runner, source: str, jobs: int) -> Reduced:
     """The real oracle and search over ``runner``; the target is the original's last traceback,
     as run by the local engine."""
     from reducer.oracle import Oracle
-    from reducer.runner import Runner
+    from reducer.run.runner import Runner
     from reducer.search import Reducer
     from reducer.signature import MatchOptions, signature_of
     local = runner.local if hasattr(runner, "local") else runner
@@ -43,7 +43,7 @@ def reduce_with(runner, source: str, jobs: int) -> Reduced:
 
 
 def local_result(script: Path) -> Reduced:
-    from reducer.runner import Runner, RunSpec
+    from reducer.run.runner import Runner, RunSpec
     return reduce_with(Runner(RunSpec(script=script)), script.read_text(encoding="utf-8"), jobs=1)
 
 

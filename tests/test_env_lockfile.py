@@ -119,7 +119,7 @@ def test_find_imported_modules_runs_a_scratch_copy(tmp_path: Path) -> None:
 def test_launcher_rides_along_a_runner_run_without_changing_the_signature(tmp_path: Path) -> None:
     # The launcher goes through Runner.run's launcher= argument, so the modules can be recorded on
     # a run the reducer makes anyway, without a run of its own.
-    from reducer.runner import Runner, RunSpec
+    from reducer.run.runner import Runner, RunSpec
     from reducer.signature import distinct_failures
     script = tmp_path / "r.py"
     script.write_text("import json\njson.loads('{')\n")

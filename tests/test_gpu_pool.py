@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from reducer.errors import ReprobotError
-from reducer.gpu import GpuPool, compute_pids, parse_gpus, visible_gpus, wait_released
+from reducer.run.gpu import GpuPool, compute_pids, parse_gpus, visible_gpus, wait_released
 from reducer.oracle import Oracle
-from reducer.runner import Runner, RunSpec
+from reducer.run.runner import Runner, RunSpec
 from reducer.signature import MatchOptions, Signature
 
 FAKE_SMI = textwrap.dedent("""\

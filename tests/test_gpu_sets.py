@@ -14,12 +14,12 @@ from types import SimpleNamespace
 
 import pytest
 
-import reducer.gpu as gpu_mod
-from reducer.devices import DEVICES_ENV, read_devices
+import reducer.run.gpu as gpu_mod
+from reducer.run.devices import DEVICES_ENV, read_devices
 from reducer.errors import ExitCode, ReprobotError
 from reducer.failure import FailureSpec, find_failure
-from reducer.gpu import GpuPool, split_sets
-from reducer.runner import Runner, RunSpec
+from reducer.run.gpu import GpuPool, split_sets
+from reducer.run.runner import Runner, RunSpec
 
 SAME_DEVICE = ("Expected all tensors to be on the same device, but found at least two devices, "
                "cuda:1 and cuda:0!")

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from reducer.errors import ExitCode
-from reducer.limits import RunLimits, apply_limits, user_tasks
+from reducer.run.limits import RunLimits, apply_limits, user_tasks
 from reducer.passes.base import Pass
-from reducer.runner import Runner, RunSpec
+from reducer.run.runner import Runner, RunSpec
 from reducer.search import Reducer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,7 +122,7 @@ def test_cold_and_warm_runs_get_the_limits(tmp_path) -> None:
     limits = {"NPROC": 54321, "FSIZE": 7 * 1024 * 1024}
     runner = Runner(RunSpec(script=script, timeout=60, limits=limits))
     cold = runner.run(LIMITS_PROBE)
-    from reducer.zygote import ZygotePool
+    from reducer.run.zygote import ZygotePool
     runner.zygotes = ZygotePool(runner.python, ["json"], runner.base_environment())
     try:
         warm = runner.run(LIMITS_PROBE, warm=True)
@@ -155,7 +155,7 @@ def test_the_process_limit_stops_a_fork_bomb_of_an_unprivileged_user() -> None:
     program = textwrap.dedent(f"""\
         import os, sys
         sys.path.insert(0, {str(ROOT)!r})
-        from reducer.limits import RunLimits, apply_limits
+        from reducer.run.limits import RunLimits, apply_limits
         apply_limits(RunLimits(extra_processes=5, max_file_size=0).resolved())
         children = []
         try:

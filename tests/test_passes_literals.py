@@ -96,7 +96,7 @@ def test_a_generator_taken_out_of_its_call_keeps_its_parentheses() -> None:
 
 
 def test_a_rendezvous_value_every_run_replaces_is_not_shrunk() -> None:
-    """Each run gets its own port (reducer/rendezvous.py), so no run can tell "12355" from "1":
+    """Each run gets its own port (reducer/run/rendezvous.py), so no run can tell "12355" from "1":
     shrunk, the repro would pass here and fail for a maintainer who may not listen on port 1."""
     from reducer.cst import parse
     from reducer.passes.literals import _shrinkable

@@ -7,7 +7,7 @@ import textwrap
 from reducer.oracle import Oracle
 from reducer.passes import BY_NAME
 from reducer.passes.slicing import cuts, sliced
-from reducer.runner import Runner, RunSpec
+from reducer.run.runner import Runner, RunSpec
 from reducer.search import Reducer
 from reducer.signature import MatchOptions, signature_of
 

@@ -1,7 +1,7 @@
 """Raised exceptions are told from printed text: real subprocesses, cold and warm.
 
 A script can print text that looks like a traceback (a log quoting an old failure, or a forged
-one). The exception recorder every run loads (reducer/exception_hook) says which tracebacks in
+one). The exception recorder every run loads (reducer/run/exception_hook) says which tracebacks in
 the output were raised; the printed ones never become the target ahead of a real failure, and
 once the target was raised a candidate that only prints it is not a reproduction."""
 from __future__ import annotations
@@ -13,11 +13,11 @@ import pytest
 
 from reducer.failure import FailureSpec, find_failure
 from reducer.oracle import Oracle
-from reducer.raised import PRINTED, RAISED
-from reducer.runner import Runner, RunSpec
+from reducer.run.raised import PRINTED, RAISED
+from reducer.run.runner import Runner, RunSpec
 from reducer.signature import MatchOptions, distinct_failures
 from reducer.tracebacks import all_records
-from reducer.zygote import ZygotePool, warm_imports
+from reducer.run.zygote import ZygotePool, warm_imports
 
 FORGED = '''import sys
 print("Traceback (most recent call last):\\n  File \\"/srv/app.py\\", line 3, in <module>\\n"

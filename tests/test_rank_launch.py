@@ -1,4 +1,4 @@
-"""Warm torchrun ranks (reducer/rank_launch.py), real runs: gloo on CPU, the ranks forked from a
+"""Warm torchrun ranks (reducer/run/rank_launch.py), real runs: gloo on CPU, the ranks forked from a
 warm image, compared with the same line run cold by the real torchrun."""
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from reducer.launch import parse_launch
+from reducer.run.launch import parse_launch
 from reducer.oracle import Oracle
-from reducer.rank_launch import RankPlan, warm_plan
+from reducer.run.rank_launch import RankPlan, warm_plan
 from reducer.ranks import PRIMARY, is_collision, role
-from reducer.runner import Runner, RunSpec
+from reducer.run.runner import Runner, RunSpec
 from reducer.signature import MatchOptions, Signature, distinct_failures
 from reducer.trace import runner_run_fn, trace_run
-from reducer.zygote import ZygotePool, warm_imports
+from reducer.run.zygote import ZygotePool, warm_imports
 
 PY = sys.executable
 torch = pytest.importorskip("torch")

@@ -15,11 +15,11 @@ import pytest
 
 from reducer.errors import ReprobotError
 from reducer.failure import FailureSpec, find_failure
-from reducer.launch import ACCELERATE, MODULE, TORCHRUN, parse_launch
+from reducer.run.launch import ACCELERATE, MODULE, TORCHRUN, parse_launch
 from reducer.oracle import Oracle
 from reducer.outcome import Frame, Outcome, TracebackRecord
 from reducer.ranks import PRIMARY, SECONDARY, WRAPPER, is_collision, role
-from reducer.runner import Runner, RunSpec
+from reducer.run.runner import Runner, RunSpec
 from reducer.signature import MatchOptions, distinct_failures, library_frames
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -389,7 +389,7 @@ def test_a_run_gives_no_master_port_to_a_script_that_sets_none(tmp_path, monkeyp
 
 def test_run_time_patch_gives_the_script_the_runs_port_and_file(tmp_path):
     """In an interpreter of a run, the script's own MASTER_PORT and init_method give way to the run's."""
-    from reducer.raised import HOOK_DIR
+    from reducer.run.raised import HOOK_DIR
     probe = ('import os, reprobot_rendezvous as r\n'
              'os.environ["MASTER_PORT"] = "12355"\n'
              'os.environ.setdefault("MASTER_PORT", "29500")\n'

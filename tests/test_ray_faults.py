@@ -24,7 +24,7 @@ pytestmark = pytest.mark.ray
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from reducer.cluster.ray_runner import RayRunner, job_runtime_env  # noqa: E402
-from reducer.runner import Runner, RunSpec  # noqa: E402
+from reducer.run.runner import Runner, RunSpec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from reducer.cluster.env_probe import EnvProbe, differences, probe, top_level_modules
 from reducer.cluster.gpus import GPU_COUNT_ENV, ClusterGpus, slot_visible
-from reducer.gpu import GpuPool
+from reducer.run.gpu import GpuPool
 
 ROOT = Path(__file__).resolve().parents[1]
 

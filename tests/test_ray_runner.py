@@ -23,7 +23,7 @@ ray = need_ray()
 pytestmark = pytest.mark.ray
 
 from reducer.cluster.ray_runner import RayRunner, job_runtime_env  # noqa: E402
-from reducer.runner import Runner, RunSpec  # noqa: E402
+from reducer.run.runner import Runner, RunSpec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -115,7 +115,7 @@ def test_a_cancel_kills_the_remote_process_group(cluster, tmp_path: Path) -> Non
 def test_slots_run_warm_from_their_nodes_zygote(cluster, tmp_path: Path) -> None:
     script = _copy("constants_dead_code.py", tmp_path / "job")
     source = script.read_text(encoding="utf-8")
-    from reducer.zygote import warm_imports
+    from reducer.run.zygote import warm_imports
     modules = warm_imports(source, script.parent)
     assert modules
     local = Runner(RunSpec(script=script))

@@ -16,7 +16,7 @@ import pytest
 
 from bot.cli import main
 from bot.rerun.contrast import changes
-from reducer.runner import Runner, RunSpec
+from reducer.run.runner import Runner, RunSpec
 from reducer.signature import MatchOptions, distinct_failures
 
 # fakelib's story: compute(3) raises until 1.4 fixes it; 1.6 breaks it differently.

@@ -11,7 +11,7 @@ import pytest
 
 from reducer.errors import ExitCode, ReprobotError
 from reducer.oracle import Oracle
-from reducer.runner import Runner, RunSpec, _BoundedBuffer
+from reducer.run.runner import Runner, RunSpec, _BoundedBuffer
 from reducer.signature import MatchOptions, signature_of
 
 
@@ -224,7 +224,7 @@ def test_peak_rss_is_measured(tmp_path):
 def test_a_daemon_that_left_the_process_group_dies_with_its_run(tmp_path, warm):
     """A run that starts a daemon in a new session (setsid: outside the group the runner kills)
     leaves nothing behind: the daemon inherited the run's tag and is killed when the run ends."""
-    from reducer.zygote import ZygotePool, warm_imports
+    from reducer.run.zygote import ZygotePool, warm_imports
     marker = f"reprobot-daemon-{os.getpid()}-{warm}"
     script = tmp_path / "daemon.py"
     script.write_text(textwrap.dedent(f"""
@@ -261,7 +261,7 @@ def _cmdline_has(pid: str, text: str) -> bool:
 def test_leftovers_of_a_killed_reprobot_are_reaped_on_the_next_start(tmp_path):
     import subprocess
     import sys
-    from reducer.runner import RUN_TAG_ENV, reap_leftovers
+    from reducer.run.runner import RUN_TAG_ENV, reap_leftovers
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()  # a pid that is gone: the "reprobot" that was SIGKILLed
     marker = f"reprobot-leftover-{os.getpid()}"

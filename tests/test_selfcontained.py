@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from reducer.artefacts import Context, find_artefacts
-from reducer.runner import OFFLINE_ENV
+from reducer.run.runner import OFFLINE_ENV
 from reducer.signature import MatchOptions, Signature, signature_of
 from reducer.tracebacks import parse_tracebacks
 

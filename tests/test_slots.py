@@ -1,4 +1,4 @@
-"""The seam for slots on other hosts (reducer/slots.py): the local Runner and Zygote are what the
+"""The seam for slots on other hosts (reducer/run/slots.py): the local Runner and Zygote are what the
 protocols describe, and a runner that lives in another process — standing in for an actor on
 another machine, reached through a pipe — reduces a real script through the same oracle and search,
 with no change to either, to the same result as the local runner. Real subprocesses throughout."""
@@ -11,11 +11,11 @@ from pathlib import Path
 
 from reducer.oracle import Oracle
 from reducer.outcome import Outcome
-from reducer.runner import Runner, RunSpec
+from reducer.run.runner import Runner, RunSpec
 from reducer.search import Reducer
 from reducer.signature import MatchOptions, signature_of
-from reducer.slots import CandidateRunner, WarmSlot
-from reducer.zygote import Zygote
+from reducer.run.slots import CandidateRunner, WarmSlot
+from reducer.run.zygote import Zygote
 
 SCRIPT = textwrap.dedent("""
     import json

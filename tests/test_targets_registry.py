@@ -15,10 +15,10 @@ from bot.targets import Target, textarea
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# The one list that stays, and why: reducer/zygote_server.py runs in the user's interpreter with
+# The one list that stays, and why: reducer/run/zygote_server.py runs in the user's interpreter with
 # the standard library only (reducer never imports bot), and _HEAVY is not the target list but
 # the libraries whose import may initialise CUDA before a fork (vllm, xformers, flash_attn...).
-EXCEPTIONS = {("reducer/zygote_server.py", "_HEAVY")}
+EXCEPTIONS = {("reducer/run/zygote_server.py", "_HEAVY")}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

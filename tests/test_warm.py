@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from reducer.runner import Runner, RunSpec
+from reducer.run.runner import Runner, RunSpec
 from reducer.signature import MatchOptions, distinct_failures, signature_of
-from reducer.zygote import ZygotePool, warm_imports
+from reducer.run.zygote import ZygotePool, warm_imports
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "bench" / "corpus"
@@ -228,7 +228,7 @@ def _zygotes_alive() -> list[int]:
             except OSError:
                 continue
             # this checkout's own (other checkouts on the machine run zygotes of their own)
-            if str(ROOT / "reducer" / "zygote_server.py").encode() in cmd:
+            if str(ROOT / "reducer" / "run" / "zygote_server.py").encode() in cmd:
                 pids.append(int(entry))
     return pids
 

@@ -1,7 +1,7 @@
 """How a warm candidate ends (#29): it reports its exit status to the zygote once its script,
 atexit handlers and streams are done, and the zygote answers before the kernel has torn the
 process down; the next candidate is forked from the zygote while the current one runs; the way
-out (reducer/zygote_exit.py) leaves only torch.library's deregistrations out. Real runs, warm
+out (reducer/run/zygote_exit.py) leaves only torch.library's deregistrations out. Real runs, warm
 against cold."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reducer.runner import Runner, RunSpec
+from reducer.run.runner import Runner, RunSpec
 from tests.test_warm import _pool, both, same, write
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,7 +119,7 @@ def test_the_way_out_leaves_out_only_torch_librarys_deregistrations(tmp_path):
     code = textwrap.dedent(f"""
         import importlib.util, weakref, atexit
         import torch
-        spec = importlib.util.spec_from_file_location("way_out", {str(ROOT / "reducer" / "zygote_exit.py")!r})
+        spec = importlib.util.spec_from_file_location("way_out", {str(ROOT / "reducer" / "run" / "zygote_exit.py")!r})
         way_out = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(way_out)
 

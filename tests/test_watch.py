@@ -139,3 +139,18 @@ def test_dry_run_posts_nothing_and_says_what_it_would(world, gh, capsys):
     # turned on later, the recorded finding is posted without running anything again
     assert watch(root, python, wheels, "--post-only") == 0
     assert len(comments(gh, issue)) == 1
+
+
+def test_issues_in_takes_owner_name_or_a_target_key(world, gh, capsys):
+    root, wheels, python, folder = world
+    issue = file_issue(gh, folder)
+    release(wheels, "1.1", "1.4")
+    assert watch(root, python, wheels, "--dry-run") == 0            # recorded, nothing posted
+    assert watch(root, python, wheels, "--post-only", "--issues-in", "someone/fork") == 0
+    assert comments(gh, issue) == []                                # another repository's token: no post here
+    capsys.readouterr()
+    assert watch(root, python, wheels, "--post-only", "--issues-in", "not a repo") == 2
+    assert "neither OWNER/NAME nor a target key" in capsys.readouterr().err
+    assert watch(root, python, wheels, "--post-only", "--issues-in", "peft") == 0   # the key of huggingface/peft
+    [c] = comments(gh, issue)
+    assert c["body"].startswith("**reprobot watch:** the repro from this issue passes since fakelib 1.4.")

@@ -37,7 +37,7 @@ from bot.action.extract import extract
 from bot.action.result import REPRO_SUBDIR, RESULT_FILE, ActionResult
 from bot.action.sandbox import Layout, Limits, Step
 from reducer.errors import ExitCode, ReprobotError
-from reducer.processes import kill_group
+from reducer.run.processes import kill_group
 
 DEFAULT_MAX_BODY = 1_000_000
 DEFAULT_MAX_TIME = 900.0

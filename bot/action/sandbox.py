@@ -189,7 +189,7 @@ def plan(layout: Layout, steps: list[Step], env: dict[str, str], script_name: st
 def _nproc(budget: int) -> int:
     """RLIMIT_NPROC counts every process and thread of the user (on older kernels across the
     machine), so the limit is what the user runs now plus the budget."""
-    from reducer.limits import user_tasks
+    from reducer.run.limits import user_tasks
     return user_tasks() + budget
 
 

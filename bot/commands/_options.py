@@ -21,6 +21,20 @@ def repo_key(value: str) -> str:
     return get_target(value).key
 
 
+def github_repo(value: str) -> str:
+    """A GitHub repository that need not be a target (the Action's own, a fork): owner/name as
+    given, or a target's key mapped to its owner/name, as ``--repo`` reads keys."""
+    from bot.targets import REPO_KEYS, get_target
+    from reducer.errors import ExitCode, ReprobotError
+    if value in REPO_KEYS:
+        return get_target(value).repo
+    owner, _, name = value.partition("/")
+    if not owner or not name or "/" in name or any(c.isspace() for c in value):
+        raise ReprobotError(f"{value!r} is neither OWNER/NAME nor a target key ({', '.join(REPO_KEYS)})",
+                            ExitCode.USAGE)
+    return value
+
+
 def add_repo(p: argparse.ArgumentParser, help: str, *, many: bool = False, required: bool = False) -> None:
     """``--repo KEY`` (owner/name accepted); ``many``: repeatable, a list."""
     from bot.targets import REPO_KEYS

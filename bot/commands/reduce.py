@@ -13,7 +13,7 @@ from reducer.errors import ExitCode, ReprobotError
 from reducer.failure import FailureSpec, find_failure, load_script
 from reducer.flaky import DEFAULT_CAP
 from reducer.tracebacks import HANG_ENV
-from reducer.limits import (DEFAULT_EXTRA_PROCESSES, DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_SCRIPT_BYTES,
+from reducer.run.limits import (DEFAULT_EXTRA_PROCESSES, DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_SCRIPT_BYTES,
                             DEFAULT_MAX_STATEMENTS, RunLimits, check_script_bytes, check_statements)
 from reducer.signature import DEFAULT_FRAMES, MatchOptions
 
@@ -119,7 +119,7 @@ def _run(args: argparse.Namespace):
     script_args = list(args.passthrough)
     launch = None
     if args.script is None:
-        from reducer.launch import parse_launch
+        from reducer.run.launch import parse_launch
         launch = parse_launch(script_args, Path.cwd(), args.python)
         args.script, script_args = launch.script, list(launch.args)
         if not launch.needs_launcher:
@@ -171,7 +171,7 @@ def _check_cluster(args: argparse.Namespace) -> None:
 
 
 def _gpus(args: argparse.Namespace) -> list[str]:
-    from reducer.gpu import parse_gpus
+    from reducer.run.gpu import parse_gpus
     if args.gpus_per_job is not None and args.gpus_per_job < 1:
         raise ReprobotError("--gpus-per-job: expected 1 or more", ExitCode.USAGE)
     return parse_gpus(args.gpus)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bot.commands._options import add_json, add_python
+from bot.commands._options import add_json, add_python, github_repo
 from reducer.errors import ExitCode, ReprobotError
 
 
@@ -29,8 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                      "failure's frames, as locked)")
     p.add_argument("--dry-run", action="store_true", help="run and record, but post nothing: print the comments")
     p.add_argument("--post-only", action="store_true", help="run nothing: post the findings earlier runs recorded")
-    p.add_argument("--issues-in", metavar="OWNER/NAME", help="comment only on issues filed in this repository "
-                                                              "(a workflow's token reaches no other)")
+    p.add_argument("--issues-in", metavar="OWNER/NAME", type=github_repo,
+                   help="comment only on issues filed in this repository (a workflow's token reaches no other); "
+                        "a target's KEY (as --repo takes) stands for its repository")
     p.add_argument("--pre", action="store_true", help="include pre-releases")
     p.add_argument("--index-url", help="package index (default: pip's configuration, or each lock's)")
     p.add_argument("--find-links", metavar="DIR", action="append", default=[],

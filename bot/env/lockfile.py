@@ -43,7 +43,7 @@ from bot.env.probe import run_probe
 from bot.scrub import scrub
 from bot.store import ReproDir, write_text_atomic
 from reducer.errors import ExitCode, ReprobotError
-from reducer.processes import kill_group, resolve_python
+from reducer.run.processes import kill_group, resolve_python
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 TORCH_INDEX = "https://download.pytorch.org/whl/"

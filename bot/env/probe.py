@@ -580,7 +580,7 @@ def run_probe(python: str, sections: "list[str] | None" = None, modules: "list[s
     """
     import tempfile
     from reducer.errors import ExitCode, ReprobotError
-    from reducer.processes import kill_group, resolve_python
+    from reducer.run.processes import kill_group, resolve_python
     exe = resolve_python(python)
     wanted = list(sections or probe_sections())
     results: dict = {}

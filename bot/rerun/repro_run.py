@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bot.store import ReproDir
 from reducer.outcome import Outcome
-from reducer.runner import Runner, RunSpec
+from reducer.run.runner import Runner, RunSpec
 from reducer.signature import MatchOptions, Signature
 
 from bot.rerun.verdict import Verdict, classify

@@ -6,7 +6,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-from reducer.gpu import GpuPool
+from reducer.run.gpu import GpuPool
 
 # Read and removed by the slot: show the run only its first N GPUs.
 GPU_COUNT_ENV = "REPROBOT_CLUSTER_GPU_COUNT"

@@ -1,5 +1,5 @@
 """The script's folder, shipped once to every slot of a cluster (through Ray's object store), so
-each node makes the same per-run scratch copies a local run makes (reducer/runner.py)."""
+each node makes the same per-run scratch copies a local run makes (reducer/run/runner.py)."""
 from __future__ import annotations
 
 import os
@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from reducer.runner import Runner
+    from reducer.run.runner import Runner
 
 # Above this many bytes in all, shipping is refused: the object store is not the place for a
 # dataset, and the local runner links files that big instead of copying them anyway.

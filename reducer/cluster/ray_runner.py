@@ -1,12 +1,12 @@
 """Candidate runs on a Ray cluster (`reprobot reduce --cluster ray://HOST:PORT`, issue #34).
 
 Each slot is a Ray actor pinned to one node: it holds the script's folder (shipped once through
-the object store), a reducer.runner.Runner over it and, when the local warm check passed, the
+the object store), a reducer.run.runner.Runner over it and, when the local warm check passed, the
 zygote of the user's stack on that node; it asks Ray for the GPUs one job needs. A candidate runs
 there exactly as a local run does (scratch copy, limits, its own process group killed at the end)
 and its Outcome comes back pickled.
 
-What the search sees does not change: ``RayRunner`` is a CandidateRunner (reducer/slots.py), the
+What the search sees does not change: ``RayRunner`` is a CandidateRunner (reducer/run/slots.py), the
 oracle judges every Outcome here, and the search reads verdicts in proposal order, so the
 accepted sequence is the one a single local slot gives.
 
@@ -38,7 +38,7 @@ from reducer.cluster.env_probe import EnvProbe, differences, probe, top_level_mo
 from reducer.cluster.gpus import slot_visible
 from reducer.cluster.payload import FolderPayload, pack
 from reducer.outcome import Outcome, TracebackRecord
-from reducer.runner import Runner, RunSpec, reap_leftovers, stop_requested
+from reducer.run.runner import Runner, RunSpec, reap_leftovers, stop_requested
 
 # How often a waiting caller looks at its cancel event (seconds): a stale run's remote process
 # group is killed within about this much of the search deciding it is stale.
@@ -78,8 +78,8 @@ class SlotActor:
         self.runner = Runner(RunSpec(script=script, **spec))
         self.stack = stack
         self.gpus = [str(g) for g in ray.get_gpu_ids()]
-        from reducer.gpu import compute_pids
-        # what holds the slot's GPUs before any run: a run's memory is the rest (reducer/gpu.py)
+        from reducer.run.gpu import compute_pids
+        # what holds the slot's GPUs before any run: a run's memory is the rest (reducer/run/gpu.py)
         self._baseline = {g: compute_pids(g) for g in self.gpus}
         self.unreleased = 0
         self._events: dict[str, threading.Event] = {}
@@ -102,7 +102,7 @@ class SlotActor:
     def warm(self, modules: list[str]) -> dict[str, Any]:
         """Start this node's zygote for the stack (the local warm check said warm runs fail the
         same way as cold ones). A zygote that cannot start leaves the slot cold."""
-        from reducer.zygote import ZygoteError, ZygotePool
+        from reducer.run.zygote import ZygoteError, ZygotePool
         pool = ZygotePool(self.runner.python, modules, self.runner.base_environment())
         try:
             pool.release(pool.start_one())
@@ -127,14 +127,14 @@ class SlotActor:
                 self._events.pop(run_id, None)
                 self._cancelled.discard(run_id)
         # as a local GPU set: the slot takes its next run only once this one's memory is freed
-        from reducer.gpu import wait_released
+        from reducer.run.gpu import wait_released
         for g in self.gpus:
             if not wait_released(g, self._baseline[g], outcome.pid):
                 self.unreleased += 1
         return (outcome, self.runner.warm_runs > warm_before, self.runner.warm_fallbacks > fallbacks_before)
 
     def cancel(self, run_id: str) -> None:
-        """Stop that run: its process group is killed on this node (reducer.runner)."""
+        """Stop that run: its process group is killed on this node (reducer.run.runner)."""
         with self._lock:
             event = self._events.get(run_id)
             if event is None:

@@ -122,7 +122,7 @@ def _is_string(node: cst.CSTNode, value: str | None = None, prefix: str | None =
 
 
 def rendezvous_values(module: cst.Module) -> set[int]:
-    """Literals a run never sees: every run has a rendezvous of its own (reducer/rendezvous.py),
+    """Literals a run never sees: every run has a rendezvous of its own (reducer/run/rendezvous.py),
     so ``os.environ["MASTER_PORT"] = "12355"`` / ``setdefault("MASTER_PORT", ...)`` and a
     ``tcp://``/``file://`` init_method are replaced at run time. Shrunk, they would pass every run
     and fail for a maintainer (``"1"``: a port only root may listen on)."""

@@ -14,7 +14,7 @@ one takes a port nobody else holds (``PortPool``) and gets it four ways:
   the port may come from argparse defaults, a config object or an f-string, the candidate's line
   numbers stay those of its text, and the stored repro keeps exactly the user's code;
 * the launcher's own option (``--master_port`` for torchrun, ``--main_process_port`` for
-  accelerate launch; reducer/launch.py);
+  accelerate launch; reducer/run/launch.py);
 * nothing else: ``--standalone`` torchrun already picks a free port itself.
 
 Ports are chosen below the kernel's ephemeral range (so an outgoing connection of another run

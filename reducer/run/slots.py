@@ -3,12 +3,12 @@
 The search (reducer/search.py) knows only a callable ``source -> bool``; the oracle
 (reducer/oracle.py) turns that into runs through a ``CandidateRunner`` and judges each Outcome
 against the target Signature. Whatever implements ``CandidateRunner`` can run candidates: the
-local ``reducer.runner.Runner`` (cold processes, or forks of warm interpreters), or slots on other
+local ``reducer.run.runner.Runner`` (cold processes, or forks of warm interpreters), or slots on other
 hosts — actors on a cluster of GPU machines for a team that outgrows one box — without a change to
 the search or the oracle.
 
 A warm interpreter is a ``WarmSlot``: started once with the script's heavy imports, it makes one
-child per candidate, and stops (reducer/zygote.py's ``Zygote``).
+child per candidate, and stops (reducer/run/zygote.py's ``Zygote``).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Protocol, runtime_checkable
 
 from reducer.outcome import Outcome, TracebackRecord
-from reducer.runner import RunSpec
+from reducer.run.runner import RunSpec
 
 
 @runtime_checkable
@@ -57,7 +57,7 @@ def accepts_cancel(fn: Callable[..., object]) -> bool:
 @runtime_checkable
 class WarmSlot(Protocol):
     """A warm interpreter: start (import the stack, never touching CUDA), one child per
-    candidate, stop. reducer/zygote.py's ``Zygote`` is the local one."""
+    candidate, stop. reducer/run/zygote.py's ``Zygote`` is the local one."""
 
     def start(self) -> object: ...
 

@@ -22,15 +22,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 if TYPE_CHECKING:
-    from reducer.launch import LaunchLine
+    from reducer.run.launch import LaunchLine
 
 from reducer.errors import ExitCode, ReprobotError
-from reducer.limits import RunLimits, apply_limits
+from reducer.run.limits import RunLimits, apply_limits
 from reducer.outcome import Outcome, TracebackRecord
-from reducer.processes import kill_group, pids, resolve_python, script_argument
-from reducer.rank_launch import RANKS_ENV, warm_plan, write_launcher as write_rank_launcher
-from reducer.raised import EXCEPTIONS_ENV, hook_environment, mark, read_raised
-from reducer.rendezvous import PORTS, RENDEZVOUS_ENV, needs_rendezvous, run_environment
+from reducer.run.processes import kill_group, pids, resolve_python, script_argument
+from reducer.run.rank_launch import RANKS_ENV, warm_plan, write_launcher as write_rank_launcher
+from reducer.run.raised import EXCEPTIONS_ENV, hook_environment, mark, read_raised
+from reducer.run.rendezvous import PORTS, RENDEZVOUS_ENV, needs_rendezvous, run_environment
 from reducer.tracebacks import HANG_ENV, hang_record, parse_tracebacks
 
 # Directories never copied into a scratch dir: they are big, or they are ours.
@@ -58,12 +58,12 @@ class RunSpec:
     # Replace the inherited environment instead of extending it (the Action passes an
     # allow-listed environment so the user's script never sees a secret).
     clean_env: bool = False
-    # rlimits of every run (reducer/limits.py): resolved once, so all runs get the same ones
+    # rlimits of every run (reducer/run/limits.py): resolved once, so all runs get the same ones
     limits: dict[str, int] = field(default_factory=lambda: RunLimits().resolved())
     # A launch line (torchrun, accelerate launch, python -m): every run runs it with the
-    # candidate in the script's place (reducer/launch.py).
+    # candidate in the script's place (reducer/run/launch.py).
     launch: "LaunchLine | None" = None
-    # Each run gets its own rendezvous port (reducer/rendezvous.py); None: decided from the script.
+    # Each run gets its own rendezvous port (reducer/run/rendezvous.py); None: decided from the script.
     rendezvous: bool | None = None
 
 
@@ -292,7 +292,7 @@ _DUMP_WAIT = 1.0     # seconds the processes of a hung run get to write their st
 
 def dump_stacks(pgid: int) -> None:
     """SIGUSR1 to every process of the group, its children before its leader, so that their
-    faulthandler dumps (reducer/exception_hook) do not interleave on the shared stderr."""
+    faulthandler dumps (reducer/run/exception_hook) do not interleave on the shared stderr."""
     members = []
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
         if entry.isdigit() and int(entry) != pgid:
@@ -314,7 +314,7 @@ def dump_stacks(pgid: int) -> None:
 class Runner:
     """Runs candidates of one script. Thread-safe: each run has its own scratch dir.
 
-    With ``zygotes`` (reducer/zygote.py), plain runs are forked from a warm interpreter that
+    With ``zygotes`` (reducer/run/zygote.py), plain runs are forked from a warm interpreter that
     already imported the script's stack; everything else about the run is the same."""
 
     def __init__(self, spec: RunSpec, zygotes: "ZygotePool | None" = None) -> None:
@@ -334,7 +334,7 @@ class Runner:
             spec.rendezvous = (launch is not None and launch.needs_launcher) or needs_rendezvous(text)
         self._files = self._scan()
         self.zygotes = zygotes
-        # A one-node torchrun line whose ranks a warm run can start (reducer/rank_launch.py).
+        # A one-node torchrun line whose ranks a warm run can start (reducer/run/rank_launch.py).
         self.rank_plan = warm_plan(launch) if launch is not None and launch.needs_launcher else None
         self.warm_runs = 0
         self.warm_fallbacks = 0
@@ -482,7 +482,7 @@ class Runner:
               stop_grace: float, cancel: threading.Event | None = None) -> Outcome | None:
         """The run forked from a warm interpreter; None when the zygote died (the caller runs it
         cold: a dead zygote takes no verdict with it)."""
-        from reducer.zygote import ZygoteError
+        from reducer.run.zygote import ZygoteError
         zygote = None
         try:
             zygote = self.zygotes.acquire()
@@ -506,7 +506,7 @@ class Runner:
     def _records(self, stdout: str, stderr: str, cwd: Path, env: dict[str, str],
                  clean: bool = True) -> list[TracebackRecord]:
         """Every traceback in the output, marked raised or printed where the run recorded its
-        exceptions (reducer/raised.py)."""
+        exceptions (reducer/run/raised.py)."""
         if clean:
             stdout, stderr = self._unscratch(stdout, cwd), self._unscratch(stderr, cwd)
         # stderr first: uncaught exceptions and logging's default handler both go there.

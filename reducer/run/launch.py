@@ -12,7 +12,7 @@ runs the same line with the candidate's file in the script's place, in the run's
 * ``python [OPTS] script.py ARGS``: a plain script (the same as ``reprobot reduce script.py -- ARGS``).
 
 PYTHON is the interpreter of the run (``--python``), so the launcher and the ranks it starts run
-in the user's environment. PORT is the run's own (reducer/rendezvous.py): any port the line
+in the user's environment. PORT is the run's own (reducer/run/rendezvous.py): any port the line
 fixes is replaced, and one is added where the launcher would use its default (29500).
 """
 from __future__ import annotations
@@ -55,7 +55,7 @@ class LaunchLine:
     @property
     def needs_launcher(self) -> bool:
         """Runs go through a launcher or ``-m`` (a one-node torchrun line still runs warm:
-        reducer/rank_launch.py)."""
+        reducer/run/rank_launch.py)."""
         return self.kind != PYTHON or bool(self.launcher_opts)
 
     def display(self) -> str:

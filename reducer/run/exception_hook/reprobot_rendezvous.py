@@ -1,5 +1,5 @@
 """reprobot: this run's own rendezvous (stdlib only; loaded by sitecustomize when
-REPROBOT_RENDEZVOUS is set). See reducer/rendezvous.py.
+REPROBOT_RENDEZVOUS is set). See reducer/run/rendezvous.py.
 
 While REPROBOT_MASTER_PORT names the run's port:
 * ``os.environ["MASTER_PORT"] = X`` (also through setdefault/update) stores the run's port, where X

@@ -11,7 +11,7 @@ import resource     # here, not in apply_limits: an import in a child forked fro
 from dataclasses import dataclass
 
 from reducer.errors import ExitCode, ReprobotError
-from reducer.processes import pids
+from reducer.run.processes import pids
 
 DEFAULT_EXTRA_PROCESSES = 4096
 DEFAULT_MAX_FILE_SIZE = 1 << 30

@@ -201,7 +201,7 @@ def reprobot_trace_child():
 
 
 def reprobot_child_started():
-    """A warm interpreter's spawn child (reducer/zygote_children.py) calls this once it has
+    """A warm interpreter's spawn child (reducer/run/zygote_children.py) calls this once it has
     taken the environment its parent gave it: what a cold child's start-up did here."""
     reprobot_run_started()
     reprobot_trace_child()
@@ -227,7 +227,7 @@ def _chain_user_sitecustomize():
 
 def _record_devices():
     """At exit, while REPROBOT_DEVICES names a file: which GPUs this process's torch held memory
-    on (reducer/devices.py). Never imports torch, never initialises CUDA."""
+    on (reducer/run/devices.py). Never imports torch, never initialises CUDA."""
     path = os.environ.get("REPROBOT_DEVICES")
     if not path:
         return
@@ -269,7 +269,7 @@ if os.environ.get("REPROBOT_HANG_AFTER"):
     except BaseException:
         pass
 if os.environ.get("REPROBOT_RENDEZVOUS"):
-    # This run's own rendezvous port and file (reducer/rendezvous.py).
+    # This run's own rendezvous port and file (reducer/run/rendezvous.py).
     try:
         import reprobot_rendezvous  # noqa: F401
     except BaseException:

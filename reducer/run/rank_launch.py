@@ -1,12 +1,12 @@
 """Warm runs of a one-node torchrun line: the ranks start from the warm image, as spawn children do.
 
 A launch line's run (``python -m torch.distributed.run --nproc_per_node 2 train.py ARGS``, see
-reducer/launch.py) starts a launcher interpreter that imports torch, then one interpreter per rank
+reducer/run/launch.py) starts a launcher interpreter that imports torch, then one interpreter per rank
 that imports torch and the script's whole stack again: on a 2-core machine most of a candidate's
 time. For a line whose launcher does nothing but start N local ranks with torchrun's environment
-and stop them all once one fails, a warm run does the same from a zygote (reducer/zygote.py):
+and stop them all once one fails, a warm run does the same from a zygote (reducer/run/zygote.py):
 ``RANK_LAUNCHER`` (a script, run as the candidate's ``__main__`` in the warm interpreter) starts
-the ranks with the ``spawn`` start method, which reducer/zygote_children.py serves from the warm
+the ranks with the ``spawn`` start method, which reducer/run/zygote_children.py serves from the warm
 image, and runs the script in each as ``__main__`` with the variables torchrun gives a worker
 (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``, ``TORCHELASTIC_*``...).
 A rank's uncaught traceback is printed without the launcher's, runpy's and multiprocessing's
@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from reducer.launch import TORCHRUN, LaunchLine
+from reducer.run.launch import TORCHRUN, LaunchLine
 
 RANKS_ENV = "REPROBOT_RANKS"       # the plan (JSON) the warm launcher reads
 LAUNCHER_NAME = "reprobot_rank_launcher.py"
@@ -125,7 +125,7 @@ def write_launcher(directory: Path | None = None) -> Path:
 
 
 # Runs in the USER's interpreter, as the candidate's __main__ in a warm child (stdlib only).
-RANK_LAUNCHER = r'''"""reprobot: the ranks of a one-node torchrun line, started warm (reducer/rank_launch.py)."""
+RANK_LAUNCHER = r'''"""reprobot: the ranks of a one-node torchrun line, started warm (reducer/run/rank_launch.py)."""
 import json
 import os
 import runpy

@@ -165,7 +165,7 @@ def _run_script(req):
 
 
 def _apply_limits(limits):
-    """The run's rlimits (reducer/limits.py, which a cold run applies before exec), set before
+    """The run's rlimits (reducer/run/limits.py, which a cold run applies before exec), set before
     any of the script runs; never above a hard limit already in force."""
     for name, value in limits.items():
         which = getattr(resource, "RLIMIT_" + name, None)
@@ -196,7 +196,7 @@ def _load(name, filename):
 
 
 def _load_children():
-    """reducer/zygote_children.py, next to this file: warm spawn children (None if it fails)."""
+    """reducer/run/zygote_children.py, next to this file: warm spawn children (None if it fails)."""
     try:
         return _load("_reprobot_zygote_children", "zygote_children.py")
     except Exception:
@@ -230,7 +230,7 @@ def _child(req, fds, stats_fd):
         os.environ.clear()
         os.environ.update(req["env"])
         recorder = getattr(sys.modules.get("sitecustomize"), "reprobot_run_started", None)
-        if recorder is not None:  # reprobot's exception recorder (reducer/exception_hook)
+        if recorder is not None:  # reprobot's exception recorder (reducer/run/exception_hook)
             recorder()
         script = os.path.abspath(req["script"])
         sys.argv = [req["script"]] + list(req["args"])

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reducer.errors import ExitCode, ReprobotError
-from reducer.processes import kill_group
+from reducer.run.processes import kill_group
 
 SERVER = Path(__file__).with_name("zygote_server.py")
 READY_TIMEOUT = 900.0   # importing the stack on a cold disk can take minutes
