@@ -308,3 +308,20 @@ def test_torchs_own_checks_of_the_callers_graph_are_usage_errors_only_when_torch
     # an error line alone (no frames) is read as torch's check too
     assert classify(Evidence("RuntimeError", "one of the variables needed for gradient computation has been "
                                              "modified by an inplace operation")).kind == USAGE
+
+
+@pytest.mark.parametrize("exc, message", [
+    ("TypeError", "cat() received an invalid combination of arguments - got (Tensor, Tensor, out=Tensor), but "
+                  "expected one of:"),
+    ("IndexError", "Target 117 is out of bounds."),
+    ("IndexError", "index out of range in self"),
+    ("RuntimeError", "Expected 4-dimensional input for 4-dimensional weight [64, 1, 3, 3], but got 5-dimensional "
+                     "input of size [1, 1, 128, 128, 128] instead"),
+])
+def test_torchs_checks_of_the_callers_inputs_are_usage_errors(exc, message) -> None:
+    embedding = [("torch/nn/modules/sparse.py", "forward", "return F.embedding("),
+                 ("torch/nn/functional.py", "embedding", "return torch.embedding(")]
+    assert classify(Evidence(exc, message)).kind == USAGE
+    assert _kind(_traceback("model(ids)", embedding, f"{exc}: {message}")).kind == USAGE
+    # an IndexError of the library's own list is not torch's check
+    assert classify(Evidence("IndexError", "list index out of range")).kind == BUG
