@@ -5,9 +5,10 @@
 A pasted traceback is often cut above the library frames (``Traceback ... trainer.train()``
 then the error line), and a forum post may show the error line alone. The message still says who
 raised it: this catalogue maps the message templates of every ``raise X("...")`` in released
-versions of transformers, peft, accelerate and bitsandbytes (spread over 2022-2026, the versions
-below) to the package, file and function that raise them. Routing reads it
-(bot/upstream/raise_sites.py); nothing here is learned from the labelled issue set.
+versions of the stack's packages (spread over 2022-2026: the list in scripts/release_wheels.py,
+shared with the signature catalogue; the committed file predates trl's place in that list) to the
+package, file and function that raise them. Routing reads it (bot/upstream/raise_sites.py);
+nothing here is learned from the labelled issue set.
 
 Wheels are taken from ``--wheels`` when given (file names ``<pkg>-<version>-*.whl``), else
 downloaded with ``pip download --no-deps`` into a temporary folder (PyPI, about 900 MB).
@@ -29,7 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from release_wheels import VERSIONS, download, releases, wheel_sources  # noqa: E402,F401  (scripts/ is sys.path[0] when run)
+# scripts/ is sys.path[0] when this runs as a script.
+from release_wheels import VERSIONS, download, releases  # noqa: E402
 
 OUT = ROOT / "bot" / "data" / "raise_sites.json.gz"
 

@@ -201,15 +201,15 @@ def catalogue(rels: Iterable[Release], versions: dict[str, list[str]]) -> dict:
             for p in sig.params:
                 row[2][p] = row[2].get(p, 0) | bit
             row[3] = sorted(set(row[3]) | sig.unresolved)
-    callables = {pkg: {n: [r[0], r[1], dict(sorted(r[2].items())), r[3]] if r[3] else [r[0], r[1], dict(sorted(r[2].items()))]
+    # Most callables have no unresolved base: their row stops at the parameters.
+    callables = {pkg: {n: [r[0], r[1], dict(sorted(r[2].items()))] + ([r[3]] if r[3] else [])
                        for n, r in sorted(rows.items())} for pkg, rows in sorted(table.items())}
     return {"versions": versions, "callables": callables}
 
 
 def write(data: dict, out: Path) -> None:
-    # mtime=0: the same wheels give the same bytes.
-    with gzip.GzipFile(out, "wb", mtime=0) as fh:
-        fh.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
+    # mtime=0 and no file name in the header: the same wheels give the same bytes.
+    out.write_bytes(gzip.compress(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode(), mtime=0))
 
 
 def build(folder: Path, out: Path, versions: dict[str, list[str]] = VERSIONS) -> dict:
@@ -231,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.wheels or Path(tmp)
-        download(folder)
+        if args.wheels is None:
+            download(folder)
         data = build(folder, args.out)
     counts = ", ".join(f"{pkg} {len(rows)} callables/{sum(len(r[2]) for r in rows.values())} parameters"
                        for pkg, rows in data["callables"].items())
