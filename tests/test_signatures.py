@@ -262,3 +262,9 @@ def test_a_missing_data_file_gives_an_empty_catalogue(monkeypatch) -> None:
         assert keyword_in_releases("Accelerator.__init__", "cpu").verdict == "unknown_callable"
     finally:
         catalogue.cache_clear()
+
+
+def test_the_release_list_names_only_registered_targets() -> None:
+    release_wheels.check_against_registry(release_wheels.VERSIONS)
+    with pytest.raises(SystemExit, match="notapkg is not a package of a registered target"):
+        release_wheels.check_against_registry({**release_wheels.VERSIONS, "notapkg": ["1.0"]})
