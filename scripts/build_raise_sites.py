@@ -5,9 +5,10 @@
 A pasted traceback is often cut above the library frames (``Traceback ... trainer.train()``
 then the error line), and a forum post may show the error line alone. The message still says who
 raised it: this catalogue maps the message templates of every ``raise X("...")`` in released
-versions of transformers, peft, accelerate and bitsandbytes (spread over 2022-2026, the versions
-below) to the package, file and function that raise them. Routing reads it
-(bot/upstream/raise_sites.py); nothing here is learned from the labelled issue set.
+versions of the stack's packages (spread over 2022-2026: the list in scripts/release_wheels.py,
+shared with the signature catalogue; the committed file predates trl's place in that list) to the
+package, file and function that raise them. Routing reads it (bot/upstream/raise_sites.py);
+nothing here is learned from the labelled issue set.
 
 Wheels are taken from ``--wheels`` when given (file names ``<pkg>-<version>-*.whl``), else
 downloaded with ``pip download --no-deps`` into a temporary folder (PyPI, about 900 MB).
@@ -19,31 +20,21 @@ import ast
 import gzip
 import json
 import re
-import subprocess
 import sys
 import tempfile
-import zipfile
 from collections import defaultdict
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bot.upstream.raise_sites import release_key  # noqa: E402
+# scripts/ is sys.path[0] when this runs as a script.
+from release_wheels import VERSIONS, download, releases  # noqa: E402
 
 OUT = ROOT / "bot" / "data" / "raise_sites.json.gz"
 
-VERSIONS = {
-    "transformers": ["4.24.0", "4.28.1", "4.31.0", "4.34.1", "4.37.2", "4.40.2", "4.44.2", "4.47.1", "4.51.3",
-                     "4.55.4", "4.57.6", "5.5.4", "5.23.0"],
-    "peft": ["0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.2", "0.7.1", "0.8.2", "0.10.0", "0.12.0", "0.14.0", "0.17.1",
-             "0.21.2"],
-    "accelerate": ["0.15.0", "0.18.0", "0.20.3", "0.23.0", "0.27.2", "0.30.1", "0.34.2", "1.2.1", "1.6.0", "1.10.1",
-                   "1.15.0"],
-    "bitsandbytes": ["0.35.4", "0.37.2", "0.39.1", "0.41.3.post2", "0.42.0", "0.43.3", "0.45.5", "0.48.2", "0.50.2"],
-}
 # A template must say this much literally to name its raiser (``f"{x}"`` names nobody).
 MIN_LITERAL = 12
 HOLE = None
@@ -177,13 +168,6 @@ def sites_of(source: str) -> list[tuple[str, list[str | None], str]]:
     return out
 
 
-def _wheel_sources(pkg: str, wheel: Path) -> Iterator[tuple[str, str]]:
-    with zipfile.ZipFile(wheel) as zf:
-        for name in zf.namelist():
-            if name.startswith(f"{pkg}/") and name.endswith(".py"):
-                yield name, zf.read(name).decode("utf-8", "replace")
-
-
 def catalogue(releases: list[tuple[str, str, Iterable[tuple[str, str]]]]) -> list[dict]:
     """``releases``: (package, version, its (file name, source) pairs), oldest first per package."""
     entries: dict[tuple, dict] = {}
@@ -205,23 +189,6 @@ def catalogue(releases: list[tuple[str, str, Iterable[tuple[str, str]]]]) -> lis
     return sorted(out, key=lambda e: (e["package"], e["exc"], json.dumps(e["template"])))
 
 
-def _releases(folder: Path) -> list[tuple[str, str, Iterable[tuple[str, str]]]]:
-    found = []
-    for pkg, versions in VERSIONS.items():
-        for v in sorted(versions, key=release_key):
-            hits = sorted(folder.glob(f"{pkg}-{v}-*.whl"))
-            if not hits:
-                raise SystemExit(f"build_raise_sites: no wheel for {pkg}=={v} in {folder}")
-            found.append((pkg, v, _wheel_sources(pkg, hits[0])))
-    return found
-
-
-def _download(folder: Path) -> None:
-    specs = [f"{pkg}=={v}" for pkg, versions in VERSIONS.items() for v in versions]
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "-q", "-d",
-                    str(folder), *specs], check=True)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--wheels", type=Path, help="a folder holding the wheels (else they are downloaded)")
@@ -230,8 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.wheels or Path(tmp)
         if args.wheels is None:
-            _download(folder)
-        rows = catalogue(_releases(folder))
+            download(folder)
+        rows = catalogue(releases(folder, who="build_raise_sites"))
     data = {"versions": VERSIONS, "min_literal": MIN_LITERAL, "entries": rows}
     # mtime=0: the same wheels give the same bytes.
     with gzip.GzipFile(args.out, "wb", mtime=0) as fh:

@@ -17,6 +17,7 @@ from bot.upstream.route import route
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import build_raise_sites as build  # noqa: E402
+import release_wheels  # noqa: E402
 
 SOURCE = '''
 def dispatch(model, offload_dir=None):
@@ -148,7 +149,7 @@ def test_the_build_reads_wheels_and_records_the_releases_that_raise(tmp_path: Pa
             zf.writestr("fakepkg/core.py", f"def run():\n    raise ValueError('{message}')\n"
                                            f"def keep():\n    raise KeyError('Raised by every release here')\n")
             zf.writestr("fakepkg-1.0.0.dist-info/METADATA", "Name: fakepkg\n")
-    rows = build.catalogue([("fakepkg", v, build._wheel_sources("fakepkg", tmp_path / f"fakepkg-{v}-py3-none-any.whl"))
+    rows = build.catalogue([("fakepkg", v, release_wheels.wheel_sources("fakepkg", tmp_path / f"fakepkg-{v}-py3-none-any.whl"))
                             for v in ("1.0.0", "2.0.0")])
     got = {r["template"][0]: (r["first"], r["last"], r["sites"]) for r in rows}
     assert got == {"Old message that is long enough": ("1.0.0", "1.0.0", ["fakepkg/core.py:run"]),
