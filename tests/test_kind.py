@@ -325,3 +325,52 @@ def test_torchs_checks_of_the_callers_inputs_are_usage_errors(exc, message) -> N
     assert _kind(_traceback("model(ids)", embedding, f"{exc}: {message}")).kind == USAGE
     # an IndexError of the library's own list is not torch's check
     assert classify(Evidence("IndexError", "list index out of range")).kind == BUG
+
+
+# --- what the releases' signatures say (bot/data/signatures.json.gz, the committed catalogue) ------
+
+def test_a_keyword_no_release_ever_took_is_the_callers_typo_with_the_near_name() -> None:
+    k = classify(Evidence("TypeError", "Accelerator.__init__() got an unexpected keyword argument 'kwargs_handler'",
+                          user_line="acc = Accelerator(kwargs_handler=[handler])"))
+    assert k.kind == USAGE and k.fix == "did you mean `kwargs_handlers`?" and "no release of accelerate" in k.reason
+
+
+def test_a_keyword_of_other_releases_reads_against_the_installed_one() -> None:
+    newer = Evidence("TypeError", "LoraConfig.__init__() got an unexpected keyword argument 'eva_config'",
+                     user_line="config = LoraConfig(r=8, eva_config=eva)", installed={"peft": "0.10.0"})
+    k = classify(newer)
+    assert k.kind == ENVIRONMENT and k.fix == "upgrade peft to 0.14.0 or later"
+    older = Evidence("TypeError", "Accelerator.__init__() got an unexpected keyword argument 'logging_dir'",
+                     user_line="acc = Accelerator(logging_dir='runs')", installed={"accelerate": "1.10.1"})
+    k = classify(older)
+    assert k.kind == USAGE and "up to accelerate 0.18.0" in k.reason and "older release" in k.reason
+
+
+def test_one_package_passing_another_a_keyword_its_release_dropped_is_the_environment() -> None:
+    frames = [("transformers/trainer.py", "__init__", "self.create_accelerator_and_postprocess()"),
+              ("transformers/trainer.py", "create_accelerator_and_postprocess", "self.accelerator = Accelerator(**args)")]
+    k = _kind(_traceback("trainer = Trainer(model=model, args=args)", frames,
+                         "TypeError: Accelerator.__init__() got an unexpected keyword argument 'dispatch_batches'"))
+    assert k.kind == ENVIRONMENT and k.reason.startswith("transformers passes `dispatch_batches` to Accelerator")
+    # a package's call into its own code that no longer fits is not read as a version mismatch
+    own = [("peft/peft_model.py", "from_pretrained", "model.load_adapter(model_id, low_cpu_mem_usage=True)")]
+    k = _kind(_traceback("model = PeftModel.from_pretrained(base, path)", own,
+                         "TypeError: PeftModelForSequenceClassification.load_adapter() got an unexpected keyword "
+                         "argument 'low_cpu_mem_usage'"))
+    assert k.kind != ENVIRONMENT or "passes" not in k.reason
+
+
+def test_importing_a_name_from_the_wrong_package_is_usage_a_removed_one_environment() -> None:
+    k = classify(Evidence("ImportError", "cannot import name 'TrainingArguments' from 'trl' (<env>/trl/__init__.py)"))
+    assert k.kind == USAGE and k.fix == "import TrainingArguments from transformers"
+    gone = classify(Evidence("ImportError", "cannot import name 'top_k_top_p_filtering' from 'transformers'"))
+    assert gone.kind == ENVIRONMENT
+
+
+def test_installed_versions_come_from_the_repros_env_json(tmp_path) -> None:
+    from bot.upstream.kind import installed_versions
+    env = tmp_path / "env.json"
+    env.write_text(json.dumps({"packages": {"peft": {"installed": True, "version": "0.10.0"},
+                                            "trl": {"installed": False}}}))
+    assert installed_versions(env) == {"peft": "0.10.0"}
+    assert installed_versions(tmp_path / "missing.json") == {}

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from bot.targets import owner_packages
-from bot.upstream.raise_sites import raisers
+from bot.upstream.raise_sites import raisers, release_key
+from bot.upstream.signatures import Catalogue, catalogue, keyword_in_releases, parse_signature_error
 
 BUG, USAGE, ENVIRONMENT = "bug", "usage", "environment"
 
@@ -69,6 +70,7 @@ class Evidence:
     user_line: str | None = None
     passes_with: list[str] = field(default_factory=list)   # contrast descriptions that pass
     whole: bool = False       # a traceback reprobot ran itself (not a paste cut anywhere)
+    installed: dict[str, str] = field(default_factory=dict)   # package -> version the run had (env.json)
 
     @property
     def exc(self) -> str:
@@ -82,6 +84,76 @@ class Evidence:
     def raiser(self) -> LibFrame | None:
         """The innermost frame, when it is library code (a user frame raising is the user's own)."""
         return self.frames[-1] if self.frames and self.frames[-1].package else None
+
+
+# --- what the releases say ------------------------------------------------------------------------
+
+_CANNOT_IMPORT = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
+
+
+def _older(a: str, b: str) -> bool:
+    return release_key(a) < release_key(b)
+
+
+def _keyword_kind(ev: Evidence) -> Kind | None:
+    """A keyword a stack callable rejects, read against every catalogued release's signature: in
+    none of them (and no **kwargs) it is the caller's typo; in others only, a version mismatch."""
+    sig = parse_signature_error(ev.message) if ev.exc == "TypeError" else None
+    if sig is None or sig.shape == "missing" or not sig.callable or not sig.keywords:
+        return None
+    kw = sig.keywords[0]
+    ans = keyword_in_releases(sig.callable, kw)
+    by_library = ev.raiser is not None or bool(ev.user_line and not _user_calls(ev, ans.callable))
+    if ans.verdict == "in_no_release" and not (ans.takes_kwargs or ans.unresolved_bases or by_library):
+        near = catalogue().close_keywords(sig.callable, kw)
+        return Kind(USAGE, f"no release of {ans.package} from {ans.callable_first} to {ans.newest} lets "
+                           f"{ans.callable} take `{kw}`",
+                    f"did you mean `{near[0]}`?" if near else f"drop `{kw}` (see {ans.callable}'s signature)", 0.85)
+    if ans.verdict != "in_some_release":
+        return None
+    span = f"{ans.package} {ans.first}" + (f"–{ans.last}" if ans.last != ans.first else "")
+    if by_library:
+        callers = _caller_packages(ev)
+        if not callers or ans.package in callers:
+            return None          # a package's call into itself that no longer fits is its own bug
+        return Kind(ENVIRONMENT, f"{sorted(callers)[0]} passes `{kw}` to {ans.callable}, which only {span} "
+                                 "takes: the installed releases were not made to work together",
+                    "install releases of the two packages that go together (their version requirements)", 0.7)
+    have = ev.installed.get(ans.package)
+    if have and _older(have, ans.first):
+        return Kind(ENVIRONMENT, f"{ans.callable} takes `{kw}` from {ans.package} {ans.first} on; {have} is "
+                                 "installed", f"upgrade {ans.package} to {ans.first} or later", 0.8)
+    if have and _older(ans.last, have):
+        return Kind(USAGE, f"{ans.callable} took `{kw}` up to {ans.package} {ans.last}, not in the installed "
+                           f"{have}: the code was written for an older release",
+                    f"use {ans.callable}'s current arguments (its docs for {have})", 0.7)
+    if not have and ans.in_newest and ans.first != min(catalogue().versions.get(ans.package, [ans.first]),
+                                                        key=release_key):
+        return Kind(ENVIRONMENT, f"{ans.callable} takes `{kw}` from {ans.package} {ans.first} on: the installed "
+                                 "release is probably older", f"upgrade {ans.package}", 0.6)
+    return None
+
+
+def _caller_packages(ev: Evidence) -> set[str]:
+    """The package whose code made the rejected call: the innermost frame's, or (an error line
+    alone) the package defining what the caller's own line calls."""
+    if ev.raiser is not None:
+        return {ev.raiser.package} if ev.raiser.package else set()
+    names = re.findall(r"([A-Za-z_][\w.]*)\s*(?:\(|$)", ev.user_line or "")
+    return {pkg for n in names for key in [Catalogue.key(n)] if key for pkg in catalogue().defined_in(key)}
+
+
+def _import_kind(ev: Evidence) -> Kind | None:
+    """``cannot import name X from pkg`` where no release of pkg ever had X but another package of
+    the stack does: the import names the wrong package."""
+    m = _CANNOT_IMPORT.search(ev.message or "") if ev.exc in _IMPORT_EXC else None
+    if not m:
+        return None
+    name, pkg = m.group(1), m.group(2).split(".")[0]
+    where = catalogue().defined_in(name)
+    if pkg not in catalogue().versions or pkg in where or not where:
+        return None
+    return Kind(USAGE, f"no release of {pkg} has `{name}`; {where[0]} does", f"import {name} from {where[0]}", 0.75)
 
 
 # --- environment ---------------------------------------------------------------------------------
@@ -400,8 +472,9 @@ def kind_line(kind: Kind, works_with: Iterable[str] = ()) -> str:
 
 
 def classify(ev: Evidence) -> Kind:
-    """Environment, then usage, else bug (the default when unsure)."""
-    return _environment(ev) or _usage(ev) or _bug(ev)
+    """What the releases' signatures say, then environment, then usage, else bug (the default when
+    unsure)."""
+    return _keyword_kind(ev) or _import_kind(ev) or _environment(ev) or _usage(ev) or _bug(ev)
 
 
 # --- evidence from what reprobot has -------------------------------------------------------------
@@ -446,7 +519,20 @@ def classify_repro(repro: Any) -> Kind | None:
     except Exception:
         return None
     works = rerun_notes(repro).works_with
-    return classify(evidence_from_record(failure.record, repro_source=failure.repro_source, passes_with=works))
+    ev = evidence_from_record(failure.record, repro_source=failure.repro_source, passes_with=works)
+    ev.installed = installed_versions(repro.env_json)
+    return classify(ev)
+
+
+def installed_versions(env_json: Any) -> dict[str, str]:
+    """package -> version from a repro's env.json (empty when it is missing or unreadable)."""
+    import json
+    try:
+        packages = json.loads(env_json.read_text()).get("packages") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {name: str(p["version"]) for name, p in packages.items()
+            if isinstance(p, dict) and p.get("installed", True) and p.get("version")}
 
 
 __all__ = ["Kind", "Evidence", "LibFrame", "classify", "classify_repro", "evidence_from_record", "kind_line",

@@ -10,6 +10,7 @@ wheels) holds, per package and callable, the releases each parameter name is acc
 """
 from __future__ import annotations
 
+import difflib
 import gzip
 import json
 import re
@@ -162,6 +163,17 @@ class Catalogue:
                              takes_kwargs=any(r.var_kw for _p, r in found),
                              unresolved_bases=tuple(sorted(self._open_bases(name, 0))),
                              callable_first=first, callable_last=last)
+
+
+    def defined_in(self, name: str) -> list[str]:
+        """The packages where some catalogued release defines a public callable ``name``."""
+        return [pkg for pkg, _row in self._found(name)]
+
+    def close_keywords(self, callable_name: str, keyword: str) -> list[str]:
+        """Keywords some release of the callable takes that read like ``keyword`` (a typo's fix)."""
+        name = self.key(callable_name)
+        params = {k for _pkg, row in self._found(name or "") for k in row.params}
+        return difflib.get_close_matches(keyword, sorted(params), n=2, cutoff=0.75)
 
 
 def load(path: Path) -> Catalogue:
