@@ -166,6 +166,7 @@ def upward_edges(graph: dict[str, set[str]]) -> list[str]:
 def test_the_layer_check_can_fail() -> None:
     assert layer_of("bot.store") == 2 and layer_of("bot") == 2 and layer_of("bot.upstream.route") == 3
     assert layer_of("bot.targets.registry") == 1 and layer_of("reducer.passes.cleanup") == 0
+    assert layer_of("reducer.run.runner") == 0 and layer_of("reducer.run.exception_hook.sitecustomize") == 0
     assert layer_of("bot.commands.file") == 5 and layer_of("bot.cli") == 5
     assert upward_edges({"reducer.search": {"bot.store"}, "bot.upstream.kind": {"bot.rerun.report"},
                          "bot.commands.file": {"bot.issue.filing"}}) == [
@@ -181,3 +182,38 @@ def test_every_module_has_a_layer() -> None:
 def test_no_module_imports_a_layer_above_its_own() -> None:
     found = upward_edges(import_graph())
     assert found == [], "imports against the layer order:\n" + "\n".join(found)
+
+
+# ---- the run machinery -----------------------------------------------------------------------
+# Inside the engine, reducer/run/ starts and watches the user's processes; the search (oracle,
+# scheduler, gate, loop, passes, trace, failure...) asks it for runs through run/slots.py, which
+# is what lets a slot on another host stand in for a local run. So run/ imports nothing of the
+# search: only itself and the failure's own data types, plus artefacts.env_names (the variables a
+# script reads, left out of a run made "alone"). A new edge out of run/ is a decision, made here.
+RUN = "reducer.run"
+RUN_MAY_IMPORT = ("reducer.errors", "reducer.outcome", "reducer.normalize", "reducer.tracebacks",
+                  "reducer.artefacts")
+
+
+def run_edges_out(graph: dict[str, set[str]]) -> list[str]:
+    return [f"{module} -> {target}" for module, targets in sorted(graph.items())
+            if module == RUN or module.startswith(RUN + ".")
+            for target in sorted(targets)
+            if not (target == RUN or target.startswith(RUN + ".")) and target not in RUN_MAY_IMPORT]
+
+
+def test_the_run_rule_can_fail() -> None:
+    assert run_edges_out({"reducer.run.runner": {"reducer.run.limits", "reducer.outcome", "reducer.oracle"},
+                          "reducer.oracle": {"reducer.run.slots"}}) == ["reducer.run.runner -> reducer.oracle"]
+
+
+def test_the_run_package_holds_the_run_machinery() -> None:
+    graph = import_graph()
+    assert {"reducer.run.runner", "reducer.run.zygote", "reducer.run.slots",
+            "reducer.run.exception_hook.sitecustomize"} <= set(graph)
+    assert "reducer.run.slots" in graph["reducer.oracle"]      # the search reaches runs through the seam
+
+
+def test_the_run_machinery_never_imports_the_search() -> None:
+    found = run_edges_out(import_graph())
+    assert found == [], "reducer/run/ imports outside what it may (RUN_MAY_IMPORT):\n" + "\n".join(found)
