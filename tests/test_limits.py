@@ -135,8 +135,13 @@ def test_cold_and_warm_runs_get_the_limits(tmp_path) -> None:
 
 
 def test_the_default_limits_are_generous_and_can_be_turned_off() -> None:
+    before = user_tasks()
     resolved = RunLimits().resolved()
-    assert resolved["FSIZE"] == 1 << 30 and resolved["NPROC"] >= user_tasks() + 4096
+    after = user_tasks()
+    # today's count plus the headroom; the count is read twice around it because the machine's
+    # other processes (a parallel job, a helper) come and go meanwhile
+    assert resolved["FSIZE"] == 1 << 30
+    assert min(before, after) - 64 <= resolved["NPROC"] - 4096 <= max(before, after) + 64, (before, resolved, after)
     assert RunLimits(0, 0).resolved() == {}
 
 
