@@ -313,6 +313,7 @@ def test_torchs_own_checks_of_the_callers_graph_are_usage_errors_only_when_torch
 @pytest.mark.parametrize("exc, message", [
     ("TypeError", "cat() received an invalid combination of arguments - got (Tensor, Tensor, out=Tensor), but "
                   "expected one of:"),
+    ("TypeError", "expected Tensor as element 0 in argument 0, but got list"),
     ("IndexError", "Target 117 is out of bounds."),
     ("IndexError", "index out of range in self"),
     ("RuntimeError", "Expected 4-dimensional input for 4-dimensional weight [64, 1, 3, 3], but got 5-dimensional "
@@ -374,3 +375,17 @@ def test_installed_versions_come_from_the_repros_env_json(tmp_path) -> None:
                                             "trl": {"installed": False}}}))
     assert installed_versions(env) == {"peft": "0.10.0"}
     assert installed_versions(tmp_path / "missing.json") == {}
+
+
+def test_a_rule_stated_in_the_constructor_of_the_class_the_caller_builds_is_a_usage_error() -> None:
+    init = [("trl/trainer/ppo_trainer.py", "__init__", "raise ValueError(")]
+    error = ("ValueError: model must be a PreTrainedModelWrapper, got <class 'transformers.models.codegen."
+             "modeling_codegen.CodeGenForCausalLM'> - supported architectures are: ('AutoModelForCausalLMWithValueHead',)")
+    assert _kind(_traceback("trainer = PPOTrainer(config, model, ref_model, tokenizer)", init, error)).kind == USAGE
+    # the same raise reached from a call that builds nothing of that class: not the caller's constructor
+    assert _kind(_traceback("trainer.step(queries, responses, rewards)", init, error)).kind == BUG
+
+
+def test_a_checkpoint_naming_a_class_the_installed_transformers_lacks_is_the_environment() -> None:
+    k = classify(Evidence("ValueError", "Tokenizer class LLaMATokenizer does not exist or is not currently imported."))
+    assert k.kind == ENVIRONMENT

@@ -172,6 +172,10 @@ _ENV_MESSAGE = [
                 r"\bpip install\b|\brequires [\w.-]+ ?(?:>=|==|>)\s?\d|\bversion [\d.]+ (?:or higher|is required)|"
                 r"(?:upgrade|update) (?:your )?(?:installation of )?[\w-]+|install [\w-]+ from source", re.I),
      "the message names a package or version to install"),
+    (re.compile(r"\b(?:Tokenizer|Processor|Feature extractor|Image processor|Model) class \w+ does not exist or is "
+                r"not currently imported", re.I),
+     "the checkpoint names a class the installed transformers does not have (another release, or a missing "
+     "optional dependency)"),
     (re.compile(r"name 'str2optimizer\w*' is not defined|'NoneType' object has no attribute 'c(?:adam|quantize|"
                 r"dequantize|get_|igemm|optimizer)\w*'", re.I),
      "bitsandbytes' compiled library did not load (the CPU-only fallback was used)"),
@@ -336,7 +340,8 @@ _TORCH_CHECKS = [
     (re.compile(r"Attempting to unscale FP16 gradients", re.I),
      "the trainable parameters are float16 while fp16 mixed precision expects float32 master weights",
      "keep the trainable parameters (the adapter) in float32"),
-    (re.compile(r"received an invalid combination of arguments - got \(", re.I),
+    (re.compile(r"received an invalid combination of arguments - got \(|expected Tensor as element \d+ in argument "
+                r"\d+, but got", re.I),
      "torch's argument parser rejected the types of the call's arguments",
      "pass the arguments in one of the forms the message lists"),
     (re.compile(r"\bTarget -?\d+ is out of bounds", re.I),
@@ -362,6 +367,15 @@ def _torch_check(ev: Evidence) -> Kind | None:
         if pattern.search(ev.message or ""):
             return Kind(USAGE, f"torch rejected the caller's training step: {why}", fix, 0.6)
     return None
+
+
+def _constructs(ev: Evidence, site: str) -> bool:
+    """The raising ``__init__`` is that of the class the caller's own line builds: its module is
+    named after the class (``trl/trainer/ppo_trainer.py`` and ``PPOTrainer(...)``), so the check is
+    of the constructor's arguments, as a ``validate`` helper's would be."""
+    stem = site.rsplit(":", 1)[0].rsplit("/", 1)[-1].removesuffix(".py").replace("_", "").lower()
+    built = re.findall(r"\b([A-Z]\w*)\s*(?:\(|$)", ev.user_line or "")
+    return bool(stem) and any(name.lower() == stem for name in built)
 
 
 def _usage(ev: Evidence) -> Kind | None:
@@ -409,7 +423,7 @@ def _usage(ev: Evidence) -> Kind | None:
         return Kind(USAGE, f"{ev.exc} raised on purpose{' in ' + where if where else ''}, and the message says "
                            "what to change", remedy, 0.65) if remedy else None
 
-    validator = bool(func and _VALIDATOR.match(func))
+    validator = bool(func and _VALIDATOR.match(func)) or bool(func == "__init__" and where and _constructs(ev, where))
     rule = _first_sentence(message, _RULE)
     at = f" in {where}" if where else ""
     if validator and rule:
