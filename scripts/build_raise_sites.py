@@ -6,7 +6,7 @@ A pasted traceback is often cut above the library frames (``Traceback ... traine
 then the error line), and a forum post may show the error line alone. The message still says who
 raised it: this catalogue maps the message templates of every ``raise X("...")`` in released
 versions of the stack's packages (spread over 2022-2026: the list in scripts/release_wheels.py,
-shared with the signature catalogue; the committed file predates trl's place in that list) to the
+shared with the signature catalogue, trl included) to the
 package, file and function that raise them. Routing reads it (bot/upstream/raise_sites.py);
 nothing here is learned from the labelled issue set.
 

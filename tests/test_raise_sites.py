@@ -89,6 +89,9 @@ def test_the_bundled_catalogue_knows_real_messages_of_each_package() -> None:
         ("ValueError", "We need an `offload_dir` to dispatch this model according to this `device_map`, the "
                        "following submodules need to be offloaded: base_model.model.lm_head."): "accelerate",
         ("ValueError", "Please specify `target_modules` in `peft_config`"): "peft",
+        ("ValueError", "model must be a PreTrainedModelWrapper, got <class 'transformers.models.codegen.modeling_codegen."
+                       "CodeGenForCausalLM'> - supported architectures are: (<class 'trl.models.modeling_value_head."
+                       "AutoModelForCausalLMWithValueHead'>,)"): "trl",
         ("ValueError", "`.to` is not supported for `4-bit` or `8-bit` bitsandbytes models. Please use the model "
                        "as it is, since the model has already been set to the correct devices and casted to the "
                        "correct `dtype`."): "transformers",
@@ -98,7 +101,7 @@ def test_the_bundled_catalogue_knows_real_messages_of_each_package() -> None:
     # Python's own message, which every package's __getattr__ imitates, names nobody.
     assert raisers("AttributeError", "'NoneType' object has no attribute 'cquantize_blockwise_fp16_nf4'") == {}
     data = json.loads(gzip.decompress((ROOT / "bot/data/raise_sites.json.gz").read_bytes()))
-    assert set(data["versions"]) == {"transformers", "peft", "accelerate", "bitsandbytes"}
+    assert set(data["versions"]) == {"transformers", "peft", "accelerate", "bitsandbytes", "trl"}
     assert len(catalogue().entries) == len(data["entries"]) > 5000
 
 

@@ -2,8 +2,8 @@
 
 A pasted traceback is often cut above the library frames, and a forum post may show the error
 line alone; then the frames cannot say who raised, but the message can. bot/data/raise_sites.json.gz
-holds the first line of every message template that transformers, peft, accelerate and
-bitsandbytes raise, over releases from 2022 on (scripts/build_raise_sites.py builds it from the
+holds the first line of every message template that transformers, peft, accelerate,
+bitsandbytes and trl raise, over releases from 2022 on (scripts/build_raise_sites.py builds it from the
 released wheels). A message matches a template when the template's literal text appears in it, in
 order, with formatted values anywhere between, and the literal text says enough of it.
 """
