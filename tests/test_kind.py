@@ -369,12 +369,14 @@ def test_importing_a_name_from_the_wrong_package_is_usage_a_removed_one_environm
 
 
 def test_installed_versions_come_from_the_repros_env_json(tmp_path) -> None:
-    from bot.upstream.kind import installed_versions
-    env = tmp_path / "env.json"
-    env.write_text(json.dumps({"packages": {"peft": {"installed": True, "version": "0.10.0"},
-                                            "trl": {"installed": False}}}))
-    assert installed_versions(env) == {"peft": "0.10.0"}
-    assert installed_versions(tmp_path / "missing.json") == {}
+    from bot.store import ReproDir
+    from bot.upstream.kind import classify_repro
+    record = failure_from_text("TypeError: LoraConfig.__init__() got an unexpected keyword argument 'eva_config'\n").record
+    (tmp_path / "signature.json").write_text(json.dumps({"record": record.to_dict()}))
+    (tmp_path / "env.json").write_text(json.dumps({"packages": {"peft": {"installed": True, "version": "0.10.0"},
+                                                                "trl": {"installed": False}}}))
+    k = classify_repro(ReproDir.open(tmp_path))
+    assert k is not None and k.kind == ENVIRONMENT and k.fix == "upgrade peft to 0.14.0 or later"
 
 
 def test_a_rule_stated_in_the_constructor_of_the_class_the_caller_builds_is_a_usage_error() -> None:

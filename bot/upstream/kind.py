@@ -134,13 +134,18 @@ def _keyword_kind(ev: Evidence) -> Kind | None:
     return None
 
 
+def _called(ev: Evidence) -> list[str]:
+    """The dotted names the caller's own line calls (``trl.PPOTrainer``, ``model.generate``); a bare
+    name at the end stands for a call (the labelled rows' ``entry_call``)."""
+    return re.findall(r"([A-Za-z_][\w.]*)\s*(?:\(|$)", ev.user_line or "")
+
+
 def _caller_packages(ev: Evidence) -> set[str]:
     """The package whose code made the rejected call: the innermost frame's, or (an error line
     alone) the package defining what the caller's own line calls."""
     if ev.raiser is not None:
         return {ev.raiser.package} if ev.raiser.package else set()
-    names = re.findall(r"([A-Za-z_][\w.]*)\s*(?:\(|$)", ev.user_line or "")
-    return {pkg for n in names for key in [Catalogue.key(n)] if key for pkg in catalogue().defined_in(key)}
+    return {pkg for n in _called(ev) for key in [Catalogue.key(n)] if key for pkg in catalogue().defined_in(key)}
 
 
 def _import_kind(ev: Evidence) -> Kind | None:
@@ -374,8 +379,8 @@ def _constructs(ev: Evidence, site: str) -> bool:
     named after the class (``trl/trainer/ppo_trainer.py`` and ``PPOTrainer(...)``), so the check is
     of the constructor's arguments, as a ``validate`` helper's would be."""
     stem = site.rsplit(":", 1)[0].rsplit("/", 1)[-1].removesuffix(".py").replace("_", "").lower()
-    built = re.findall(r"\b([A-Z]\w*)\s*(?:\(|$)", ev.user_line or "")
-    return bool(stem) and any(name.lower() == stem for name in built)
+    built = [name.rsplit(".", 1)[-1] for name in _called(ev)]
+    return bool(stem) and any(name[:1].isupper() and name.lower() == stem for name in built)
 
 
 def _usage(ev: Evidence) -> Kind | None:
@@ -534,19 +539,8 @@ def classify_repro(repro: Any) -> Kind | None:
         return None
     works = rerun_notes(repro).works_with
     ev = evidence_from_record(failure.record, repro_source=failure.repro_source, passes_with=works)
-    ev.installed = installed_versions(repro.env_json)
+    ev.installed = failure.versions          # env.json, as failure_from_repro read it
     return classify(ev)
-
-
-def installed_versions(env_json: Any) -> dict[str, str]:
-    """package -> version from a repro's env.json (empty when it is missing or unreadable)."""
-    import json
-    try:
-        packages = json.loads(env_json.read_text()).get("packages") or {}
-    except (OSError, ValueError, AttributeError):
-        return {}
-    return {name: str(p["version"]) for name, p in packages.items()
-            if isinstance(p, dict) and p.get("installed", True) and p.get("version")}
 
 
 __all__ = ["Kind", "Evidence", "LibFrame", "classify", "classify_repro", "evidence_from_record", "kind_line",
