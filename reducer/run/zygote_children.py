@@ -36,6 +36,9 @@ import os
 import socket
 import sys
 
+# sitecustomize imported it already (the recorder's folder is on every run's PYTHONPATH)
+from reprobot_after_import import when_imported
+
 # The -c programs multiprocessing execs for a child that runs user code.
 _PROGRAMS = ("from multiprocessing.spawn import spawn_main", "from multiprocessing.forkserver import main")
 # Variables a library may read while it is imported (the zygote imported it with the run's
@@ -134,44 +137,9 @@ def start(disabled=False, close_in_child=()):
 
 
 def _install_patch():
-    util = sys.modules.get("multiprocessing.util")
-    if util is not None:
-        _patch(util)
-    else:
-        sys.meta_path.insert(0, _AfterImport())
-
-
-class _AfterImport:
-    """Wraps ``multiprocessing.util.spawnv_passfds`` right after that module's first import
-    (importing it here would register its atexit handler in a script that never uses it)."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "multiprocessing.util":
-            return None
-        sys.meta_path.remove(self)
-        import importlib.util
-        spec = importlib.util.find_spec(name)
-        if spec is not None and hasattr(getattr(spec, "loader", None), "exec_module"):
-            spec.loader = _Patching(spec.loader)
-        return spec
-
-
-class _Patching:
-    def __init__(self, loader):
-        self._loader = loader
-
-    def __getattr__(self, attr):
-        return getattr(self._loader, attr)
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._loader.exec_module(module)
-        try:
-            _patch(module)
-        except BaseException:
-            pass
+    # Wraps ``multiprocessing.util.spawnv_passfds`` right after that module's first import
+    # (importing it here would register its atexit handler in a script that never uses it).
+    when_imported("multiprocessing.util", _patch)
 
 
 def _patch(util):

@@ -11,6 +11,8 @@ Nothing is imported ahead: torch.distributed.rendezvous is patched right after i
 import os
 import sys
 
+from reprobot_after_import import when_imported
+
 _PORT_ENV = "REPROBOT_MASTER_PORT"
 _MODULE = "torch.distributed.rendezvous"
 
@@ -84,42 +86,9 @@ def _patch_rendezvous(module):
         handlers[scheme] = handler
 
 
-class _AfterImport:
-    def find_spec(self, name, path=None, target=None):
-        if name != _MODULE:
-            return None
-        sys.meta_path.remove(self)
-        import importlib.util
-        spec = importlib.util.find_spec(name)
-        if spec is not None and hasattr(getattr(spec, "loader", None), "exec_module"):
-            spec.loader = _Patching(spec.loader)
-        return spec
-
-
-class _Patching:
-    def __init__(self, loader):
-        self._loader = loader
-
-    def __getattr__(self, attr):
-        return getattr(self._loader, attr)
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._loader.exec_module(module)
-        try:
-            _patch_rendezvous(module)
-        except BaseException:
-            pass
-
-
 def install():
     _patch_environ()
-    if _MODULE in sys.modules:
-        _patch_rendezvous(sys.modules[_MODULE])
-    elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport())
+    when_imported(_MODULE, _patch_rendezvous)
 
 
 try:

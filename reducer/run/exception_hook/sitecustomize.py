@@ -7,11 +7,13 @@ child) - is appended there as one JSON line, before it is printed. reprobot then
 tracebacks in the output were raised and which were only printed text.
 
 The footprint is kept small on purpose, because cold runs carry it too: nothing is imported
-at start-up, the hooks call the functions they wrap unchanged, and a user's own
-sitecustomize still runs.
+at start-up but the finder it shares (reprobot_after_import.py), the hooks call the functions
+they wrap unchanged, and a user's own sitecustomize still runs.
 """
 import os
 import sys
+
+from reprobot_after_import import when_imported
 
 _ENV = "REPROBOT_EXCEPTIONS"
 _MAX_RECORDS = 500
@@ -102,47 +104,6 @@ def _patch_threading(module):
     module.excepthook = excepthook
 
 
-_PATCHES = {"traceback": _patch_traceback, "threading": _patch_threading}
-
-
-class _AfterImport:
-    """Patches ``traceback`` and ``threading`` right after their first import (most scripts
-    import them long after start-up, and importing them here would change the run)."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name not in _PATCHES:
-            return None
-        # Step aside while the real finders look, so that nothing below comes back here.
-        sys.meta_path.remove(self)
-        try:
-            import importlib.util
-            spec = importlib.util.find_spec(name)
-            if spec is not None and hasattr(getattr(spec, "loader", None), "exec_module"):
-                spec.loader = _Patching(spec.loader, _PATCHES[name])
-            return spec
-        finally:
-            if any(other not in sys.modules for other in _PATCHES if other != name):
-                sys.meta_path.insert(0, self)
-
-
-class _Patching:
-    def __init__(self, loader, patch):
-        self._loader, self._patch = loader, patch
-
-    def __getattr__(self, attr):
-        return getattr(self._loader, attr)
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._loader.exec_module(module)
-        try:
-            self._patch(module)
-        except BaseException:
-            pass
-
-
 def _install():
     real_excepthook = sys.excepthook
 
@@ -158,11 +119,10 @@ def _install():
             return real_unraisable(unraisable)
         unraisablehook.__wrapped__ = real_unraisable
         sys.unraisablehook = unraisablehook
-    for name, patch in _PATCHES.items():
-        if name in sys.modules:
-            patch(sys.modules[name])
-    if any(name not in sys.modules for name in _PATCHES):
-        sys.meta_path.insert(0, _AfterImport())
+    # right after their first import: most scripts import them long after start-up, and
+    # importing them here would change the run
+    when_imported("traceback", _patch_traceback)
+    when_imported("threading", _patch_threading)
     reprobot_run_started()
 
 
