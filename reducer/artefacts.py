@@ -25,6 +25,11 @@ _FILE_READERS = {"open", "read_csv", "read_json", "read_table", "read_parquet", 
 _DOTTED_READERS = {"torch.load", "np.load", "numpy.load"}
 _PATH_METHOD_READERS = {"read_text", "read_bytes", "open"}
 _PATH_ARGS = ("pretrained_model_name_or_path", "model_id", "data_files", "data_dir")
+# Writers: a path the script itself creates before it reads it is not the user's file (a repro that
+# saves a tiny model and loads it back needs nothing from anyone's disk).
+_SAVERS = {"save_pretrained", "save_model", "to_json_file", "to_csv", "to_json", "to_parquet"}
+_SAVER_ARGS = ("save_directory", "output_dir", "json_file_path", "path_or_buf", "path", "name")
+_PATH_METHOD_WRITERS = {"write_text", "write_bytes"}
 _MAX_DEPTH = 12
 
 
@@ -317,6 +322,31 @@ def _writes(call: cst.Call, positional: list[cst.Arg], keyword: dict[str, cst.Ar
     return text is None or any(c in text for c in "wax+")
 
 
+def written_path(call: cst.Call) -> cst.BaseExpression | None:
+    """The path expression ``call`` creates or writes, if it is a writer this module knows."""
+    name = dotted(call.func) or ""
+    method = call.func
+    # ``Model(config).save_pretrained(p)``: the receiver is a call, so only the method's name is known
+    last = method.attr.value if isinstance(method, cst.Attribute) else _last(name)
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    keyword = {a.keyword.value: a for a in call.args if a.keyword is not None}
+    if (isinstance(method, cst.Attribute) and method.attr.value in _PATH_METHOD_WRITERS
+            and isinstance(method.value, cst.Call) and _last(dotted(method.value.func)) == "Path"
+            and method.value.args):
+        return method.value.args[0].value
+    if name in ("open", "io.open"):
+        return positional[0].value if positional and _writes(call, positional, keyword) else None
+    if name in ("torch.save", "save") or last == "save_file":
+        arg = keyword.get("f") or keyword.get("filename") or (positional[1] if len(positional) > 1 else None)
+        return arg.value if arg is not None else None
+    if last in _SAVERS:
+        for k in _SAVER_ARGS:
+            if k in keyword:
+                return keyword[k].value
+        return positional[0].value if positional else None
+    return None
+
+
 def _kind(call: cst.Call) -> str:
     name = dotted(call.func) or ""
     return (classify(name) or "data") if _last(name) == "from_pretrained" else "data"
@@ -326,8 +356,14 @@ class _Reads(cst.CSTVisitor):
     def __init__(self) -> None:
         self.found: list[tuple[cst.Call, cst.Arg]] = []
         self.json_wrapped: dict[int, cst.Call] = {}     # open(...) call -> the json.load(...) around it
+        self.written: list[tuple[int, cst.BaseExpression]] = []   # (visit order, the path written)
+        self._order: dict[int, int] = {}                          # id(call) -> its visit order
 
     def visit_Call(self, node: cst.Call) -> None:
+        self._order[id(node)] = len(self._order)
+        target = written_path(node)
+        if target is not None:
+            self.written.append((self._order[id(node)], target))
         arg = path_argument(node)
         if arg is not None:
             self.found.append((node, arg))
@@ -362,20 +398,33 @@ def find_reads(source: str, ctx: Context) -> tuple[cst.Module, list[Read]]:
     reads = _Reads()
     module.visit(reads)
     ev = Evaluator(module, ctx)
+    written = [(order, p) for order, expr in reads.written if (p := _resolved(ev.value(expr), ctx)) is not None]
     out = []
     for call, arg in reads.found:
-        text = ev.value(arg.value)
-        if text is None:
+        path = _resolved(ev.value(arg.value), ctx)
+        if path is None or not _local(path, ctx):
             continue
-        path = Path(os.path.expanduser(text))
-        path = path if path.is_absolute() else ctx.folder / path
-        if not _local(path, ctx):
+        order = reads._order[id(call)]
+        # the very path the script wrote earlier (not anything inside it: saving a model into the
+        # script's own folder does not make the user's data file there the script's)
+        if any(o < order and w == path for o, w in written):
             continue
         wrapper = reads.json_wrapped.get(id(call))
         art = Artefact(_kind(call), path.resolve(), dotted(call.func) or module.code_for_node(call.func),
                        module.code_for_node(arg.value), wrapper is not None)
         out.append((call, arg, art, wrapper))
     return module, out
+
+
+def _resolved(text: str | None, ctx: Context) -> Path | None:
+    if text is None:
+        return None
+    path = Path(os.path.expanduser(text))
+    path = path if path.is_absolute() else ctx.folder / path
+    try:
+        return path.resolve()
+    except OSError:
+        return None
 
 
 def find_artefacts(source: str, ctx: Context) -> list[Artefact]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.run_alone import run_alone
 from reducer.signature import MatchOptions, Signature, signature_of
 from reducer.size import count_statements
 from reducer.tracebacks import all_records, parse_tracebacks
@@ -144,14 +145,5 @@ def _assert_runs_alone_offline(folder: Path, repro: str, tmp_path: Path) -> None
     reduction = json.loads((folder / "reduction.json").read_text(encoding="utf-8"))
     assert reduction["verified"] == "alone, offline" and reduction["needs"] == [], reduction.get("standalone")
     assert "tiny-gemma4'" not in repro and "from_pretrained" not in repro, repro
-    empty = tmp_path / "maintainer"
-    empty.mkdir()
-    (empty / "repro.py").write_text(repro, encoding="utf-8")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TMPDIR": str(empty)}
-    proc = subprocess.run([sys.executable, "repro.py"], cwd=empty, env=env, capture_output=True, text=True,
-                          timeout=300)
-    stored = json.loads((folder / "signature.json").read_text(encoding="utf-8"))
-    options = MatchOptions.from_dict(stored["options"])
-    last = parse_tracebacks(proc.stderr, "stderr")[-1]
-    assert proc.returncode != 0 and signature_of(last, options) == Signature.from_dict(stored["signature"]), \
-        proc.stderr[-3000:]
+    alone = run_alone(folder, timeout=300, workdir=tmp_path)
+    assert alone.same, (alone.expected, alone.got, alone.stderr_tail)

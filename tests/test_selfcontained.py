@@ -70,10 +70,30 @@ def test_paths_shared_with_a_maintainer_are_not_artefacts(tmp_path):
 
 def test_writes_are_not_reads_and_unset_variables_are_not_guessed(tmp_path):
     (tmp_path / "out.json").write_text("{}")
+    (tmp_path / "in.json").write_text("{}")
     source = ("import os, json\njson.dump({}, open('out.json', 'w'))\n"
-              "open(os.environ['NOT_SET_ANYWHERE'])\nopen(os.getenv('ALSO_NOT', 'out.json'))\n")
+              "open(os.environ['NOT_SET_ANYWHERE'])\nopen(os.getenv('ALSO_NOT', 'in.json'))\n")
     found = find_artefacts(source, Context(tmp_path / "s.py", {}))
-    assert [(a.label, a.argument) for a in found] == [("out.json", "os.getenv('ALSO_NOT', 'out.json')")]
+    assert [(a.label, a.argument) for a in found] == [("in.json", "os.getenv('ALSO_NOT', 'in.json')")]
+
+
+def test_what_the_script_saves_before_it_loads_is_its_own_not_the_users(tmp_path):
+    """The GPU example's repro saves a tiny model and adapter into its folder and loads them back
+    (`PeftModel.from_pretrained(..., '')`): it needs nothing from anyone's disk. A read before the
+    save, or of another file in the folder it saved into, still is the user's."""
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "tokens.csv").write_text("a\n")
+    (tmp_path / "out.json").write_text("{}")
+    source = ("from transformers import AutoModel\nfrom peft import PeftModel, get_peft_model\n"
+              "AutoModel.from_pretrained('ckpt')\n"
+              "AutoModel.from_config(cfg).save_pretrained('.')\n"
+              "get_peft_model(AutoModel.from_config(cfg), lora).save_pretrained(save_directory='')\n"
+              "PeftModel.from_pretrained(AutoModel.from_pretrained('.'), '')\n"
+              "open('tokens.csv')\n"
+              "AutoModel.from_pretrained('x').save_pretrained('ckpt')\nAutoModel.from_pretrained('ckpt')\n"
+              "from pathlib import Path\nPath('out.json').write_text('{}')\nopen('out.json')\n")
+    found = find_artefacts(source, Context(tmp_path / "s.py", {}))
+    assert [(a.kind, a.argument) for a in found] == [("model", "'ckpt'"), ("data", "'tokens.csv'")]
 
 
 def test_argparse_option_given_on_the_command_line_wins_over_its_default(tmp_path):

@@ -8,7 +8,8 @@
 #   STATE_DIR    a repros/<id>/ folder from an earlier session to --resume from ("" for none)
 #   EXTRA_FLAGS  more `reprobot reduce` flags (e.g. --no-env for an intermediate session)
 # The repro folder comes back as $OUT/repros.tgz (one file: the device returns at most 8), the
-# log as $OUT/reduce.log.
+# log as $OUT/reduce.log. A finished reduction's repro.py is then run the way a maintainer would,
+# copied alone into an empty folder with the Hub offline (bench/run_alone.py): $OUT/alone.log.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS=2
 MAX_TIME=${1:?seconds}
@@ -31,4 +32,9 @@ fi
 # over from an earlier run.
 python3 -m bot reduce "${REPRO_SCRIPT:-examples/gpu_gemma4_bnb/inference_worker.py}" --out "$OUT/repros" "${RESUME[@]}" \
   --jobs 8 --jobs-per-gpu 8 --max-time "$MAX_TIME" "$@" 2>&1 | tee "$OUT/reduce.log" | tail -40
+rc=${PIPESTATUS[0]}
+echo "reduce exit $rc"
+if [ "$rc" = 0 ]; then
+  python3 bench/run_alone.py "$OUT/repros" --timeout 240 2>&1 | tee "$OUT/alone.log"
+fi
 tar -C "$OUT" -czf "$OUT/repros.tgz" repros && rm -rf "$OUT/repros"
