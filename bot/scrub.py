@@ -143,7 +143,8 @@ _SITE_POSIX = re.compile(r"(?<![\w.~<>-])(?:/[^/\s\"'<>:]+)*/(?:site|dist)-packa
 _SITE_WIN = re.compile(r"(?<![\w])[A-Za-z]:\\(?:[^\\/\n\"'<>|*?:]+\\)*?(?:site|dist)-packages\\", re.IGNORECASE)
 _PATH_REST = re.compile(r"[^\s\"'<>|*?:,]*")
 # A home folder under any mount (/mnt/home/bob, /nfs/home/bob), not only at the root.
-_HOME_POSIX = re.compile(r"(?<![\w.:/~<>-])(?:/[\w.-]+)*?(?:/home|/Users|/var/home)/([^/\s\"'<>:]+)"
+# A file:// URL's path too (pip's direct_url.json of a local wheel: file:///home/bob/wheels/x.whl).
+_HOME_POSIX = re.compile(r"(?:(?<=file://)|(?<![\w.:/~<>-]))(?:/[\w.-]+)*?(?:/home|/Users|/var/home)/([^/\s\"'<>:]+)"
                          r"|(?<![\w.-])/root(?![\w.-])")
 _HOME_WIN = re.compile(r"(?<![\w])[A-Za-z]:[\\/]{1,4}(?:Users|Documents and Settings)[\\/]{1,4}([^\\/\n\"'<>|*?:]+)",
                        re.IGNORECASE)

@@ -194,6 +194,18 @@ def test_transformers_block_on_a_gpu_machine() -> None:
     assert f["NVIDIA driver"] == "550.54.15"
 
 
+def test_a_local_wheel_or_checkout_is_named_without_where_it_sits() -> None:
+    """A bitsandbytes wheel carried onto a machine (file:///work/main/.whl/...) showed its folder in
+    the GPU example's draft: a maintainer needs the file's name, never the user's folders."""
+    env = json.loads(json.dumps(CUDA_ENV))
+    env["packages"]["bitsandbytes"].update(kind="archive", url="file:///srv/alice-team/.whl/bitsandbytes-0.50.2-py3-none-any.whl")
+    env["packages"]["peft"].update(kind="editable", url="file:///srv/alice-team/src/peft")
+    f = fields(system_info(env, "transformers"))
+    assert f["bitsandbytes installed from"] == "a local archive (bitsandbytes-0.50.2-py3-none-any.whl)"
+    assert f["peft installed from"] == "editable checkout of a local folder (peft)"
+    assert "alice" not in system_info(env, "transformers")
+
+
 def test_accelerate_block_on_a_gpu_machine() -> None:
     text = system_info(CUDA_ENV, "accelerate")
     f = fields(text)

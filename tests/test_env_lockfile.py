@@ -116,6 +116,19 @@ def test_find_imported_modules_runs_a_scratch_copy(tmp_path: Path) -> None:
     assert not (tmp_path / "written-here.txt").exists()  # ran in the copy, not the user's folder
 
 
+def test_find_imported_modules_sees_a_package_on_pythonpath(tmp_path: Path, monkeypatch) -> None:
+    """A package installed with `pip install --target` and put on PYTHONPATH is imported by the
+    repro as in its runs, so it is a root of the lock."""
+    target = tmp_path / "site"
+    (target / "targetpkg").mkdir(parents=True)
+    (target / "targetpkg" / "__init__.py").write_text("")
+    monkeypatch.setenv("PYTHONPATH", str(target))
+    (tmp_path / "work").mkdir()
+    script = tmp_path / "work" / "repro.py"
+    script.write_text("import targetpkg\nraise ValueError('boom')\n")
+    assert "targetpkg" in find_imported_modules(sys.executable, script)
+
+
 def test_launcher_rides_along_a_runner_run_without_changing_the_signature(tmp_path: Path) -> None:
     # The launcher goes through Runner.run's launcher= argument, so the modules can be recorded on
     # a run the reducer makes anyway, without a run of its own.

@@ -199,6 +199,8 @@ def test_windows_home_keeps_the_rest_of_the_path() -> None:
     ("/opt/conda/envs/x/lib/python3.10/site-packages/torch/nn/modules/module.py",
      "<env>/torch/nn/modules/module.py"),
     ("/usr/lib/python3/dist-packages/yaml/__init__.py", "<env>/yaml/__init__.py"),
+    # pip's record of a local wheel (env.json's url): the home inside a file:// URL goes too
+    ("archive file:///home/bob/wheels/bnb.whl", "archive file://~/wheels/bnb.whl"),
 ])
 def test_posix_homes_and_site_packages(text: str, expected: str) -> None:
     assert scrub(text, names=NO_NAMES).text == expected

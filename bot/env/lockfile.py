@@ -162,8 +162,10 @@ def find_imported_modules(python: str, script: Path, args: tuple[str, ...] = (),
         launcher = Path(tmp) / "reprobot_launcher.py"
         launcher.write_text(modules_launcher_source(), encoding="utf-8")
         out = Path(tmp) / "modules.json"
+        # PYTHONPATH stays, as in the candidates' runs and the env probe: a stack installed with
+        # `pip install --target` and put on it (bitsandbytes on the GPU example's device) is what
+        # the repro imports, and dropping it left bitsandbytes out of the lock and the install line.
         env = dict(os.environ, **{MODULES_ENV: str(out)})
-        env.pop("PYTHONPATH", None)
         try:
             proc = subprocess.Popen([python, str(launcher), str(work / script.name), *args], cwd=work, env=env,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -57,6 +57,14 @@ def accelerate_config_lines(env: dict, absent: str) -> str:
     return f"\t{absent}"
 
 
+def _local_name(url: str | None) -> str | None:
+    """The file or folder name of a file:// URL (None for a remote one): where it sits on the
+    user's disk means nothing to a maintainer and may name the user."""
+    if not url or not url.startswith("file:"):
+        return None
+    return url.rstrip("/").rsplit("/", 1)[-1] or "?"
+
+
 def install_notes(env: dict, names: tuple[str, ...] = INSTALL_NOTED) -> list[tuple[str, str]]:
     """Packages not installed from an index, and imports that failed: what the commands hide."""
     notes = []
@@ -64,13 +72,14 @@ def install_notes(env: dict, names: tuple[str, ...] = INSTALL_NOTED) -> list[tup
         p = pkg(env, name)
         if not p.get("installed"):
             continue
-        kind = p.get("kind")
+        kind, url, local = p.get("kind"), p.get("url"), _local_name(p.get("url"))
         if kind == "vcs":
-            notes.append((f"{name} installed from", f"{p.get('vcs', 'git')}+{p.get('url')}@{p.get('commit')}"))
+            shown = f"a local repository ({local})" if local else f"{p.get('vcs', 'git')}+{url}"
+            notes.append((f"{name} installed from", f"{shown}@{p.get('commit')}"))
         elif kind in ("editable", "local-dir"):
-            notes.append((f"{name} installed from", f"{kind} checkout {p.get('url')}"))
+            notes.append((f"{name} installed from", f"{kind} checkout " + (f"of a local folder ({local})" if local else str(url))))
         elif kind == "archive":
-            notes.append((f"{name} installed from", f"archive {p.get('url')}"))
+            notes.append((f"{name} installed from", f"a local archive ({local})" if local else f"archive {url}"))
         imp = p.get("import")
         if imp and imp != "ok":
             notes.append((f"{name} import", f"FAILED ({imp})"))
