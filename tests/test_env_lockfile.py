@@ -30,8 +30,18 @@ def test_pins_per_install_kind() -> None:
     assert sub.pin().endswith("@" + "b" * 40 + "#subdirectory=python")
     remote = Dist("wheelpkg", "1.0", kind="archive", url="https://example.org/wheelpkg-1.0-py3-none-any.whl")
     assert remote.pin() == "wheelpkg @ https://example.org/wheelpkg-1.0-py3-none-any.whl"
-    edit = Dist("peft", "0.20.0.dev0", kind="editable", url="file:///src/peft")
-    assert edit.pin().startswith("# peft==0.20.0.dev0  (editable install from file:///src/peft")
+    edit = Dist("peft", "0.20.0.dev0", kind="editable", url="file:///home/alice/src/peft")
+    assert edit.pin() == ("# peft==0.20.0.dev0  (editable install from a local folder (peft): "
+                          "not reproducible elsewhere)")
+    # A release wheel carried onto a machine without network (bitsandbytes on the GPU device): the
+    # index has the same file, so it is pinned as a release, and its folder is never shown.
+    carried = Dist("bitsandbytes", "0.50.2", kind="archive",
+                   url="file:///work/main/.whl/bitsandbytes-0.50.2-py3-none-manylinux_2_24_x86_64.whl")
+    assert carried.pin() == "bitsandbytes==0.50.2" and carried.hashable
+    built = Dist("bitsandbytes", "0.50.2", kind="archive", url="file:///tmp/dist/bitsandbytes-0.51.0.dev0-py3-none-any.whl")
+    assert built.pin() == ("# bitsandbytes==0.50.2  (archive install from a local file "
+                           "(bitsandbytes-0.51.0.dev0-py3-none-any.whl): not reproducible elsewhere)")
+    assert not built.hashable
     assert Dist("x", "1", kind="conda", installer="conda").hashable
 
 

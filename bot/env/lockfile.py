@@ -38,6 +38,7 @@ from pathlib import Path
 
 from packaging.markers import InvalidMarker
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
 
 from bot.env.probe import run_probe
 from bot.scrub import scrub
@@ -86,9 +87,32 @@ class Dist:
         return canonical(self.name)
 
     @property
+    def local_name(self) -> str | None:
+        """The file or folder name of a local install (file:// URL): never where it sits."""
+        if not self.url or not self.url.startswith("file:"):
+            return None
+        return self.url.rstrip("/").rsplit("/", 1)[-1] or "?"
+
+    @property
+    def release_copy(self) -> bool:
+        """A local copy of one of the index's own release files (a wheel carried onto a machine with
+        no network): the same name and version, no local label, so ``name==version`` re-creates it."""
+        name = self.local_name
+        if self.kind != "archive" or not name or "+" in self.version:
+            return False
+        try:
+            if name.endswith(".whl"):
+                dist, version, _, _ = parse_wheel_filename(name)
+            else:
+                dist, version = parse_sdist_filename(name)
+        except (InvalidWheelFilename, InvalidSdistFilename):
+            return False
+        return canonical(dist) == self.key and str(version) == self.version
+
+    @property
     def hashable(self) -> bool:
         """Can pip-compile fetch this exact version from an index and hash it?"""
-        if self.kind in HASHABLE_KINDS:
+        if self.kind in HASHABLE_KINDS or self.release_copy:
             return True
         # Installed by conda & co: worth a try on the index at the same version.
         return self.kind not in ("vcs", "editable", "local-dir", "archive")
@@ -100,8 +124,11 @@ class Dist:
             return f"{self.name} @ {self.vcs or 'git'}+{self.url}@{self.commit}{sub}"
         if self.kind == "archive" and self.url and not self.url.startswith("file:"):
             return f"{self.name} @ {self.url}"
+        if self.release_copy:
+            return f"{self.name}=={self.version}"
         if self.kind in ("editable", "local-dir", "archive"):
-            return f"# {self.name}=={self.version}  ({self.kind} install from {self.url}: not reproducible elsewhere)"
+            where = f"a local {'file' if self.kind == 'archive' else 'folder'} ({self.local_name})" if self.local_name else self.url
+            return f"# {self.name}=={self.version}  ({self.kind} install from {where}: not reproducible elsewhere)"
         return f"{self.name}=={self.version}"
 
 
