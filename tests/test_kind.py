@@ -391,3 +391,54 @@ def test_a_rule_stated_in_the_constructor_of_the_class_the_caller_builds_is_a_us
 def test_a_checkpoint_naming_a_class_the_installed_transformers_lacks_is_the_environment() -> None:
     k = classify(Evidence("ValueError", "Tokenizer class LLaMATokenizer does not exist or is not currently imported."))
     assert k.kind == ENVIRONMENT
+
+
+# --- the caller's data or model class does not fit what it is fed to (round 5, from train misses) --
+
+@pytest.mark.parametrize("key", ["input_ids", "labels", "chosen"])
+def test_a_batch_without_a_standard_field_is_the_callers_data(key) -> None:
+    collate = [("transformers/trainer.py", "train", "return inner_training_loop("),
+               ("transformers/data/data_collator.py", "__call__", f"batch = [f['{key}'] for f in features]")]
+    k = _kind(_traceback("trainer.train()", collate, f"KeyError: '{key}'"))
+    assert k.kind == USAGE and key in k.reason and "remove_unused_columns" in (k.fix or "")
+    # a key that is no batch field (a registry's, a cache's) stays the library's own lookup
+    assert _kind(_traceback("trainer.train()", collate, "KeyError: 'sliding_attention'")).kind == BUG
+    assert classify(Evidence("KeyError", "22")).kind == BUG
+
+
+def test_no_loss_from_the_model_says_labels_or_a_head() -> None:
+    k = classify(Evidence("KeyError", "'loss'", user_line="trainer.train()"))
+    assert k.kind == USAGE and "labels" in (k.fix or "")
+
+
+def test_labels_given_to_a_base_model_is_usage_other_rejected_fields_are_not() -> None:
+    k = classify(Evidence("TypeError", "LlamaModel.forward() got an unexpected keyword argument 'labels'",
+                          user_line="trainer.train()"))
+    assert k.kind == USAGE and "ForCausalLM" in (k.fix or "")
+    # the library passing its own keyword on to models that do not take it (a Trainer regression)
+    assert classify(Evidence("TypeError", "forward() got an unexpected keyword argument 'num_items_in_batch'",
+                             user_line="trainer.train()")).kind == BUG
+    assert classify(Evidence("TypeError", "LlamaModel.forward() got an unexpected keyword argument "
+                                          "'token_type_ids'")).kind == BUG
+    k = classify(Evidence("TypeError", "ChatGLMForConditionalGeneration.forward() got an unexpected keyword "
+                                       "argument 'decoder_input_ids'"))
+    assert k.kind == USAGE and "CAUSAL_LM" in (k.fix or "")
+
+
+def test_a_device_side_assert_is_the_callers_indices_unless_a_stack_library_raised_it() -> None:
+    k = classify(Evidence("RuntimeError", "CUDA error: device-side assert triggered"))
+    assert k.kind == USAGE and "CUDA_LAUNCH_BLOCKING" in (k.fix or "")
+    bnb = [("bitsandbytes/functional.py", "dequantize_4bit", "lib.cdequantize_blockwise_bf16_nf4(")]
+    assert _kind(_traceback("model(x)", bnb, "RuntimeError: CUDA error: device-side assert triggered")).kind == BUG
+
+
+def test_inputs_on_another_device_are_the_callers_when_the_caller_drives_the_step() -> None:
+    message = "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+    linear = [("torch/nn/modules/linear.py", "forward", "return F.linear(input, self.weight, self.bias)")]
+    k = _kind(_traceback("out = model(batch)", linear, f"RuntimeError: {message}"))
+    assert k.kind == USAGE and "model.device" in (k.fix or "")
+    # the library's own loop places the tensors: a mismatch there is its job
+    assert _kind(_traceback("trainer.train()", linear, f"RuntimeError: {message}")).kind == BUG
+    # raised by a stack library's frame (accelerate's hooks): not the caller's placement
+    hook = [("accelerate/hooks.py", "pre_forward", "raise RuntimeError(msg)")]
+    assert _kind(_traceback("out = model(batch)", hook, f"RuntimeError: {message}")).kind == BUG

@@ -364,6 +364,63 @@ _TORCH_CHECKS = [
 ]
 
 
+# CUDA kernels' own index checks fire asynchronously, so the line that reports them is arbitrary;
+# what trips them is almost always an index in the caller's data.
+_TORCH_CHECKS.append(
+    (re.compile(r"device-side assert triggered", re.I),
+     "a CUDA kernel's index check fired: most often a label beyond the number of classes or a token id beyond "
+     "the vocabulary in the caller's data",
+     "check the labels and token ids against num_labels and the vocabulary; rerun with CUDA_LAUNCH_BLOCKING=1 "
+     "(or on CPU) to see the failing operation"))
+
+# The names of a batch's and a model output's standard fields: a KeyError for one of them says the
+# caller's dataset, collator or model class does not provide it, not that the library lost it.
+_FIELDS = {"input_ids", "attention_mask", "token_type_ids", "labels", "label", "pixel_values", "input_features",
+           "decoder_input_ids", "inputs_embeds", "text", "prompt", "chosen", "rejected", "completion",
+           "messages", "loss"}
+_KEY = re.compile(r"""^['"]?(\w+)['"]?$""")
+_DATA_CODE = re.compile(r"collat|trainer|dataset|data_|/data/|tokeniz|arrow_dataset", re.I)
+_FORWARD_KW = re.compile(r"(?:^|[\s.])(?:(?P<cls>\w+)\.)?forward\(\) got an unexpected keyword argument '(?P<kw>\w+)'")
+# the library's own training or generation loop drives the step (then a device mismatch is its job)
+_LIBRARY_LOOP = re.compile(r"\.(?:train|generate|evaluate|predict)\b|Trainer\b")
+_MISPLACED = re.compile(r"Expected all tensors to be on the same device|is on CPU, but expected it to be on GPU|"
+                        r"expected scalar type \w+ but found \w+", re.I)
+
+
+def _data_fit(ev: Evidence) -> Kind | None:
+    """The caller's data or model class does not fit what it is fed to: a batch without a standard
+    field, a base model given labels, an encoder-decoder field for a decoder-only model, or inputs
+    the caller placed on another device or dtype than its own model's."""
+    message = (ev.message or "").strip()
+    key = _KEY.match(message) if ev.exc == "KeyError" else None
+    raiser = ev.raiser
+    # where the caller's data is read (a collator, a trainer's step, a dataset map), or an error line
+    # alone; a model's own generation code missing a field it builds itself stays the library's
+    reads_data = raiser is None or bool(_DATA_CODE.search(raiser.rel))
+    if key and key.group(1) in _FIELDS and reads_data:
+        name = key.group(1)
+        if name == "loss":
+            return Kind(USAGE, "the model returned no loss: it was given no labels, or its class has no head that "
+                               "computes one", "pass labels (or a collator that builds them), or use the model's "
+                                               "...For<Task> class", 0.6)
+        return Kind(USAGE, f"the batch has no `{name}`: the dataset's columns or the collator do not give what the "
+                           "model or trainer reads", f"check that the dataset or collator provides `{name}` "
+                                                    "(Trainer drops columns the model's forward does not name: "
+                                                    "remove_unused_columns)", 0.6)
+    fwd = _FORWARD_KW.search(message) if ev.exc == "TypeError" else None
+    if fwd and fwd.group("kw") == "labels" and (fwd.group("cls") or "Model").endswith("Model"):
+        return Kind(USAGE, "the model's forward takes no labels: a base model has no head to compute a loss",
+                    "use the model's ...For<Task> class (e.g. AutoModelForCausalLM), or drop the labels", 0.6)
+    if fwd and fwd.group("kw") == "decoder_input_ids":
+        return Kind(USAGE, "a decoder-only model was called as an encoder-decoder one (decoder_input_ids)",
+                    "use the causal-LM task type (PEFT task_type=CAUSAL_LM) and a causal-LM collator", 0.6)
+    if (_MISPLACED.search(message) and (raiser is None or raiser.package == "torch")
+            and not (ev.user_line and _LIBRARY_LOOP.search(ev.user_line))):
+        return Kind(USAGE, "the caller's inputs and model are on different devices or dtypes",
+                    "move the inputs to the model's device and dtype (model.device, model.dtype) before the call", 0.55)
+    return None
+
+
 def _torch_check(ev: Evidence) -> Kind | None:
     raiser = ev.raiser
     if raiser is not None and raiser.package != "torch":
@@ -389,7 +446,7 @@ def _usage(ev: Evidence) -> Kind | None:
     behalf = _on_behalf(ev)
     if behalf or (ev.user_line and _LIBRARY_EXAMPLE.search(ev.user_line)):
         return None
-    own = _own_attribute(ev) or _torch_check(ev)
+    own = _own_attribute(ev) or _torch_check(ev) or _data_fit(ev)
     if own:
         return own
     sites = raisers(ev.exc_type, message) if raiser is None else {}
