@@ -442,3 +442,23 @@ def test_inputs_on_another_device_are_the_callers_when_the_caller_drives_the_ste
     # raised by a stack library's frame (accelerate's hooks): not the caller's placement
     hook = [("accelerate/hooks.py", "pre_forward", "raise RuntimeError(msg)")]
     assert _kind(_traceback("out = model(batch)", hook, f"RuntimeError: {message}")).kind == BUG
+
+
+@pytest.mark.parametrize("exc, message, fix_word", [
+    ("ValueError", "Unrecognized configuration class <class 'transformers.models.distilbert.configuration_distilbert."
+                   "DistilBertConfig'> for this kind of AutoModel: AutoModelForCausalLM.", "Auto class"),
+    ("ValueError", "Some specified arguments are not used by the HfArgumentParser: ['--use_lora']", "dataclass"),
+    ("ValueError", "The model did not return a loss from the inputs, only the following keys: logits.", "labels"),
+    ("RuntimeError", '"addmm_impl_cpu_" not implemented for \'Half\'', "float32"),
+    ("RuntimeError", 'Error(s) in loading state_dict for Net: unexpected key "module.conv1.weight" in state_dict',
+     "module."),
+])
+def test_a_librarys_own_words_for_the_wrong_class_or_arguments_are_usage(exc, message, fix_word) -> None:
+    k = classify(Evidence(exc, message))
+    assert k.kind == USAGE and fix_word in (k.fix or ""), k
+
+
+def test_torchs_dtype_check_raised_by_a_stack_librarys_frame_stays_a_bug() -> None:
+    bnb = [("bitsandbytes/autograd/_functions.py", "forward", "raise RuntimeError(msg)")]
+    error = "RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'"
+    assert _kind(_traceback("model(x)", bnb, error)).kind == BUG

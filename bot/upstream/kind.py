@@ -373,6 +373,30 @@ _TORCH_CHECKS.append(
      "check the labels and token ids against num_labels and the vocabulary; rerun with CUDA_LAUNCH_BLOCKING=1 "
      "(or on CPU) to see the failing operation"))
 
+_TORCH_CHECKS += [
+    (re.compile(r"not implemented for '(?:Half|BFloat16)'", re.I),
+     "torch has no kernel for this half-precision operation on this device (float16 or bfloat16 on the CPU)",
+     "load the model in float32 on the CPU, or run it on the GPU"),
+    (re.compile(r"""(?:unexpected|missing) key\(?s?\)? (?:in state_dict: )?"?'?module\.""", re.I),
+     "the state dict's keys carry DataParallel's `module.` prefix (saved from a wrapped model, loaded into a "
+     "bare one, or the other way round)",
+     "strip the `module.` prefix (or save model.module.state_dict())"),
+]
+
+# A library's own wording for "the caller gave the wrong class or arguments", stable across releases.
+_WRONG_INPUT = [
+    (re.compile(r"Unrecognized configuration class .* for this kind of AutoModel", re.I),
+     "this model type has no class for the Auto class the caller used",
+     "use an Auto class this model type supports (the message lists them), or the model's own class"),
+    (re.compile(r"Some specified arguments are not used by the HfArgumentParser", re.I),
+     "HfArgumentParser was given arguments none of its dataclasses declares",
+     "remove the arguments it lists, or add them to a dataclass given to the parser"),
+    (re.compile(r"The model did not return a loss from the inputs", re.I),
+     "the model returned no loss: it was given no labels, or its class has no head that computes one",
+     "pass labels (or a collator that builds them), or use the model's ...For<Task> class"),
+]
+
+
 # The names of a batch's and a model output's standard fields: a KeyError for one of them says the
 # caller's dataset, collator or model class does not provide it, not that the library lost it.
 _FIELDS = {"input_ids", "attention_mask", "token_type_ids", "labels", "label", "pixel_values", "input_features",
@@ -392,6 +416,9 @@ def _data_fit(ev: Evidence) -> Kind | None:
     field, a base model given labels, an encoder-decoder field for a decoder-only model, or inputs
     the caller placed on another device or dtype than its own model's."""
     message = (ev.message or "").strip()
+    for pattern, why, fix in _WRONG_INPUT:
+        if pattern.search(message):
+            return Kind(USAGE, why, fix, 0.6)
     key = _KEY.match(message) if ev.exc == "KeyError" else None
     raiser = ev.raiser
     # where the caller's data is read (a collator, a trainer's step, a dataset map), or an error line
