@@ -1,10 +1,10 @@
 """Bug / usage / environment on the labelled set (bot/data/kind/): accuracy, and usage-error
 precision and recall, per part. Rules are developed with --train-only; the held-out part
-(heldout_v5) is read only to report, and its misses are never listed (bot/data/kind/README.md).
+(heldout_v6) is read only to report, and its misses are never listed (bot/data/kind/README.md).
 
     python bench/kind_eval.py [--train-only] [--misses]
 
-Train includes the earlier held-out parts (rows with origin heldout-v1 .. heldout-v4), each read
+Train includes the earlier held-out parts (rows with origin heldout-v1 .. heldout-v5), each read
 once its rules were written; each is also reported on its own line, e.g. `train[heldout-v2]`.
 """
 from __future__ import annotations

@@ -4,10 +4,10 @@ issue is held out before any rule is written against it (bot/data/kind/README.md
 
     python bench/split_kind.py --issues gathered.jsonl
 
-Parts: `train.jsonl` and `heldout_v5.jsonl`. Each earlier held-out part was read once its rules
-were written, so it was folded into train (rows keep `origin: heldout-v1` .. `heldout-v4`) and the
+Parts: `train.jsonl` and `heldout_v6.jsonl`. Each earlier held-out part was read once its rules
+were written, so it was folded into train (rows keep `origin: heldout-v1` .. `heldout-v5`) and the
 next held-out part is drawn with its own salt from issues gathered after that, by people who never
-wrote or ran a rule; every issue added from now on is assigned by the v5 salt.
+wrote or ran a rule; every issue added from now on is assigned by the v6 salt.
 
 Issues already in the set are left as they are; text fields pass through reprobot's scrubber.
 """
@@ -27,12 +27,12 @@ from bench.split_upstream import _fraction, _read, _write, ref  # noqa: E402
 from bot.scrub import scrub_json  # noqa: E402
 
 DATA = ROOT / "bot" / "data" / "kind"
-# All of round 5, as in round 4: the rules are written on the 216 issues of rounds 1-4, and every
+# All of round 6, as in rounds 4 and 5: the rules are written on the issues of rounds 1-5, and every
 # new issue makes the held-out figure less noisy.
 HELD_OUT_SHARE = 1.0
-SALT = "reprobot-30-kind-v5"
-HELD_OUT = "heldout_v5"
-SEEN = ("heldout", "heldout_v2", "heldout_v3", "heldout_v4")   # earlier held-out parts, read, so folded into train
+SALT = "reprobot-30-kind-v6"
+HELD_OUT = "heldout_v6"
+SEEN = ("heldout", "heldout_v2", "heldout_v3", "heldout_v4", "heldout_v5")   # earlier held-out parts, read, so folded into train
 PARTS = ("train", HELD_OUT)
 LABELS = ("bug", "usage", "environment")
 KEYS = ("repo", "number", "title", "exc_type", "message", "frames", "entry_call", "label", "evidence", "source")
