@@ -210,6 +210,7 @@ class RerunNotes:
     passes_on: list[str] = field(default_factory=list)    # "Passes on accelerate 1.14.0 (latest)"
     bisect: str | None = None
     works_with: list[str] = field(default_factory=list)   # contrast changes that make it pass
+    passed: list[tuple[str, str]] = field(default_factory=list)   # (package, release) runs that passed
 
     @property
     def likely_fixed(self) -> bool:
@@ -247,10 +248,14 @@ def rerun_notes(repro: ReproDir) -> RerunNotes:
             where = _versions_of(row) + (" (latest)" if latest else "")
             if kind == VERDICT_PASS:
                 notes.passes_on.append(where)
+                notes.passed += [(p, str(v)) for p, v in (row.get("changed") or {}).items()]
             elif kind == VERDICT_SAME and latest:
                 notes.fails_on.append(where)
         if data.get("bisect") and data["bisect"].get("first_changed"):
             notes.bisect = data["bisect"]["sentence"]
+        bisect = data.get("bisect") or {}
+        notes.passed += [(bisect["package"], str(t["version"])) for t in bisect.get("tried") or []
+                         if bisect.get("package") and (t.get("verdict") or {}).get("kind") == VERDICT_PASS]
     path = repro.path / "contrast.json"
     if path.is_file():
         data = repro.read_json(path)

@@ -462,3 +462,32 @@ def test_torchs_dtype_check_raised_by_a_stack_librarys_frame_stays_a_bug() -> No
     bnb = [("bitsandbytes/autograd/_functions.py", "forward", "raise RuntimeError(msg)")]
     error = "RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'"
     assert _kind(_traceback("model(x)", bnb, error)).kind == BUG
+
+
+def test_a_usage_verdict_gives_way_when_versions_found_an_earlier_release_that_passes(tmp_path) -> None:
+    """A deliberate check that rejects what an earlier release accepted is a regression: the
+    labelled set's bugs include exactly these (a model_kwargs check that began rejecting
+    `length`, a docstring example that stopped working)."""
+    from bot.store import ReproDir
+    from bot.upstream.kind import classify_repro
+    error = "ValueError: You have to specify pixel_values\n"
+    record = failure_from_text(error).record
+    (tmp_path / "signature.json").write_text(json.dumps({"record": record.to_dict()}))
+    (tmp_path / "env.json").write_text(json.dumps({"packages": {"transformers": {"installed": True,
+                                                                                 "version": "4.18.0"}}}))
+    assert classify_repro(ReproDir.open(tmp_path)).kind == USAGE
+    verdict = lambda kind: {"kind": kind, "signature": None, "message": ""}   # noqa: E731
+    (tmp_path / "versions.json").write_text(json.dumps({"rows": [
+        {"label": "locked", "versions": {"transformers": "4.18.0"}, "changed": {}, "verdict": verdict("same failure")},
+        {"label": "transformers latest", "versions": {"transformers": "4.19.0"}, "changed": {"transformers": "4.19.0"},
+         "verdict": verdict("same failure")}],
+        "bisect": {"package": "transformers", "first_changed": "4.18.0", "sentence": "first fails: transformers 4.18.0",
+                   "tried": [{"version": "4.17.0", "verdict": verdict("PASS")},
+                             {"version": "4.18.0", "verdict": verdict("same failure")}]}}))
+    k = classify_repro(ReproDir.open(tmp_path))
+    assert k.kind == BUG and "4.17.0" in k.reason and "regression" in k.reason
+    # a later release passing says it was fixed, not that the call was right: still usage
+    (tmp_path / "versions.json").write_text(json.dumps({"rows": [
+        {"label": "transformers latest", "versions": {"transformers": "4.19.0"}, "changed": {"transformers": "4.19.0"},
+         "verdict": verdict("PASS")}]}))
+    assert classify_repro(ReproDir.open(tmp_path)).kind == USAGE

@@ -71,6 +71,7 @@ class Evidence:
     passes_with: list[str] = field(default_factory=list)   # contrast descriptions that pass
     whole: bool = False       # a traceback reprobot ran itself (not a paste cut anywhere)
     installed: dict[str, str] = field(default_factory=dict)   # package -> version the run had (env.json)
+    passed: list[tuple[str, str]] = field(default_factory=list)   # (package, release) `versions` runs that passed
 
     @property
     def exc(self) -> str:
@@ -574,10 +575,25 @@ def kind_line(kind: Kind, works_with: Iterable[str] = ()) -> str:
     return f"This looks like a bug: {reason}."
 
 
+def _regression(ev: Evidence) -> Kind | None:
+    """`versions` ran the same repro on an earlier release than the installed one and it passed: the
+    library's behaviour changed under an unchanged call, which is the labelled set's own definition
+    of a bug (a regression), however deliberate the raise looks."""
+    for package, release in ev.passed:
+        have = ev.installed.get(package)
+        if have and _older(release, have):
+            return Kind(BUG, f"the same repro passes on {package} {release}, an earlier release than the installed "
+                             f"{have}: a regression, not a usage error", None, 0.85)
+    return None
+
+
 def classify(ev: Evidence) -> Kind:
     """What the releases' signatures say, then environment, then usage, else bug (the default when
-    unsure)."""
-    return _keyword_kind(ev) or _import_kind(ev) or _environment(ev) or _usage(ev) or _bug(ev)
+    unsure). A usage verdict gives way to a regression `versions` found."""
+    kind = _keyword_kind(ev) or _import_kind(ev) or _environment(ev) or _usage(ev) or _bug(ev)
+    if kind.kind == USAGE:
+        return _regression(ev) or kind
+    return kind
 
 
 # --- evidence from what reprobot has -------------------------------------------------------------
@@ -621,9 +637,10 @@ def classify_repro(repro: Any) -> Kind | None:
         failure = failure_from_repro(repro.path)
     except Exception:
         return None
-    works = rerun_notes(repro).works_with
-    ev = evidence_from_record(failure.record, repro_source=failure.repro_source, passes_with=works)
+    notes = rerun_notes(repro)
+    ev = evidence_from_record(failure.record, repro_source=failure.repro_source, passes_with=notes.works_with)
     ev.installed = failure.versions          # env.json, as failure_from_repro read it
+    ev.passed = notes.passed
     return classify(ev)
 
 
