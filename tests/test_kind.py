@@ -491,3 +491,16 @@ def test_a_usage_verdict_gives_way_when_versions_found_an_earlier_release_that_p
         {"label": "transformers latest", "versions": {"transformers": "4.19.0"}, "changed": {"transformers": "4.19.0"},
          "verdict": verdict("PASS")}]}))
     assert classify_repro(ReproDir.open(tmp_path)).kind == USAGE
+
+
+@pytest.mark.parametrize("exc, message, fix_word", [
+    ("ValueError", "Expected more than 1 value per channel when training, got input size torch.Size([1, 128])", "eval"),
+    ("RuntimeError", "view size is not compatible with input tensor's size and stride (at least one dimension spans "
+                     "across two contiguous subspaces). Use .reshape(...) instead.", "reshape"),
+    ("RuntimeError", "Expected object of type Variable[torch.FloatTensor] but found type "
+                     "Variable[torch.cuda.FloatTensor] for argument #1 'mat2'", "device"),
+    ("TypeError", "expected Variable as element 0 in argument 0, but got tuple", "forms"),
+])
+def test_more_of_torchs_checks_of_the_callers_inputs(exc, message, fix_word) -> None:
+    k = classify(Evidence(exc, message))
+    assert k.kind == USAGE and fix_word in (k.fix or ""), k

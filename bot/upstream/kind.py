@@ -346,7 +346,7 @@ _TORCH_CHECKS = [
     (re.compile(r"Attempting to unscale FP16 gradients", re.I),
      "the trainable parameters are float16 while fp16 mixed precision expects float32 master weights",
      "keep the trainable parameters (the adapter) in float32"),
-    (re.compile(r"received an invalid combination of arguments - got \(|expected Tensor as element \d+ in argument "
+    (re.compile(r"received an invalid combination of arguments - got \(|expected (?:Tensor|Variable) as element \d+ in argument "
                 r"\d+, but got", re.I),
      "torch's argument parser rejected the types of the call's arguments",
      "pass the arguments in one of the forms the message lists"),
@@ -378,6 +378,12 @@ _TORCH_CHECKS += [
     (re.compile(r"not implemented for '(?:Half|BFloat16)'", re.I),
      "torch has no kernel for this half-precision operation on this device (float16 or bfloat16 on the CPU)",
      "load the model in float32 on the CPU, or run it on the GPU"),
+    (re.compile(r"Expected more than 1 value per channel when training", re.I),
+     "a batch-norm layer in training mode got one value per channel (a batch of one)",
+     "use a batch larger than one in training, or call model.eval() for single samples"),
+    (re.compile(r"view size is not compatible with input tensor's size and stride", re.I),
+     "`.view` on a tensor whose memory is not contiguous (after a transpose, permute or slice)",
+     "use .reshape(...) or call .contiguous() before .view(...)"),
     (re.compile(r"""(?:unexpected|missing) key\(?s?\)? (?:in state_dict: )?"?'?module\.""", re.I),
      "the state dict's keys carry DataParallel's `module.` prefix (saved from a wrapped model, loaded into a "
      "bare one, or the other way round)",
@@ -409,7 +415,7 @@ _FORWARD_KW = re.compile(r"(?:^|[\s.])(?:(?P<cls>\w+)\.)?forward\(\) got an unex
 # the library's own training or generation loop drives the step (then a device mismatch is its job)
 _LIBRARY_LOOP = re.compile(r"\.(?:train|generate|evaluate|predict)\b|Trainer\b")
 _MISPLACED = re.compile(r"Expected all tensors to be on the same device|is on CPU, but expected it to be on GPU|"
-                        r"expected scalar type \w+ but found \w+", re.I)
+                        r"expected scalar type \w+ but found \w+|Expected object of (?:scalar |device )?type \S+ but found type", re.I)
 
 
 def _data_fit(ev: Evidence) -> Kind | None:
