@@ -362,19 +362,13 @@ _TORCH_CHECKS = [
     (re.compile(r"Expected input batch_size \(\d+\) to match target batch_size \(\d+\)", re.I),
      "the labels' batch does not match the model's output (the caller's data or collator)",
      "check the labels the data collator builds against the model's task"),
-]
-
-
-# CUDA kernels' own index checks fire asynchronously, so the line that reports them is arbitrary;
-# what trips them is almost always an index in the caller's data.
-_TORCH_CHECKS.append(
+    # CUDA kernels' own index checks fire asynchronously, so the line that reports them is arbitrary;
+    # what trips them is almost always an index in the caller's data.
     (re.compile(r"device-side assert triggered", re.I),
      "a CUDA kernel's index check fired: most often a label beyond the number of classes or a token id beyond "
      "the vocabulary in the caller's data",
      "check the labels and token ids against num_labels and the vocabulary; rerun with CUDA_LAUNCH_BLOCKING=1 "
-     "(or on CPU) to see the failing operation"))
-
-_TORCH_CHECKS += [
+     "(or on CPU) to see the failing operation"),
     (re.compile(r"not implemented for '(?:Half|BFloat16)'", re.I),
      "torch has no kernel for this half-precision operation on this device (float16 or bfloat16 on the CPU)",
      "load the model in float32 on the CPU, or run it on the GPU"),
@@ -390,6 +384,9 @@ _TORCH_CHECKS += [
      "strip the `module.` prefix (or save model.module.state_dict())"),
 ]
 
+
+_NO_LOSS = ("the model returned no loss: it was given no labels, or its class has no head that computes one",
+            "pass labels (or a collator that builds them), or use the model's ...For<Task> class")
 # A library's own wording for "the caller gave the wrong class or arguments", stable across releases.
 _WRONG_INPUT = [
     (re.compile(r"Unrecognized configuration class .* for this kind of AutoModel", re.I),
@@ -398,9 +395,7 @@ _WRONG_INPUT = [
     (re.compile(r"Some specified arguments are not used by the HfArgumentParser", re.I),
      "HfArgumentParser was given arguments none of its dataclasses declares",
      "remove the arguments it lists, or add them to a dataclass given to the parser"),
-    (re.compile(r"The model did not return a loss from the inputs", re.I),
-     "the model returned no loss: it was given no labels, or its class has no head that computes one",
-     "pass labels (or a collator that builds them), or use the model's ...For<Task> class"),
+    (re.compile(r"The model did not return a loss from the inputs", re.I), *_NO_LOSS),
 ]
 
 
@@ -434,9 +429,7 @@ def _data_fit(ev: Evidence) -> Kind | None:
     if key and key.group(1) in _FIELDS and reads_data:
         name = key.group(1)
         if name == "loss":
-            return Kind(USAGE, "the model returned no loss: it was given no labels, or its class has no head that "
-                               "computes one", "pass labels (or a collator that builds them), or use the model's "
-                                               "...For<Task> class", 0.6)
+            return Kind(USAGE, *_NO_LOSS, 0.6)
         return Kind(USAGE, f"the batch has no `{name}`: the dataset's columns or the collator do not give what the "
                            "model or trainer reads", f"check that the dataset or collator provides `{name}` "
                                                     "(Trainer drops columns the model's forward does not name: "
