@@ -99,7 +99,7 @@ def test_deliberate_looking_raises_inside_the_library_stay_bugs(exc, message, fr
 
 
 def test_a_keyword_the_users_own_call_does_not_take_is_usage() -> None:
-    k = classify(Evidence("TypeError", "__init__() got an unexpected keyword argument 'fp16'"))
+    k = classify(Evidence("TypeError", "Trainer.__init__() got an unexpected keyword argument 'fp16'"))
     assert k.kind == USAGE and "fp16" in (k.fix or "")
     # a config class that does not know a saved field: written by another release
     assert classify(Evidence("TypeError", "LoraConfig.__init__() got an unexpected keyword argument "
@@ -504,3 +504,13 @@ def test_a_usage_verdict_gives_way_when_versions_found_an_earlier_release_that_p
 def test_more_of_torchs_checks_of_the_callers_inputs(exc, message, fix_word) -> None:
     k = classify(Evidence(exc, message))
     assert k.kind == USAGE and fix_word in (k.fix or ""), k
+
+
+def test_a_bare_init_signature_error_without_frames_is_not_called_usage() -> None:
+    """Python before 3.10 wrote `__init__() got an unexpected keyword argument`: no class, so no
+    release can be read; the labelled set has it as a release mismatch and as a library's own example
+    as often as a typo. With the class named (or the caller's line calling it), it stays usage."""
+    bare = "__init__() got an unexpected keyword argument 'evaluation_strategy'"
+    assert classify(Evidence("TypeError", bare)).kind == BUG
+    named = "Blip2Processor.__init__() got an unexpected keyword argument 'num_query_tokenz'"
+    assert classify(Evidence("TypeError", named)).kind == USAGE

@@ -487,8 +487,11 @@ def _usage(ev: Evidence) -> Kind | None:
 
     # Python rejected the call's own keywords: the innermost frame is the user's line (a paste
     # without frames: a constructor), never a library frame passing keywords on.
+    # A frameless paste counts for a constructor only when the message names its class (Python 3.10+):
+    # a bare `__init__()` names no callable whose releases could be read, and in the labelled set
+    # it was as often a release mismatch or the library's own example as the caller's typo.
     sig = _SIGNATURE.search(message)
-    if ev.exc == "TypeError" and sig and raiser is None and (ev.frames or sig.group("func").endswith("__init__")
+    if ev.exc == "TypeError" and sig and raiser is None and (ev.frames or sig.group("func").endswith(".__init__")
                                                               or _user_calls(ev, sig.group("func"))):
         kw = sig.group("kw") or sig.group("kw2")
         fix = fixed[1] if fixed else (f"drop or rename `{kw}`" if kw else "check the call's arguments against its signature")
