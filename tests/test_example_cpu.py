@@ -31,7 +31,9 @@ pytestmark = pytest.mark.skipif(
 
 
 def _failures(path: Path, cwd: Path) -> tuple[subprocess.CompletedProcess, list]:
-    env = dict(os.environ, TMPDIR=str(cwd))
+    # the Hub offline: the example builds its tiny model from a config, and its repro, run alone in
+    # an empty folder, must need nothing else either (#30)
+    env = dict(os.environ, TMPDIR=str(cwd), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     try:
         proc = subprocess.run([sys.executable, str(path)], cwd=cwd, env=env, check=False, capture_output=True,
                               text=True, timeout=300)
@@ -83,7 +85,7 @@ def test_reduce_cpu_example_end_to_end(tmp_path):
     assert n < count_statements(EXAMPLE.read_text(encoding="utf-8")), repro
     assert "get_peft_model" in repro or "LoraConfig" in repro
 
-    # The repro on its own, outside reprobot, fails the same way.
+    # The repro on its own, outside reprobot, alone in an empty folder and offline, fails the same way.
     rerun = tmp_path / "rerun"
     rerun.mkdir()
     (rerun / "repro.py").write_text(repro, encoding="utf-8")
