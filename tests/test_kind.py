@@ -514,3 +514,14 @@ def test_a_bare_init_signature_error_without_frames_is_not_called_usage() -> Non
     assert classify(Evidence("TypeError", bare)).kind == BUG
     named = "Blip2Processor.__init__() got an unexpected keyword argument 'num_query_tokenz'"
     assert classify(Evidence("TypeError", named)).kind == USAGE
+
+
+def test_an_unconfirmed_usage_verdict_says_how_to_confirm_it() -> None:
+    k = classify(Evidence("KeyError", "'input_ids'", user_line="trainer.train()"))
+    assert k.kind == USAGE
+    assert kind_line(k).endswith("No run has confirmed it: `reprobot contrast` tries the repro without each "
+                                 "argument the caller passed.")
+    confirmed = classify(Evidence("ValueError", GREEDY, frames_from_strings([f"{r}:{f}" for r, f, _ in GENERATE]),
+                                  "model.generate(ids, do_sample=False, num_return_sequences=3)",
+                                  passes_with=["without `num_return_sequences=3` (the default)"], whole=True))
+    assert "It passes with" in kind_line(confirmed) and "No run has confirmed" not in kind_line(confirmed)

@@ -568,8 +568,14 @@ def kind_line(kind: Kind, works_with: Iterable[str] = ()) -> str:
     """The one line a person reads first (plain text: escape it for a terminal or markdown)."""
     reason = kind.reason.rstrip(".")
     if kind.kind == USAGE:
+        # a change contrast ran (its fixes read "without `kw=...`") confirms the verdict; the error
+        # alone does not: on issues it had not seen, 7 of 25 such verdicts were wrong
+        # (bot/data/kind/README.md), so say how to confirm it
         change = passes_with(kind, works_with) or (kind.fix if kind.fix and kind.fix.startswith("without `") else None)
-        return f"This looks like a usage error: {reason}." + (f" It passes with: {change}." if change else "")
+        if change:
+            return f"This looks like a usage error: {reason}. It passes with: {change}."
+        return (f"This looks like a usage error: {reason}. No run has confirmed it: `reprobot contrast` tries the "
+                "repro without each argument the caller passed.")
     if kind.kind == ENVIRONMENT:
         return (f"This looks like an environment problem: {reason}. Check the installed versions "
                 "(`reprobot env --check`), the CUDA setup (driver, torch.version.cuda) and reinstall the package "
