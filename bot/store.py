@@ -251,9 +251,9 @@ def rerun_notes(repro: ReproDir) -> RerunNotes:
                 notes.passed += [(p, str(v)) for p, v in (row.get("changed") or {}).items()]
             elif kind == VERDICT_SAME and latest:
                 notes.fails_on.append(where)
-        if data.get("bisect") and data["bisect"].get("first_changed"):
-            notes.bisect = data["bisect"]["sentence"]
         bisect = data.get("bisect") or {}
+        if bisect.get("first_changed"):
+            notes.bisect = bisect["sentence"]
         notes.passed += [(bisect["package"], str(t["version"])) for t in bisect.get("tried") or []
                          if bisect.get("package") and (t.get("verdict") or {}).get("kind") == VERDICT_PASS]
     path = repro.path / "contrast.json"

@@ -357,13 +357,13 @@ class _Reads(cst.CSTVisitor):
         self.found: list[tuple[cst.Call, cst.Arg]] = []
         self.json_wrapped: dict[int, cst.Call] = {}     # open(...) call -> the json.load(...) around it
         self.written: list[tuple[int, cst.BaseExpression]] = []   # (visit order, the path written)
-        self._order: dict[int, int] = {}                          # id(call) -> its visit order
+        self.order: dict[int, int] = {}                           # id(call) -> its visit order
 
     def visit_Call(self, node: cst.Call) -> None:
-        self._order[id(node)] = len(self._order)
+        self.order[id(node)] = len(self.order)
         target = written_path(node)
         if target is not None:
-            self.written.append((self._order[id(node)], target))
+            self.written.append((self.order[id(node)], target))
         arg = path_argument(node)
         if arg is not None:
             self.found.append((node, arg))
@@ -404,13 +404,13 @@ def find_reads(source: str, ctx: Context) -> tuple[cst.Module, list[Read]]:
         path = _resolved(ev.value(arg.value), ctx)
         if path is None or not _local(path, ctx):
             continue
-        order = reads._order[id(call)]
+        order = reads.order[id(call)]
         # the very path the script wrote earlier (not anything inside it: saving a model into the
         # script's own folder does not make the user's data file there the script's)
         if any(o < order and w == path for o, w in written):
             continue
         wrapper = reads.json_wrapped.get(id(call))
-        art = Artefact(_kind(call), path.resolve(), dotted(call.func) or module.code_for_node(call.func),
+        art = Artefact(_kind(call), path, dotted(call.func) or module.code_for_node(call.func),
                        module.code_for_node(arg.value), wrapper is not None)
         out.append((call, arg, art, wrapper))
     return module, out

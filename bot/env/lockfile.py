@@ -43,6 +43,7 @@ from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sd
 from bot.env.probe import run_probe
 from bot.scrub import scrub
 from bot.store import ReproDir, write_text_atomic
+from bot.targets.sysinfo import local_name
 from reducer.errors import ExitCode, ReprobotError
 from reducer.run.processes import kill_group, resolve_python
 
@@ -89,9 +90,7 @@ class Dist:
     @property
     def local_name(self) -> str | None:
         """The file or folder name of a local install (file:// URL): never where it sits."""
-        if not self.url or not self.url.startswith("file:"):
-            return None
-        return self.url.rstrip("/").rsplit("/", 1)[-1] or "?"
+        return local_name(self.url)
 
     @property
     def release_copy(self) -> bool:

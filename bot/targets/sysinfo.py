@@ -57,7 +57,7 @@ def accelerate_config_lines(env: dict, absent: str) -> str:
     return f"\t{absent}"
 
 
-def _local_name(url: str | None) -> str | None:
+def local_name(url: str | None) -> str | None:
     """The file or folder name of a file:// URL (None for a remote one): where it sits on the
     user's disk means nothing to a maintainer and may name the user."""
     if not url or not url.startswith("file:"):
@@ -72,7 +72,7 @@ def install_notes(env: dict, names: tuple[str, ...] = INSTALL_NOTED) -> list[tup
         p = pkg(env, name)
         if not p.get("installed"):
             continue
-        kind, url, local = p.get("kind"), p.get("url"), _local_name(p.get("url"))
+        kind, url, local = p.get("kind"), p.get("url"), local_name(p.get("url"))
         if kind == "vcs":
             shown = f"a local repository ({local})" if local else f"{p.get('vcs', 'git')}+{url}"
             notes.append((f"{name} installed from", f"{shown}@{p.get('commit')}"))
