@@ -14,6 +14,7 @@ from bot.output import console, traceback_tail
 from bot.progress import ReductionProgress
 from bot.scrub import scrub
 from bot.standalone import make_self_contained
+from bot.targets.registry import recipe_files
 from bot.store import ReproDir, write_json_atomic, write_text_atomic
 from reducer.errors import DeadlineReached, ExitCode, ReprobotError
 from reducer.failure import Failure
@@ -419,7 +420,7 @@ def trace_data(failure: Failure, repro: ReproDir, resumed: bool, oracle: Oracle 
     try:
         # the failing call's own argument values, for the boundary-call candidate (one more run)
         from reducer.boundary import boundary_run
-        data.boundary = boundary_run(failure.spec.source, run)
+        data.boundary = boundary_run(failure.spec.source, run, recipe_files())
         data.target_exc_type = failure.signature.exc_type
     except Exception as e:  # noqa: BLE001 - an optimisation too
         console.print(f"[yellow]boundary call skipped:[/] {escape(str(e))[:200]}")
@@ -446,7 +447,7 @@ def retracer(oracle: Oracle):
         if pending:
             pending.clear()
             try:
-                data.boundary = boundary_run(source, run)
+                data.boundary = boundary_run(source, run, recipe_files())
                 data.target_exc_type = oracle.target.exc_type
             except Exception:  # noqa: BLE001 - an optimisation: the trace stands without it
                 pass

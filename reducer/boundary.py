@@ -28,14 +28,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reducer.trace import VALUE_SOURCE
+from reducer.recipes import LOADER, recipe_env
+from reducer.trace import OUTSIDE_SOURCE, VALUE_SOURCE
 
 ENV_VAR = "REPROBOT_BOUNDARY_OUT"
 
 LAUNCHER = r'''
-import ast, collections, os, runpy, sys, threading, json
+import ast, collections, os, re, runpy, sys, threading, json
 
-_script = os.path.abspath(sys.argv[1])
+# In a child of the run (a spawn worker, a torchrun rank, any Python the script started),
+# reducer/run/exception_hook/sitecustomize.py runs this file with _REPROBOT_TRACE_CHILD set (the
+# same hand-over as reducer/trace.py's): the failing call of a child is recorded as the parent's.
+_child = bool(globals().get("_REPROBOT_TRACE_CHILD"))
+_script = os.environ["REPROBOT_TRACE_SCRIPT"] if _child else os.path.abspath(sys.argv[1])
+if not _child:
+    os.environ["REPROBOT_TRACE_SCRIPT"] = _script
+    os.environ["REPROBOT_TRACE_LAUNCHER"] = os.path.abspath(__file__)
+    os.environ.setdefault("REPROBOT_TRACE_OUT", os.environ.get("REPROBOT_BOUNDARY_OUT", os.devnull))
 _here = os.path.dirname(_script)
 _private = [p for p in (_here, os.environ.get("TMPDIR", "").rstrip(os.sep)) if len(p) > 1]
 _out = os.environ.get("REPROBOT_BOUNDARY_OUT")
@@ -56,15 +65,42 @@ def _emit(obj):
             pass
 
 
-''' + VALUE_SOURCE + r'''
+''' + VALUE_SOURCE + LOADER + OUTSIDE_SOURCE + r'''
+
+_blobs = []
+
+
+def _outside(texts):
+    """Whether any string these texts spell carries an environment value or a file the script
+    read: such a value never becomes part of a repro, however it was computed."""
+    if not _blobs:
+        _blobs.append(_read_blobs())
+    for text in texts:
+        try:
+            tree = ast.parse(text)
+        except Exception:
+            return True
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and \
+                    _from_outside(repr(node.value), _blobs[0]):
+                return True
+    return False
+
 
 def _describe(value):
+    if isinstance(value, (str, os.PathLike)):
+        # a path the script wrote (a checkpoint folder): the recipe that writes it, before its text
+        made = _rebuilt(value, literal=False)
+        if made is not None:
+            if _outside(made["setup"] + [made["expr"]]):
+                return {"outside": True}
+            return {"type": type(value).__module__ + ":" + type(value).__qualname__, "recipe": made}
     try:
         text = _source(value)
     except Exception:
         text = None
     if text is not None and len(text) <= _MAX_REPR:
-        return {"value": text}
+        return {"outside": True} if _outside([text]) else {"value": text}
     cls = type(value)
     out = {"type": getattr(cls, "__module__", "") + ":" + getattr(cls, "__qualname__", "")}
     enum = sys.modules.get("enum")
@@ -75,6 +111,13 @@ def _describe(value):
     mod, qual = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
     if isinstance(mod, str) and isinstance(qual, str) and not isinstance(value, (int, float, str, bytes)):
         out["object"] = mod + ":" + qual
+    if "object" not in out and "member" not in out:
+        recipe = _rebuilt(value)
+        if recipe is not None:
+            if _outside(recipe["setup"] + [recipe["expr"]]):
+                out["outside"] = True
+            else:
+                out["recipe"] = recipe
     return out
 
 
@@ -116,7 +159,7 @@ def _index():
     return out
 
 
-def _record(frame, exc):
+def _record(frame, exc, tb=None):
     global _calls_at
     if _calls_at is None:
         _calls_at = _index()
@@ -135,9 +178,97 @@ def _record(frame, exc):
                 described = _describe(value)
                 if "value" in described:
                     values[name] = described
-    _emit({"line": frame.f_lineno, "func": frame.f_code.co_name,
-           "exc_type": type(exc).__module__ + "." + type(exc).__qualname__,
-           "message": str(exc)[:2000], "values": values})
+    record = {"line": frame.f_lineno, "func": frame.f_code.co_name,
+              "exc_type": type(exc).__module__ + "." + type(exc).__qualname__,
+              "message": str(exc)[:2000], "values": values, "child": _child}
+    callee = _callee(frame, tb)
+    if callee is not None:
+        record["callee"] = callee
+    _emit(record)
+
+
+# The arguments of the latest call each frame of the script made into another file, taken when
+# that call started (a callee may pop or rebind its parameters before it raises): script frame id
+# -> (its code, the callee's code, the callee's frame locals at its start).
+_entered = {}
+
+
+def _entering(frame):
+    back = frame.f_back
+    if back is None or back.f_code.co_filename != _script or frame.f_code.co_filename == _script:
+        return
+    code = frame.f_code
+    n = code.co_argcount + code.co_kwonlyargcount
+    names = code.co_varnames[:n + (1 if code.co_flags & 0x04 else 0) + (1 if code.co_flags & 0x08 else 0)]
+    loc = frame.f_locals
+    taken = {}
+    for name in names:
+        if name in loc:
+            value = loc[name]
+            taken[name] = dict(value) if type(value) is dict else value
+    _entered[id(back)] = (back.f_code, code, taken)
+
+
+def _function_of(frame, taken):
+    """The function object a frame runs, for its defaults: a method of its first argument's
+    class (or the class itself), else a global of its module."""
+    code = frame.f_code
+    names = code.co_varnames[:1]
+    first = taken.get(names[0]) if names else None
+    for owner in ([first, type(first)] if first is not None else []):
+        fn = getattr(owner, code.co_name, None)
+        fn = getattr(fn, "__func__", fn)
+        fn = getattr(fn, "__wrapped__", fn) if getattr(fn, "__code__", None) is not code else fn
+        if getattr(fn, "__code__", None) is code:
+            return fn
+    fn = frame.f_globals.get(code.co_name)
+    return fn if getattr(fn, "__code__", None) is code else None
+
+
+def _callee(frame, tb):
+    """What the library function the failing line entered received: each parameter (and the
+    entries of its ``*args`` and ``**kwargs``), described, with which of them still held the
+    function's default (so a ``**helper()`` at the call site can be spelled out)."""
+    try:
+        inner = tb.tb_next if tb is not None and tb.tb_frame is frame else None
+        entered = _entered.get(id(frame))
+        if inner is None or entered is None or entered[0] is not frame.f_code or entered[1] is not inner.tb_frame.f_code:
+            return None
+        code, taken = entered[1], entered[2]
+        n = code.co_argcount + code.co_kwonlyargcount
+        fn = _function_of(inner.tb_frame, taken)
+        defaults = {}
+        if fn is not None:
+            pos = code.co_varnames[:code.co_argcount]
+            for name, value in zip(pos[len(pos) - len(fn.__defaults__ or ()):], fn.__defaults__ or ()):
+                defaults[name] = value
+            defaults.update(fn.__kwdefaults__ or {})
+        params = []
+        for name in code.co_varnames[:n]:
+            if name not in taken:
+                continue
+            value = taken[name]
+            d = _describe(value)
+            if name in defaults and (defaults[name] is value or _same(defaults[name], value)):
+                d["default"] = True
+            params.append([name, d])
+        out = {"name": code.co_name, "params": params, "posonly": code.co_posonlyargcount,
+               "known_defaults": fn is not None}
+        if code.co_flags & 0x04:
+            out["varargs"] = [_describe(v) for v in list(taken.get(code.co_varnames[n], ()))[:32]]
+        if code.co_flags & 0x08:
+            extra = taken.get(code.co_varnames[n + (1 if code.co_flags & 0x04 else 0)]) or {}
+            out["varkw"] = [[str(k), _describe(v)] for k, v in list(extra.items())[:64]]
+        return out
+    except Exception:
+        return None
+
+
+def _same(a, b):
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:
+        return False
 
 
 def _local(frame, event, arg):
@@ -151,7 +282,7 @@ def _local(frame, event, arg):
                 if last is not None and last.tb_frame.f_code.co_filename != _script:
                     _done.append(exc)
                     _records[0] += 1
-                    _record(frame, exc)
+                    _record(frame, exc, tb)
                 elif last is not None:
                     _done.append(exc)      # raised by the script itself: no boundary
         except Exception:
@@ -160,12 +291,29 @@ def _local(frame, event, arg):
 
 
 def _global(frame, event, arg):
-    if event == "call" and frame.f_code.co_filename == _script:
+    if event != "call":
+        return None
+    if frame.f_code.co_filename == _script:
         return _local
+    try:
+        _entering(frame)
+    except Exception:
+        pass
     return None
 
 
+def _child_main():
+    _load_recipes()
+    if hasattr(sys, "addaudithook"):
+        sys.addaudithook(_audit)
+    threading.settrace(_global)
+    sys.settrace(_global)
+
+
 def _main():
+    _load_recipes()
+    if hasattr(sys, "addaudithook"):
+        sys.addaudithook(_audit)
     sys.argv = sys.argv[1:]
     sys.argv[0] = _script
     sys.path[0] = os.path.dirname(_script)
@@ -188,7 +336,10 @@ def _main():
         sys.settrace(None)
 
 
-_main()
+if _child:
+    _child_main()
+else:
+    _main()
 '''
 
 
@@ -199,12 +350,22 @@ class Boundary:
     func: str
     exc_type: str
     message: str
-    values: dict[str, dict[str, str]] = field(default_factory=dict)   # expression text -> {"value"|"type"|"object"}
+    values: dict[str, dict[str, Any]] = field(default_factory=dict)   # expression text -> {"value"|"type"|"object"|"recipe"}
+    # what the library function the line entered received (the launcher's ``_callee``): its name,
+    # [parameter, description] pairs, ``varargs``, ``varkw``; None when it was not seen
+    callee: dict[str, Any] | None = None
+    child: bool = False             # recorded in a child process of the run
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Boundary:
+        callee = d.get("callee")
         return cls(int(d["line"]), str(d.get("func", "")), str(d.get("exc_type", "")), str(d.get("message", "")),
-                   {str(k): dict(v) for k, v in dict(d.get("values", {})).items() if isinstance(v, dict)})
+                   {str(k): dict(v) for k, v in dict(d.get("values", {})).items() if isinstance(v, dict)},
+                   callee if isinstance(callee, dict) else None, bool(d.get("child", False)))
+
+    def recipe_of(self, expr: str) -> dict[str, Any] | None:
+        recipe = self.values.get(expr, {}).get("recipe")
+        return recipe if isinstance(recipe, dict) and isinstance(recipe.get("expr"), str) else None
 
     def value(self, expr: str) -> str | None:
         return self.values.get(expr, {}).get("value")
@@ -231,14 +392,16 @@ def load(path: Path) -> list[Boundary]:
     return out
 
 
-def boundary_run(source: str, run) -> list[Boundary]:
+def boundary_run(source: str, run, recipes: tuple[Path, ...] = ()) -> list[Boundary]:
     """Run ``source`` once under the launcher (``run(source, launcher_argv, extra_env)``, as
-    ``reducer.trace.trace_run`` calls it) and read the boundaries it recorded, in order."""
+    ``reducer.trace.trace_run`` calls it) and read the boundaries it recorded, in order, its
+    children's included. ``recipes``: the files that rebuild values no literal spells
+    (reducer/recipes.py), in the order they are asked."""
     with tempfile.TemporaryDirectory(prefix="reprobot-boundary-") as d:
         launcher = Path(d) / "reprobot_boundary_launcher.py"
         launcher.write_text(LAUNCHER, encoding="utf-8")
         out = Path(d) / "boundary.jsonl"
-        run(source, [str(launcher)], {ENV_VAR: str(out)})
+        run(source, [str(launcher)], {ENV_VAR: str(out), **recipe_env(recipes)})
         return load(out)
 
 

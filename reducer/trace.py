@@ -84,6 +84,101 @@ def _source(value, depth=0):
     return None if any(p in text for p in _private) else text
 '''
 
+# What the script read from outside, at run time: the environment's values and the files the script
+# opened (an audit hook), and whether a recorded value's strings carry any of them. Shared with
+# reducer/boundary.py's launcher; needs ``_script``, ``re``, ``ast`` and ``sys`` there.
+OUTSIDE_SOURCE = r'''
+def _outside_strings():
+    """Values of this run's environment worth hiding: any variable named like a secret, and
+    every other one but the machine's paths and locale (a value the script read from the
+    environment is not the script's to publish, whatever it is called)."""
+    out = set()
+    for k, v in os.environ.items():
+        if len(v) < 6:
+            continue
+        if _SECRET_NAME.search(k) or not (k in _ENV_NOISE or k.startswith(("LC_", "PYTHON", "XDG_"))):
+            out.add(v)
+    return out
+
+
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|KEY|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.IGNORECASE)
+_ENV_NOISE = {"PATH", "PWD", "OLDPWD", "HOME", "SHELL", "TERM", "LANG", "LANGUAGE", "USER", "LOGNAME",
+              "TMPDIR", "TEMP", "TMP", "SHLVL", "_"}
+_env_strings = _outside_strings()
+_stdlib = os.path.dirname(os.__file__) + os.sep
+_read_paths = []    # files the script read itself or through the standard library
+_MAX_READ_FILES, _MAX_FILE_BYTES, _MAX_READ_BYTES = 64, 4 << 20, 16 << 20
+
+
+def _opened_by_script():
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name == _script:
+            return True
+        if not name.startswith(_stdlib) or "-packages" in name:
+            return False    # a library read it (a model's config.json): its values are public
+        frame = frame.f_back
+    return False
+
+
+def _audit(event, args):
+    """An "open" for reading made by the script: its content is outside data."""
+    if event != "open" or len(_read_paths) >= _MAX_READ_FILES:
+        return
+    try:
+        path, mode, flags = args
+        if path is None or isinstance(path, int):
+            return
+        writes = any(c in mode for c in "wax") if isinstance(mode, str) else (flags or 0) & 3 == os.O_WRONLY
+        if writes or not _opened_by_script():
+            return
+        path = os.path.abspath(os.fsdecode(path))
+        if path not in _read_paths and os.path.isfile(path):
+            _read_paths.append(path)
+    except Exception:
+        pass
+
+
+def _read_blobs():
+    blobs, total = [], 0
+    for path in _read_paths:
+        try:
+            with open(path, "rb") as f:
+                data = f.read(min(_MAX_FILE_BYTES, _MAX_READ_BYTES - total))
+        except OSError:
+            continue
+        blobs.append(data)
+        total += len(data)
+        if total >= _MAX_READ_BYTES:
+            break
+    return blobs
+
+
+def _leaves(text):
+    """The strings a recorded value spells, from its source text."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except Exception:
+        return None
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, (str, bytes))]
+
+
+def _from_outside(text, blobs):
+    """Whether a recorded value carries an environment value or a file's content: such a value
+    never becomes a literal of the repro, whatever code computed it."""
+    leaves = _leaves(text)
+    if leaves is None:
+        return True
+    for leaf in leaves:
+        raw = leaf if isinstance(leaf, bytes) else leaf.encode("utf-8", "surrogatepass")
+        if any(s.encode("utf-8", "surrogatepass") in raw for s in _env_strings):
+            return True
+        if len(raw) >= 6 and any(raw in blob for blob in blobs):
+            return True
+    return False
+'''
+
 LAUNCHER = r'''
 import ast, atexit, json, os, re, runpy, sys, threading
 
@@ -202,97 +297,7 @@ def _index_bindings():
     return out
 
 
-def _outside_strings():
-    """Values of this run's environment worth hiding: any variable named like a secret, and
-    every other one but the machine's paths and locale (a value the script read from the
-    environment is not the script's to publish, whatever it is called)."""
-    out = set()
-    for k, v in os.environ.items():
-        if len(v) < 6 or k.startswith("REPROBOT_"):
-            continue
-        if _SECRET_NAME.search(k) or not (k in _ENV_NOISE or k.startswith(("LC_", "PYTHON", "XDG_"))):
-            out.add(v)
-    return out
-
-
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|KEY|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.IGNORECASE)
-_ENV_NOISE = {"PATH", "PWD", "OLDPWD", "HOME", "SHELL", "TERM", "LANG", "LANGUAGE", "USER", "LOGNAME",
-              "TMPDIR", "TEMP", "TMP", "SHLVL", "_"}
-_env_strings = _outside_strings()
-_stdlib = os.path.dirname(os.__file__) + os.sep
-_read_paths = []    # files the script read itself or through the standard library
-_MAX_READ_FILES, _MAX_FILE_BYTES, _MAX_READ_BYTES = 64, 4 << 20, 16 << 20
-
-
-def _opened_by_script():
-    frame = sys._getframe(2)
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if name == _script:
-            return True
-        if not name.startswith(_stdlib) or "-packages" in name:
-            return False    # a library read it (a model's config.json): its values are public
-        frame = frame.f_back
-    return False
-
-
-def _audit(event, args):
-    """An "open" for reading made by the script: its content is outside data."""
-    if event != "open" or len(_read_paths) >= _MAX_READ_FILES:
-        return
-    try:
-        path, mode, flags = args
-        if path is None or isinstance(path, int):
-            return
-        writes = any(c in mode for c in "wax") if isinstance(mode, str) else (flags or 0) & 3 == os.O_WRONLY
-        if writes or not _opened_by_script():
-            return
-        path = os.path.abspath(os.fsdecode(path))
-        if path not in _read_paths and os.path.isfile(path):
-            _read_paths.append(path)
-    except Exception:
-        pass
-
-
-def _read_blobs():
-    blobs, total = [], 0
-    for path in _read_paths:
-        try:
-            with open(path, "rb") as f:
-                data = f.read(min(_MAX_FILE_BYTES, _MAX_READ_BYTES - total))
-        except OSError:
-            continue
-        blobs.append(data)
-        total += len(data)
-        if total >= _MAX_READ_BYTES:
-            break
-    return blobs
-
-
-def _leaves(text):
-    """The strings a recorded value spells, from its source text."""
-    try:
-        tree = ast.parse(text, mode="eval")
-    except Exception:
-        return None
-    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, (str, bytes))]
-
-
-def _from_outside(text, blobs):
-    """Whether a recorded value carries an environment value or a file's content: such a value
-    never becomes a literal of the repro, whatever code computed it."""
-    leaves = _leaves(text)
-    if leaves is None:
-        return True
-    for leaf in leaves:
-        raw = leaf if isinstance(leaf, bytes) else leaf.encode("utf-8", "surrogatepass")
-        if any(s.encode("utf-8", "surrogatepass") in raw for s in _env_strings):
-            return True
-        if len(raw) >= 6 and any(raw in blob for blob in blobs):
-            return True
-    return False
-
-
+''' + OUTSIDE_SOURCE + r'''
 _binding_lines = _index_bindings()
 _pending = {}       # frame -> line of its last binding statement, not yet read back
 _binds = {}         # (line, name) -> [value text or None, times seen, varies]

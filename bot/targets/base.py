@@ -112,6 +112,9 @@ class Target:
     # code hands to torch is its own rather than "the integration" (transformers').
     wires_integrations: bool = False
     draft_notes: tuple[str, ...] = ()          # said in every draft for this repo (its filing policy)
+    # Its value recipes (reducer/recipes.py): a file of bot/targets/recipes/ that rebuilds its
+    # classes' objects (a model from its config, a tensor from its shape) in the user's interpreter.
+    recipes: str | None = None
 
     @property
     def template_name(self) -> str:

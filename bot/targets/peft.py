@@ -23,7 +23,7 @@ def render(env: dict) -> str:
 
 
 TARGET = Target(
-    key="peft", repo="huggingface/peft", packages=("peft",), order=20,
+    recipes="peft.py", key="peft", repo="huggingface/peft", packages=("peft",), order=20,
     fields=(system_info_field(), WHO_CAN_HELP, REPRODUCTION, EXPECTED),
     render_system_info=render,
     api_names=(r"\b(?:Peft\w*|AutoPeftModel\w*|Lora\w*|LoRA\w*|AdaLora\w*|IA3\w*|LoHa\w*|LoKr\w*|"

@@ -67,7 +67,7 @@ def render(env: dict) -> str:
 
 
 TARGET = Target(
-    key="pytorch", repo="pytorch/pytorch", packages=("torch",), order=90,
+    recipes="pytorch.py", key="pytorch", repo="pytorch/pytorch", packages=("torch",), order=90,
     fields=(textarea("describe-the-bug", "\U0001F41B Describe the bug", required=True, prefill=False),
             textarea("versions", "Versions", required=True, prefill=False)),
     render_system_info=render, system_info_command=COLLECT_ENV,

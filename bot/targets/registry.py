@@ -234,3 +234,12 @@ class _KeysView(Sequence[str]):
 
 TARGETS: Mapping[str, str] = _TargetsView()
 REPO_KEYS: Sequence[str] = _KeysView()
+
+
+def recipe_files() -> tuple[Path, ...]:
+    """Every target's value recipes (reducer/recipes.py), most specific first: a wrapper's (peft)
+    before what it wraps (transformers), the foundation (torch) last but for its own types."""
+    here = Path(__file__).parent / "recipes"
+    ordered = sorted(targets(), key=lambda t: (t.foundation, -t.order))
+    return tuple(here / t.recipes for t in ordered if t.recipes and (here / t.recipes).is_file())
+

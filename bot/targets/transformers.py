@@ -33,7 +33,7 @@ def render(env: dict) -> str:
 
 
 TARGET = Target(
-    key="transformers", repo="huggingface/transformers", packages=("transformers",), order=10,
+    recipes="transformers.py", key="transformers", repo="huggingface/transformers", packages=("transformers",), order=10,
     fields=(system_info_field(), WHO_CAN_HELP,
             checkboxes("information-scripts-examples", "Information", OWN_SCRIPTS),
             checkboxes("information-tasks", "Tasks",

@@ -15,7 +15,9 @@ Knobs (environment):
   REPRO_SCENARIO  c (default): max_memory passed to the adapter load -> offload inside PEFT
                   d: the base's device_map passed to the adapter load, then generate
                   b: plain adapter load on the split base; a: everything on GPU 0
-  REPRO_DEVICE    cuda (default) | cpu: the same calls without bitsandbytes, maps on the CPU
+  REPRO_DEVICE    cuda (default) | cpu: the CPU twin: the same calls without bitsandbytes, the towers
+                  offloaded to the CPU and the disk, which fails on CPU in the base's load
+                  (ValueError: position_embedding_table is on the meta device)
   GEMMA4_TINY_DIR where the tiny checkpoint lives; built on first use (default: ./tiny_gemma4)
   REPRO_REQUESTS  a JSON file with a list of requests to serve instead of the built-in ones
 """
@@ -218,7 +220,9 @@ def _build_device_map(supports_image: bool, supports_audio: bool) -> dict[str, i
         return {"": main}
     device_map: dict[str, int | str] = {}
     if supports_image:
-        device_map["model.vision_tower"] = "cpu"
+        # the CPU twin (REPRO_DEVICE=cpu) offloads the vision tower to disk, as the GPU run offloads
+        # it to the CPU: transformers' load then fails in accelerate's dispatch (a meta buffer)
+        device_map["model.vision_tower"] = "cpu" if REPRO_DEVICE == "cuda" else "disk"
     if supports_audio:
         device_map["model.audio_tower"] = "cpu"
     device_map[""] = main

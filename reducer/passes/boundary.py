@@ -36,7 +36,67 @@ _BUILTINS = frozenset(dir(builtins))
 class _Parts:
     imports: list[str] = field(default_factory=list)    # import statements, in the script's order
     unresolved: set[str] = field(default_factory=set)    # script names the call still reads
+    setup: list[str] = field(default_factory=list)      # a recipe's statements, run before the call
     ok: bool = True
+
+    def take(self, recipe: dict) -> str:
+        """A value's recipe (reducer/recipes.py): its imports and setup joined to these; its text."""
+        for line in recipe.get("imports") or []:
+            if line not in self.imports:
+                self.imports.append(line)
+        for line in recipe.get("setup") or []:
+            if line not in self.setup:
+                self.setup.append(line)
+        return str(recipe["expr"])
+
+
+# A library function that only passes its arguments on (torch.no_grad's ``decorate_context``, a
+# module's ``__call__``): what it received is what the call site gave, its first one the receiver.
+_WRAPPERS = frozenset({"decorate_context", "wrapper", "wrapped", "inner", "_wrapped_call_impl", "_call_impl",
+                       "__call__", "wrapped_func", "new_func", "_fn"})
+
+
+def _primary(text: str) -> bool:
+    """``text`` can take ``.attr`` or ``(...)`` after it without parentheses."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return isinstance(node, (ast.Call, ast.Attribute, ast.Name, ast.Subscript, ast.List, ast.Dict, ast.Tuple))
+
+
+@dataclass
+class _Received:
+    """What the callee the failing line entered received, laid out as a call site reads it."""
+    positional: list[dict]          # descriptions, the receiver first where there is one
+    keywords: dict[str, dict]       # by name: named parameters, then **kwargs entries
+    defaults: set[str]              # named parameters that held their default
+    receiver: bool                  # positional[0] is the receiver (self / cls)
+    named: list[str]                # the callee's named parameters, in order
+
+
+def _received(callee: dict | None, call: ast.Call) -> _Received | None:
+    """The callee's record matched to ``call``: by name, or through a pass-through wrapper."""
+    if not callee:
+        return None
+    name = callee.get("name", "")
+    spelled = call.func.attr if isinstance(call.func, ast.Attribute) else (
+        call.func.id if isinstance(call.func, ast.Name) else None)
+    wrapper = name in _WRAPPERS or name.startswith("_wrapped")
+    if name != spelled and not wrapper:
+        return None
+    params = [(str(p[0]), p[1]) for p in callee.get("params", []) if isinstance(p, list) and len(p) == 2]
+    varargs = [d for d in callee.get("varargs", []) if isinstance(d, dict)]
+    varkw = {str(k): d for k, d in (callee.get("varkw") or []) if isinstance(d, dict)}
+    positional = [d for _, d in params] + varargs
+    keywords = {n: d for n, d in params}
+    keywords.update(varkw)
+    defaults = {n for n, d in params if d.get("default")}
+    first = params[0][0] if params else None
+    receiver = first in ("self", "cls") or (not params and wrapper and (
+        isinstance(call.func, ast.Attribute) or isinstance(call.func, ast.Name)) and bool(varargs)
+        and len(varargs) > len(call.args))
+    return _Received(positional, keywords, defaults, receiver, [n for n, _ in params])
 
 
 def _imports(tree: ast.Module) -> dict[str, tuple[int, str]]:
@@ -93,6 +153,29 @@ class _Builder:
     def __init__(self, source: str, tree: ast.Module, boundary, allowed) -> None:
         self.source, self.tree, self.b, self.allowed = source, tree, boundary, allowed
         self.imports = _imports(tree)
+        from reducer.provenance import secret_values
+        self._secrets = secret_values()
+        self.received: _Received | None = None     # set per call by ``call``
+
+    def rebuilt(self, description: dict | None, parts: _Parts) -> str | None:
+        """A recorded description as text: its literal, or its recipe (never one spelling a secret)."""
+        if not description:
+            return None
+        from reducer.provenance import leaked
+        value = description.get("value")
+        if isinstance(value, str):
+            try:
+                ast.literal_eval(value)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                value = None
+            if value is not None and leaked(value, self._secrets) is None:
+                return value
+        recipe = description.get("recipe")
+        if isinstance(recipe, dict) and isinstance(recipe.get("expr"), str):
+            whole = "\n".join([*recipe.get("imports", []), *recipe.get("setup", []), recipe["expr"]])
+            if leaked(whole, self._secrets) is None:
+                return parts.take(recipe)
+        return None
 
     def closed(self, node: ast.AST) -> bool:
         """Reads only imported names and builtins (and binds none): it can stand alone."""
@@ -142,11 +225,62 @@ class _Builder:
         if own is not None:
             parts.unresolved |= own[1]
             return own[0]
+        # a recipe is judged by what it spells at run time (the launcher drops one carrying an
+        # environment value or a file's content), not by the static taint: a model or a tensor
+        # flows through every helper of the script, and that taint would keep them all
+        recipe = self.b.recipe_of(text) if hasattr(self.b, "recipe_of") else None
+        if recipe is not None:
+            return self.rebuilt({"recipe": recipe}, parts)
         if literal_only:
             return None
         parts.unresolved |= {n for n in _names(node) if n not in self.imports and n not in _BUILTINS}
         self._need(_names(node) & set(self.imports), parts)
         return text
+
+    def argument(self, node: ast.AST, parts: _Parts, literal_only: bool, position: int | None,
+                 keyword: str | None) -> str | None:
+        """An argument of the failing call: as ``expr`` writes it, else what the callee received
+        in its place (a call in the argument, such as ``build(n)``, is never run again here)."""
+        got = self.expr(node, parts, True)
+        if got is not None:
+            return got
+        r = self.received
+        if r is not None:
+            if keyword is not None:
+                desc = r.keywords.get(keyword)
+            else:
+                i = (position or 0) + (1 if r.receiver else 0)
+                desc = r.positional[i] if i < len(r.positional) else None
+            trial = _Parts()
+            out = self.rebuilt(desc, trial)
+            if out is not None:     # what the callee received (the launcher dropped what came from outside)
+                parts.imports += [i for i in trial.imports if i not in parts.imports]
+                parts.setup += [s for s in trial.setup if s not in parts.setup]
+                return out
+        return None if literal_only else self.expr(node, parts, False)
+
+    def spread(self, call: ast.Call, parts: _Parts) -> list[str] | None:
+        """``**expr`` at the call site written as the keywords the callee received through it:
+        its ``**kwargs`` entries and named parameters that the call did not give and that did not
+        hold their default. None when they are not known."""
+        r = self.received
+        if r is None or len([k for k in call.keywords if k.arg is None]) != 1:
+            return None
+        given = {k.arg for k in call.keywords if k.arg}
+        taken = set(r.named[:len([a for a in call.args if not isinstance(a, ast.Starred)]) + (1 if r.receiver else 0)])
+        out = []
+        for name, desc in r.keywords.items():
+            if name in given or name in taken or name in r.defaults or name in ("self", "cls"):
+                continue
+            if name in r.named and not self.b.callee.get("known_defaults"):
+                continue        # a named parameter with no defaults known: it may be its default
+            if not name.isidentifier():
+                return None
+            text = self.rebuilt(desc, parts)
+            if text is None:
+                return None
+            out.append(f"{name}={text}")
+        return out
 
     def own_members(self, node: ast.AST) -> tuple[str, set[str]] | None:
         """A recorded value that spells members of the script's own enums (``{"dtype": DType.F16}``):
@@ -197,33 +331,72 @@ class _Builder:
             value = self.value(receiver)
             if value is not None:
                 return f"({value}).{func.attr}"
+            built = self._built(rtext, parts)
+            if built is not None:
+                return f"{built}.{func.attr}"
             if literal_only:
                 return None
             parts.unresolved |= {n for n in _names(receiver) if n not in self.imports and n not in _BUILTINS}
             self._need(_names(receiver) & set(self.imports), parts)
             return text
+        built = self._built(text, parts) if isinstance(func, ast.Name) else None
+        if built is not None:       # an object called: a model's forward
+            return built
         if literal_only:
             return None
         parts.unresolved |= {n for n in _names(func) if n not in self.imports and n not in _BUILTINS}
         return text
 
+    def _built(self, text: str, parts: _Parts) -> str | None:
+        """The receiver (or called object) rebuilt by its recipe: recorded at the line, else what
+        the callee received as ``self``."""
+        recipe = self.b.recipe_of(text) if hasattr(self.b, "recipe_of") else None
+        out = None
+        if recipe is not None:
+            out = self.rebuilt({"recipe": recipe}, parts)
+        elif self.received is not None and self.received.receiver and self.received.positional:
+            out = self.rebuilt(self.received.positional[0], parts)
+        if out is None:
+            return None
+        return out if _primary(out) else f"({out})"
+
     def call(self, call: ast.Call, literal_only: bool) -> tuple[str, _Parts] | None:
         parts = _Parts()
+        self.received = _received(getattr(self.b, "callee", None), call)
         func = self.func(call, parts, literal_only)
         if func is None:
             return None
         args: list[str] = []
-        for a in call.args:
-            inner = a.value if isinstance(a, ast.Starred) else a
-            t = self.expr(inner, parts, literal_only)
+        for i, a in enumerate(call.args):
+            if isinstance(a, ast.Starred):
+                t = self.expr(a.value, parts, literal_only)
+                if t is None:
+                    return None
+                args.append("*" + t)
+                continue
+            t = self.argument(a, parts, literal_only, i, None)
             if t is None:
                 return None
-            args.append(("*" if isinstance(a, ast.Starred) else "") + t)
+            args.append(t)
         for k in call.keywords:
-            t = self.expr(k.value, parts, literal_only)
+            if k.arg is None:
+                t = self.expr(k.value, parts, True)
+                if t is not None:
+                    args.append(f"**{t}")
+                    continue
+                spread = self.spread(call, parts)
+                if spread is not None:
+                    args.extend(spread)
+                    continue
+                t = None if literal_only else self.expr(k.value, parts, False)
+                if t is None:
+                    return None
+                args.append(f"**{t}")
+                continue
+            t = self.argument(k.value, parts, literal_only, None, k.arg)
             if t is None:
                 return None
-            args.append(f"{k.arg}={t}" if k.arg else f"**{t}")
+            args.append(f"{k.arg}={t}")
         return f"{func}({', '.join(args)})", parts
 
     def receiver_guess(self, call: ast.Call) -> str | None:
@@ -322,7 +495,7 @@ class _Builder:
             return None
         order = {text: (line, text) for line, text in self.imports.values()}
         imports.sort(key=lambda t: order.get(t, (0, t)))
-        return "\n".join(imports + body + assigned[::-1] + hoist + [call_text]) + "\n"   # type: ignore[operator]
+        return "\n".join(imports + body + assigned[::-1] + hoist + parts.setup + [call_text]) + "\n"   # type: ignore[operator]
 
     def _text(self, stmt: ast.stmt) -> str | None:
         """A statement's whole lines, its decorators included (a dataclass stays one)."""
@@ -458,12 +631,15 @@ def candidates(source: str, boundaries, allowed) -> list[str]:
     slices: list[str] = []
     for b in boundaries[:2]:
         builder = _Builder(source, tree, b, allowed)
-        for call in _calls_at(tree, b.line):
+        calls = _calls_at(tree, b.line)
+        # the call that entered the recorded callee first: the one the failure went through
+        calls.sort(key=lambda c: _received(b.callee, c) is None)
+        for call in calls:
             got = builder.call(call, literal_only=True)
             if got is not None:
                 text, parts = got
                 if not parts.unresolved:
-                    literal.append("\n".join(parts.imports + [text]) + "\n")
+                    literal.append("\n".join(parts.imports + parts.setup + [text]) + "\n")
                 else:       # values that name the script's own classes: with their definitions
                     sliced = builder.slice(text, parts, b.line)
                     if sliced is not None:

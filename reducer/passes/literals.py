@@ -36,13 +36,53 @@ def _set_elements(node: cst.CSTNode, items: list) -> cst.CSTNode:
     return node.with_changes(elements=items)
 
 
+class _CallArguments(cst.CSTVisitor):
+    """Ids of the literals and displays inside some call's arguments: sizes, shapes and data a
+    library builds with (``nn.Linear(8, 4)``, ``torch.randn((2, 3))``, ``torch.tensor([[1, 2]])``)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.found: set[int] = set()
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        self.depth += 1
+        return True
+
+    def leave_Arg(self, original: cst.Arg) -> None:
+        self.depth -= 1
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.depth and isinstance(node, (cst.Integer, *_CONTAINERS)):
+            self.found.add(id(node))
+        return super().on_visit(node)
+
+
+def call_arguments(module: cst.Module) -> set[int]:
+    v = _CallArguments()
+    module.visit(v)
+    return v.found
+
+
 def shrink_containers(gate: Gate) -> None:
     """Delete runs of entries from every container display.
 
     Removes: entries of list, tuple, set and dict displays (a ``device_map`` entry), runs of them
     at a time.
-    Never changes: the entries that stay, or their order."""
-    delete_runs(gate, containers, _elements, _set_elements)
+    Never changes: the entries that stay, or their order; a display handed to a call is never
+    emptied (``torch.tensor([])``, a shape ``()``-less of its sizes: a zero-element tensor or
+    layer takes other code paths than the user's, and a maintainer cannot trust it)."""
+    handed: set[int] = set()
+
+    def owners(module: cst.Module) -> list[cst.CSTNode]:
+        handed.clear()
+        handed.update(call_arguments(module))
+        return containers(module)
+
+    def set_items(node: cst.CSTNode, items: list) -> cst.CSTNode:
+        if not items and id(node) in handed:
+            raise ValueError("a display handed to a call keeps one entry")
+        return _set_elements(node, items)
+    delete_runs(gate, owners, _elements, set_items)
 
 
 # ---- scalar literals -------------------------------------------------------------------------
@@ -102,8 +142,10 @@ def _values(node: cst.CSTNode) -> list[cst.BaseExpression]:
     return []
 
 
-def _alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
+def _alternatives(module: cst.Module, node: cst.CSTNode, handed: set[int] = frozenset()) -> Iterable[str | None]:
     for value in _values(node):
+        if id(node) in handed and isinstance(value, cst.Integer) and _below_one(value.value, node):
+            continue        # a size handed to a call never shrinks to zero elements
         if not isinstance(node, _SCALARS):
             # keep the outer parentheses the operation had, so precedence cannot change
             if node.lpar and not value.lpar:
@@ -183,6 +225,14 @@ def _in_message(node: cst.CSTNode, keep: frozenset[str]) -> bool:
     return False
 
 
+def _below_one(text: str, node: cst.CSTNode) -> bool:
+    try:
+        new, old = int(text.replace("_", ""), 0), int(node.value.replace("_", ""), 0)  # type: ignore[attr-defined]
+    except (ValueError, AttributeError):
+        return False
+    return new < 1 <= old
+
+
 def shrink_literals(gate: Gate) -> None:
     """Numbers to 0/1/half, strings shorter, compound expressions to a part, all in one
     pre-order walk (measured: fewer runs than two separate passes on tests/data/reducer).
@@ -191,6 +241,13 @@ def shrink_literals(gate: Gate) -> None:
     Removes: size from values: numbers to 0/1/half, strings shorter, a compound expression replaced
     by one of its parts.
     Never changes: a value the failure's message shows (``failure_message``): a maintainer compares
-    the repro's message with the report's."""
+    the repro's message with the report's; a positive integer handed to a call never goes below 1
+    (a size or a shape: a zero-element layer or tensor is another code path)."""
     keep = message_values(gate.failure_message)
-    run_targets(gate, lambda module: _shrinkable(module, keep), _alternatives)
+    handed: set[int] = set()
+
+    def targets(module: cst.Module) -> list[cst.CSTNode]:
+        handed.clear()
+        handed.update(call_arguments(module))
+        return _shrinkable(module, keep)
+    run_targets(gate, targets, lambda module, node: _alternatives(module, node, handed))

@@ -1,0 +1,240 @@
+"""transformers' value recipes (reducer/recipes.py is the contract). Runs in the USER's interpreter.
+
+- a config (``PretrainedConfig``, ``GenerationConfig``, a quantization config such as
+  ``BitsAndBytesConfig``) -> its class called with the values that differ from that class's
+  defaults (a sub-config as a dict of its own differences), checked by building it again;
+- a model -> ``Class(Config(...))`` with its dtype, device and eval mode; a model whose load is
+  part of the failure (quantized, or placed by a ``device_map``) -> a tiny checkpoint saved first
+  and ``Class.from_pretrained(that, **the load's keyword arguments)``, which ``install`` notes on
+  every model ``from_pretrained`` returns.
+"""
+import os
+import sys
+
+_SKIP = frozenset({"transformers_version", "model_type", "architectures", "_name_or_path", "_commit_hash",
+                   "dtype", "torch_dtype", "_attn_implementation_autoset", "auto_map", "quant_method",
+                   "_load_in_4bit", "_load_in_8bit", "_from_model_config"})
+CHECKPOINT = "reprobot_model"
+
+
+def _import_of(cls):
+    top = sys.modules.get(cls.__module__.split(".")[0])
+    if top is not None and getattr(top, cls.__name__, None) is cls:
+        return "from %s import %s" % (top.__name__, cls.__name__)
+    if cls.__module__ in ("__main__", "__mp_main__"):
+        return None
+    return "from %s import %s" % (cls.__module__, cls.__name__)
+
+
+def _merge(into, got):
+    for key in ("imports", "setup"):
+        for line in got[key]:
+            if line not in into[key]:
+                into[key].append(line)
+
+
+def _call(cls, kwargs, source):
+    """``Cls(k=v, ...)`` with every value rebuilt by ``source``; None when one cannot be."""
+    imp = _import_of(cls)
+    if imp is None:
+        return None
+    out = {"imports": [imp], "setup": [], "expr": ""}
+    parts = []
+    for key, value in kwargs.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            return None
+        got = source(value)
+        if got is None:
+            return None
+        _merge(out, got)
+        parts.append("%s=%s" % (key, got["expr"]))
+    out["expr"] = "%s(%s)" % (cls.__name__, ", ".join(parts))
+    return out
+
+
+def _diff(mine, default):
+    return {k: v for k, v in mine.items() if k not in _SKIP and not k.startswith("_")
+            and (k not in default or default[k] != v)}
+
+
+def _config_kwargs(cfg):
+    """The keyword arguments that rebuild ``cfg``: its differences from its class's defaults (a
+    sub-config as the differences from the sub-config class's), or every value when those do not
+    build an equal config."""
+    cls = type(cfg)
+    mine = cfg.to_dict()
+    try:
+        default = cls().to_dict()
+    except Exception:
+        default = {}
+    kwargs = _diff(mine, default)
+    for key, sub_cls in (getattr(cls, "sub_configs", None) or {}).items():
+        if isinstance(mine.get(key), dict) and isinstance(sub_cls, type):
+            try:
+                sub_default = sub_cls().to_dict()
+            except Exception:
+                sub_default = {}
+            kwargs[key] = _diff(mine[key], sub_default)
+    full = {k: v for k, v in mine.items() if k not in _SKIP and not k.startswith("_")}
+    for candidate in (kwargs, full):
+        try:
+            again = cls(**candidate).to_dict()
+        except Exception:
+            continue
+        if _diff(again, {}) == _diff(mine, {}):
+            return candidate
+    return kwargs
+
+
+def _config(cfg, source):
+    return _call(type(cfg), _config_kwargs(cfg), source)
+
+
+def _is_config(tf, value):
+    bases = [getattr(tf, n, None) for n in ("PretrainedConfig", "PreTrainedConfig", "GenerationConfig")]
+    quant = sys.modules.get("transformers.utils.quantization_config")
+    bases.append(getattr(quant, "QuantizationConfigMixin", None))
+    return any(isinstance(b, type) and isinstance(value, b) for b in bases)
+
+
+def _plain_path(value):
+    """A path of the user's machine given to a load (``offload_folder``) as a fresh relative name."""
+    if isinstance(value, str) and os.path.isabs(value):
+        return "reprobot_" + (os.path.basename(value.rstrip(os.sep)) or "dir")
+    return value
+
+
+def _loaded(tf, model):
+    """How a model was loaded, when the load matters: (keyword arguments) or None."""
+    quantized = bool(getattr(model, "is_quantized", False)) or getattr(model, "hf_quantizer", None) is not None
+    placed = getattr(model, "hf_device_map", None)
+    if not quantized and not placed:
+        return None
+    noted = getattr(model, "_reprobot_load", None)
+    if isinstance(noted, dict):
+        return {k: _plain_path(v) for k, v in noted.items()}
+    kwargs = {}
+    if quantized and getattr(model.config, "quantization_config", None) is not None:
+        kwargs["quantization_config"] = model.config.quantization_config
+    if placed:
+        kwargs["device_map"] = dict(placed)
+    return kwargs
+
+
+def _model(tf, model, source):
+    cls = type(model)
+    imp = _import_of(cls)
+    config = _config(model.config, source)
+    if imp is None or config is None:
+        return None
+    out = {"imports": [imp], "setup": [], "expr": ""}
+    _merge(out, config)
+    built = "%s(%s)" % (cls.__name__, config["expr"])
+    load = _loaded(tf, model)
+    if load is not None:
+        parts = []
+        for key, value in load.items():
+            got = source(value)
+            if got is None or not key.isidentifier():
+                return None
+            _merge(out, got)
+            parts.append("%s=%s" % (key, got["expr"]))
+        out["setup"].append("%s.save_pretrained(%r)" % (built, CHECKPOINT))
+        out["expr"] = "%s.from_pretrained(%s)" % (cls.__name__, ", ".join([repr(CHECKPOINT)] + parts))
+        return out
+    expr = built
+    torch = sys.modules.get("torch")
+    dtype = str(getattr(model, "dtype", "torch.float32"))
+    if torch is not None and dtype.startswith("torch.") and dtype != "torch.float32":
+        expr += ".to(%s)" % dtype
+        if "import torch" not in out["imports"]:
+            out["imports"].append("import torch")
+    device = getattr(model, "device", None)
+    if device is not None and getattr(device, "type", "cpu") not in ("cpu", "meta"):
+        expr += ".to(%r)" % (str(device),)
+    if not getattr(model, "training", True):
+        expr += ".eval()"
+    out["expr"] = expr
+    return out
+
+
+# folders models were saved into (``save_pretrained``), newest last: a path the script wrote is
+# rebuilt as the save that writes it
+_SAVED = {}
+
+
+def _saved_path(value, source):
+    try:
+        path = os.path.abspath(os.fspath(value))
+    except Exception:
+        return None
+    model = _SAVED.get(path)
+    got = source(model) if model is not None else None
+    if got is None:
+        return None
+    name = "reprobot_" + (os.path.basename(path.rstrip(os.sep)) or "model")
+    setup = got["setup"] + ["%s.save_pretrained(%r)" % (got["expr"], name)]
+    return {"imports": got["imports"], "setup": setup, "expr": repr(name)}
+
+
+def _note_saves(module):
+    cls = getattr(module, "PreTrainedModel", None)
+    real = getattr(cls, "save_pretrained", None)
+    if real is None or getattr(real, "_reprobot", False):
+        return
+
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        out = real(self, save_directory, *args, **kwargs)
+        try:
+            if len(_SAVED) < 16:
+                _SAVED[os.path.abspath(os.fspath(save_directory))] = self
+        except Exception:
+            pass
+        return out
+    save_pretrained._reprobot = True
+    save_pretrained.__wrapped__ = real
+    save_pretrained.__name__ = real.__name__
+    save_pretrained.__qualname__ = real.__qualname__
+    cls.save_pretrained = save_pretrained
+
+
+def install(when_imported):
+    """Note the keyword arguments of every ``from_pretrained`` that returns a model, and the folder
+    of every ``save_pretrained``."""
+    when_imported("transformers.modeling_utils", _note_saves)
+
+    def patch(module):
+        cls = getattr(module, "PreTrainedModel", None)
+        real = cls.__dict__.get("from_pretrained") if cls is not None else None
+        if not isinstance(real, classmethod) or getattr(real.__func__, "_reprobot", False):
+            return
+        fn = real.__func__
+
+        def from_pretrained(klass, *args, **kwargs):
+            model = fn(klass, *args, **kwargs)
+            try:
+                model._reprobot_load = dict(kwargs)
+            except Exception:
+                pass
+            return model
+        from_pretrained._reprobot = True
+        from_pretrained.__wrapped__ = fn
+        from_pretrained.__name__ = fn.__name__
+        from_pretrained.__qualname__ = fn.__qualname__
+        from_pretrained.__doc__ = fn.__doc__
+        cls.from_pretrained = classmethod(from_pretrained)
+    when_imported("transformers.modeling_utils", patch)
+
+
+def rebuild(value, source):
+    tf = sys.modules.get("transformers")
+    if tf is None:
+        return None
+    if isinstance(value, (str, os.PathLike)):
+        return _saved_path(value, source)
+    model_base = getattr(sys.modules.get("transformers.modeling_utils"), "PreTrainedModel", None)
+    if isinstance(model_base, type) and isinstance(value, model_base):
+        return _model(tf, value, source)
+    if _is_config(tf, value):
+        return _config(value, source)
+    return None

@@ -1,0 +1,132 @@
+"""Value recipes: how the boundary launcher writes a value it cannot spell as a literal (a model,
+a config, a tensor, a PEFT wrapper) as code that builds an equivalent one.
+
+The engine defines the interface; what it knows of a library's classes belongs to the target that
+owns them (bot/targets/recipes/<target>.py), which the caller hands to the launcher as file paths.
+A recipe file runs in the USER's interpreter, inside the traced run (standard library only at its
+top: it looks the library's classes up in ``sys.modules`` and never imports a library the script
+did not). It defines:
+
+``rebuild(value, source) -> dict | None``
+    ``{"expr": text, "imports": [statements], "setup": [statements]}`` that builds a value
+    equivalent to ``value`` for the failure, or None when this file has no recipe for it.
+    ``source(other)`` is the launcher's own describer, for the values inside (a model's config, a
+    PEFT model's base): the same dict, or None. ``setup`` statements run before the call, in order
+    (a tiny checkpoint saved so that ``from_pretrained`` can load it); names they bind and paths
+    they write start with ``reprobot_``. A recipe never spells a path of the run's own folder:
+    the launcher drops one that does.
+
+``install(when_imported)`` (optional)
+    Called once per process before the script runs: ``when_imported(module, patch)`` patches a
+    module right after its first import (reducer/run/exception_hook/reprobot_after_import.py). A
+    target uses it to note how a value was loaded (``from_pretrained``'s keyword arguments on the
+    model it returns), when the load itself is part of the failure (quantization, device_map).
+
+The first file whose ``rebuild`` answers wins, in the order the caller gives them.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+ENV_VAR = "REPROBOT_RECIPES"
+
+
+def recipe_env(paths: Iterable[Path | str]) -> dict[str, str]:
+    """The environment entry that hands recipe files to a launcher (none when there are none)."""
+    joined = os.pathsep.join(str(p) for p in paths)
+    return {ENV_VAR: joined} if joined else {}
+
+
+# Loads the recipe files in a launcher (reducer/boundary.py); ``_private`` and ``_source`` are the
+# launcher's. Recipes that raise are skipped: a recipe is an optimisation, never a failure.
+LOADER = r'''
+_RECIPES = []
+_MAX_RECIPE = 20000
+
+
+def _load_recipes():
+    try:
+        from reprobot_after_import import when_imported
+    except Exception:
+        when_imported = None
+    for path in filter(None, os.environ.get("REPROBOT_RECIPES", "").split(os.pathsep)):
+        try:
+            with open(path, encoding="utf-8") as f:
+                code = compile(f.read(), path, "exec")
+            space = {"__name__": "_reprobot_recipe", "__file__": path, "__builtins__": __builtins__}
+            exec(code, space)
+        except Exception:
+            continue
+        if callable(space.get("install")) and when_imported is not None:
+            try:
+                space["install"](when_imported)
+            except Exception:
+                pass
+        if callable(space.get("rebuild")):
+            _RECIPES.append(space["rebuild"])
+
+
+def _literal_of(value):
+    try:
+        text = _source(value)
+    except Exception:
+        return None
+    return text if text is not None and len(text) <= _MAX_REPR else None
+
+
+def _containers(value, depth):
+    """A list, tuple or dict whose entries all have recipes (``{"input_ids": <tensor>}``)."""
+    cls = type(value)
+    if cls not in (list, tuple, dict) or len(value) > 64:
+        return None
+    pairs = list(value.items()) if cls is dict else [(None, v) for v in value]
+    parts, imports, setup = [], [], []
+    for key, item in pairs:
+        if key is not None and _literal_of(key) is None:
+            return None
+        got = _rebuilt(item, depth + 1)
+        if got is None:
+            return None
+        imports += [i for i in got["imports"] if i not in imports]
+        setup += [s for s in got["setup"] if s not in setup]
+        parts.append((key, got["expr"]))
+    if cls is dict:
+        expr = "{" + ", ".join(_literal_of(k) + ": " + e for k, e in parts) + "}"
+    else:
+        body = ", ".join(e for _, e in parts)
+        expr = "[" + body + "]" if cls is list else "(" + body + ("," if len(parts) == 1 else "") + ")"
+    return {"expr": expr, "imports": imports, "setup": setup}
+
+
+def _rebuilt(value, depth=0, literal=True):
+    """{"expr", "imports", "setup"} that rebuilds ``value``: a literal, or a target's recipe.
+    A path the script wrote asks the recipes first (what wrote it), then is a literal."""
+    if isinstance(value, (str, os.PathLike)) and literal:
+        got = _rebuilt(value, depth, literal=False)
+        if got is not None:
+            return got
+    text = _literal_of(value) if literal else None
+    if text is not None:
+        return {"expr": text, "imports": [], "setup": []}
+    if depth > 6:
+        return None
+    got = _containers(value, depth) if literal else None
+    if got is not None:
+        return got
+    for fn in _RECIPES:
+        try:
+            got = fn(value, lambda inner: _rebuilt(inner, depth + 1))
+        except Exception:
+            got = None
+        if not got or not isinstance(got.get("expr"), str):
+            continue
+        out = {"expr": got["expr"], "imports": [str(i) for i in got.get("imports") or []],
+               "setup": [str(s) for s in got.get("setup") or []]}
+        whole = "\n".join(out["imports"] + out["setup"] + [out["expr"]])
+        if len(whole) > _MAX_RECIPE or any(p in whole for p in _private):
+            continue
+        return out
+    return None
+'''
