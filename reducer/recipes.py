@@ -128,5 +128,20 @@ def _rebuilt(value, depth=0, literal=True):
         if len(whole) > _MAX_RECIPE or any(p in whole for p in _private):
             continue
         return out
-    return None
+    return _fresh_folder(value) if literal else None
+
+
+def _fresh_folder(value):
+    """A path inside the run's own folders that no recipe writes (an offload or output folder a
+    library creates): a fresh relative name, which a maintainer's run creates the same way."""
+    try:
+        text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    except Exception:
+        return None
+    if not isinstance(text, str) or not os.path.isabs(text) or not any(text.startswith(p) for p in _private):
+        return None
+    base = os.path.basename(text.rstrip(os.sep))
+    if not base or not all(c.isalnum() or c in "._-" for c in base):
+        return None
+    return {"expr": repr("reprobot_" + base), "imports": [], "setup": []}
 '''

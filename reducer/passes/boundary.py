@@ -209,6 +209,10 @@ class _Builder:
         text = _segment(self.source, node)
         if text is None:
             return None
+        recipe = self.b.recipe_of(text) if hasattr(self.b, "recipe_of") else None
+        if recipe is not None and recipe.get("setup"):
+            # a path the script wrote (its own text, or a constant): the save that writes it, first
+            return self.rebuilt({"recipe": recipe}, parts)
         if self.closed(node):
             self._need(_names(node), parts)
             return text

@@ -42,13 +42,30 @@ from reprobot_after_import import when_imported
 # The -c programs multiprocessing execs for a child that runs user code.
 _PROGRAMS = ("from multiprocessing.spawn import spawn_main", "from multiprocessing.forkserver import main")
 # Variables a library may read while it is imported (the zygote imported it with the run's
-# initial environment): changed before the spawn, the child must import cold to see them.
+# initial environment): when a module that read nothing but the whole environment is in the warm
+# image, a change to one of these before the spawn sends the child cold.
 _IMPORT_TIME = ("OMP_", "MKL_", "OPENBLAS_", "KMP_", "GOMP_", "CUDA_", "NVIDIA_", "PYTORCH_", "TORCH_",
                 "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "DIFFUSERS_", "ACCELERATE_",
                 "BNB_", "BITSANDBYTES_", "XLA_", "LD_", "PYTHON", "NUMEXPR_", "VECLIB_", "TRITON_")
 # ...except those only read when something runs (torch.distributed's rendezvous).
 _RUNTIME = {"TORCH_DISTRIBUTED_DEBUG", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_BLOCKING_WAIT",
             "PYTHONUNBUFFERED", "PYTHONFAULTHANDLER"}
+# Read before any module: by the interpreter at its start (a spawn child's own start) and by the
+# dynamic loader. The warm child's interpreter started long ago, so a change is never seen warm.
+_STARTUP = ("PYTHONPATH", "PYTHONHOME", "PYTHONHASHSEED", "PYTHONSAFEPATH", "PYTHONNOUSERSITE",
+            "PYTHONOPTIMIZE", "PYTHONWARNINGS", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONDONTWRITEBYTECODE",
+            "PYTHONMALLOC", "PYTHONDEVMODE", "PYTHONPLATLIBDIR", "PYTHONINTMAXSTRDIGITS", "LD_")
+# Native runtimes read their variables (from C, where no Python hook sees it) when they are loaded:
+# a shared library's name in the warm image's memory map -> the prefixes it reads then.
+_NATIVE = (("libgomp", ("OMP_", "GOMP_")), ("libiomp", ("KMP_", "OMP_")), ("libomp", ("KMP_", "OMP_")),
+           ("libmkl", ("MKL_",)), ("libopenblas", ("OPENBLAS_", "GOTO_")), ("libnvidia-ml", ("CUDA_",)),
+           ("libcuda.", ("CUDA_",)))
+
+# What the modules of the warm image read of the environment while they were imported, filled in
+# by the zygote (zygote_server.py) before it forks anything: variable -> the module that read it
+# first; "*" -> a module that went through the whole environment; native prefixes -> library.
+IMPORT_READS = {}
+NATIVE_READS = {}
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -174,10 +191,28 @@ def _same_file(a, b):
         return False
 
 
+def import_time_reader(key):
+    """Who in the warm image read ``key`` while it was being set up, or None: the child can then
+    take a changed value as a spawned interpreter would, since nothing warm has seen it."""
+    if key.startswith(_STARTUP):
+        return "the interpreter (at its start)"
+    if key in IMPORT_READS:
+        return IMPORT_READS[key]
+    for prefix, lib in NATIVE_READS.items():
+        if key.startswith(prefix):
+            return lib
+    if "*" in IMPORT_READS and key.startswith(_IMPORT_TIME) and key not in _RUNTIME:
+        return IMPORT_READS["*"] + " (it read the whole environment)"
+    return None
+
+
 def _env_change(env, before):
-    for key in set(env) | set(before):
-        if env.get(key) != before.get(key) and key.startswith(_IMPORT_TIME) and key not in _RUNTIME:
-            return key
+    """The first variable the parent changed that the warm image already read, with its reader."""
+    for key in sorted(set(env) | set(before)):
+        if env.get(key) != before.get(key):
+            reader = import_time_reader(key)
+            if reader is not None:
+                return key, reader
     return None
 
 
@@ -197,7 +232,7 @@ def _warm_spawn(path, args, passfds):
         env = dict(os.environ)
         changed = _env_change(env, _state["env"])
         if changed:
-            return None, "%s changed before the child started" % changed
+            return None, "%s changed before the child started, and %s read it when imported" % changed
         fds = sorted(set(int(fd) for fd in passfds))
         req = {"code": args[i + 1], "argv": ["-c"] + args[i + 2:], "orig_argv": args, "env": env,
                "cwd": os.getcwd(), "fds": fds, "pgid": os.getpgrp()}

@@ -367,8 +367,83 @@ def _parsed(data):
     return out if isinstance(out, dict) else {}
 
 
+class _EnvReads:
+    """While the zygote imports the script's modules: which module read which environment variable
+    (through os.environ, os.getenv or a walk over the whole environment). A warm spawn child needs
+    a cold start only for a change of one of these (zygote_children.import_time_reader)."""
+
+    def __init__(self):
+        self.reads = {}
+        self.saved = {}
+
+    def _reader(self):
+        frame = sys._getframe(2)
+        while frame is not None:
+            name = frame.f_globals.get("__name__", "")
+            if name not in ("os", "_collections_abc", "collections.abc", __name__) and \
+                    not name.startswith("importlib"):
+                return name or "?"
+            frame = frame.f_back
+        return "?"
+
+    def __enter__(self):
+        cls = type(os.environ)
+        me = self
+
+        def getitem(env, key, _real=cls.__getitem__):
+            me.reads.setdefault(str(key), me._reader())
+            return _real(env, key)
+
+        def contains(env, key, _real=cls.__contains__):
+            me.reads.setdefault(str(key), me._reader())
+            return _real(env, key)
+
+        def iterate(env, _real=cls.__iter__):
+            me.reads.setdefault("*", me._reader())
+            return _real(env)
+        for attr, fn in (("__getitem__", getitem), ("__contains__", contains), ("__iter__", iterate)):
+            self.saved[attr] = cls.__dict__.get(attr)
+            setattr(cls, attr, fn)
+        return self
+
+    def __exit__(self, *exc):
+        cls = type(os.environ)
+        for attr, fn in self.saved.items():
+            if fn is None:
+                delattr(cls, attr)
+            else:
+                setattr(cls, attr, fn)
+        return False
+
+
+def _native_reads():
+    """Native runtimes loaded in the warm image (its memory map) and the prefixes they read."""
+    out = {}
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            maps = f.read()
+    except OSError:
+        return out
+    for lib, prefixes in getattr(_CHILDREN, "_NATIVE", ()):
+        if lib in maps:
+            for prefix in prefixes:
+                out.setdefault(prefix, lib)
+    return out
+
+
 def serve(sock, modules):
     imported, failed = [], []
+    reads = _EnvReads()
+    with reads:
+        _import_all(sock, modules, imported, failed)
+    if _CHILDREN is not None:
+        # only what was read while the modules were imported: the run's own reads come later
+        _CHILDREN.IMPORT_READS.update(reads.reads)
+        _CHILDREN.NATIVE_READS.update(_native_reads())
+    return _serve_requests(sock, imported, failed)
+
+
+def _import_all(sock, modules, imported, failed):
     for name in modules:
         module, _, attrs = name.partition(":")
         try:
@@ -387,8 +462,14 @@ def serve(sock, modules):
         if poisoned:
             _send(sock, {"ready": False, "cuda_initialized_by": name, "first_cuda_init": _FIRST_CUDA_INIT,
                          "why": "importing %s initialised CUDA; a forked child could not use the GPU" % name})
-            return 3
+            imported[:] = [None]
+            return
         imported.append(name)
+
+
+def _serve_requests(sock, imported, failed):
+    if imported == [None]:
+        return 3
     threading = sys.modules.get("threading")
     threads = threading.active_count() if threading is not None else 1
     _send(sock, {"ready": True, "imported": imported, "failed": failed, "threads": threads,

@@ -1,0 +1,209 @@
+"""Value recipes (issue #38): at the boundary call, a value no literal spells — a model built from a
+config, a quantized or offloaded load, a PEFT wrapper, a tensor, a folder the script saved — is
+rebuilt by its target's recipe (bot/targets/recipes/), wherever the failure was raised, a spawn
+child included. Every test runs the real launcher over a real script with real transformers, peft
+and torch, then runs the candidate it gives on its own and checks it fails the same way."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bot.targets.registry import recipe_files
+from reducer.boundary import boundary_run, matching
+from reducer.passes.boundary import candidates
+from reducer.run.raised import HOOK_DIR
+from reducer.trace import subprocess_run_fn
+
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+pytestmark = pytest.mark.slow
+
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def _candidates(source: str, exc_type: str, monkeypatch) -> list[str]:
+    """The boundary candidates of ``source`` (its own recorded failing call), as the search gets them."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HOOK_DIR), os.environ.get("PYTHONPATH", "")]))
+    for k, v in OFFLINE.items():
+        monkeypatch.setenv(k, v)
+    found = boundary_run(source, subprocess_run_fn(sys.executable, timeout=300), recipe_files())
+    assert found, "the launcher recorded no boundary"
+    return candidates(source, matching(found, exc_type, ""), lambda expr, values: True)
+
+
+def _fails(candidate: str, tmp_path: Path, needle: str) -> str:
+    """Run the candidate alone in an empty folder; its stderr, which must show ``needle``."""
+    folder = tmp_path / "alone"
+    folder.mkdir(exist_ok=True)
+    (folder / "repro.py").write_text(candidate)
+    proc = subprocess.run([sys.executable, "repro.py"], cwd=folder, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **OFFLINE})
+    assert proc.returncode != 0 and needle in proc.stderr, proc.stderr[-3000:]
+    return proc.stderr
+
+
+def _first(found: list[str], *needles: str) -> str:
+    for c in found:
+        if all(n in c for n in needles):
+            return c
+    raise AssertionError("no candidate with " + ", ".join(needles) + ":\n" + "\n----\n".join(found))
+
+
+def test_a_model_built_from_a_config_is_rebuilt_from_the_values_that_differ(tmp_path, monkeypatch):
+    source = textwrap.dedent('''
+        import torch
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        PRESETS = {"tiny": {"n_layer": 1, "n_embd": 16, "n_head": 2, "vocab_size": 40}}
+        SETTINGS = {"greedy": {"do_sample": False, "max_new_tokens": 2}}
+
+        def build(name):
+            return GPT2LMHeadModel(GPT2Config(**PRESETS[name])).eval()
+
+        def sample(model, prompt, beams, setting):
+            ids = torch.tensor([prompt])
+            return model.generate(ids, num_return_sequences=beams, **SETTINGS[setting])
+
+        sample(build("tiny"), [1, 2, 3], 2, "greedy")
+        ''')
+    found = _candidates(source, "ValueError", monkeypatch)
+    best = _first(found, "GPT2Config(", ".generate(")
+    assert "GPT2LMHeadModel(GPT2Config(vocab_size=40, n_embd=16, n_layer=1, n_head=2)).eval()" in best
+    assert "n_positions" not in best       # a class default is not written out
+    assert "build(" not in best and "PRESETS" not in best
+    _fails(best, tmp_path, "num_return_sequences")
+
+
+def test_a_load_that_fails_is_written_as_that_load_of_a_checkpoint_the_recipe_saves(tmp_path, monkeypatch):
+    """The load is the failure (a device_map with a disk entry: accelerate meets a meta tensor on
+    this stack): the folder the script saved becomes the save that writes it, and the offload
+    folder of the run a fresh relative name; the device map stays as the script gave it."""
+    source = textwrap.dedent('''
+        import os
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        HERE = os.path.dirname(os.path.abspath(__file__))
+        CKPT, OFFLOAD = os.path.join(HERE, "ckpt"), os.path.join(HERE, "offload")
+
+        def placement(layers):
+            return {f"transformer.h.{layers - 1}": "disk", "": "cpu"}
+
+        GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=16, n_head=2, vocab_size=40)).save_pretrained(CKPT)
+        model = GPT2LMHeadModel.from_pretrained(CKPT, device_map=placement(2), offload_folder=OFFLOAD)
+        ''')
+    found = _candidates(source, "ValueError", monkeypatch)
+    best = _first(found, "from_pretrained(", "save_pretrained(")
+    assert ("GPT2LMHeadModel(GPT2Config(vocab_size=40, n_embd=16, n_layer=2, n_head=2)).save_pretrained('reprobot_ckpt')"
+            in best)
+    assert "GPT2LMHeadModel.from_pretrained('reprobot_ckpt', device_map={'transformer.h.1': 'disk', '': 'cpu'}, " \
+           "offload_folder='reprobot_offload')" in best
+    assert "placement(" not in best and "HERE" not in best
+    _fails(best, tmp_path, "is on the meta device")
+
+
+def test_a_peft_wrapper_is_rebuilt_around_its_rebuilt_base(tmp_path, monkeypatch):
+    source = textwrap.dedent('''
+        import torch
+        from peft import LoraConfig, get_peft_model
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        def wrap(base, rank):
+            return get_peft_model(base, LoraConfig(r=rank, target_modules=["c_attn"], lora_dropout=0.0))
+
+        model = wrap(GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=40)), 2)
+        model.generate(input_ids=torch.tensor([[1, 2]]), do_sample=False, num_return_sequences=3)
+        ''')
+    found = _candidates(source, "ValueError", monkeypatch)
+    best = _first(found, "get_peft_model(", ".generate(")
+    assert "LoraConfig(" in best and "r=2" in best and "target_modules=['c_attn']" in best
+    assert "GPT2LMHeadModel(GPT2Config(vocab_size=40, n_embd=16, n_layer=1, n_head=2))" in best
+    assert "wrap(" not in best
+    _fails(best, tmp_path, "num_return_sequences")
+
+
+def test_a_tensor_is_rebuilt_by_its_shape_and_dtype(tmp_path, monkeypatch):
+    source = textwrap.dedent('''
+        import torch
+
+        def features(batch, width):
+            return torch.stack([torch.full((width,), float(i)) for i in range(batch)]).half()
+
+        def project(x, layer):
+            return layer(x)
+
+        project(features(3, 20), torch.nn.Linear(20, 4))
+        ''')
+    found = _candidates(source, "RuntimeError", monkeypatch)
+    best = _first(found, "torch.randn(")
+    assert "torch.nn.Linear(in_features=20, out_features=4, bias=True)(torch.randn((3, 20), dtype=torch.float16))" in best
+    assert "features(" not in best and "project(" not in best
+    _fails(best, tmp_path, "RuntimeError")
+
+
+def test_a_folder_the_script_saved_is_rebuilt_as_the_save_that_wrote_it(tmp_path, monkeypatch):
+    adapter = tmp_path / "adapters" / "client"
+    source = textwrap.dedent(f'''
+        from peft import LoraConfig, PeftModel, get_peft_model
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        def config():
+            return GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=40)
+
+        get_peft_model(GPT2LMHeadModel(config()), LoraConfig(r=4, target_modules=["c_attn"])).save_pretrained({str(adapter)!r})
+        base = GPT2LMHeadModel(config())
+        PeftModel.from_pretrained(base, {str(adapter)!r}, adapter_name="bad name.")
+        ''')
+    found = _candidates(source, "", monkeypatch)
+    best = _first(found, "save_pretrained('reprobot_client')", "PeftModel.from_pretrained(")
+    assert str(tmp_path) not in best
+    assert "from_pretrained(GPT2LMHeadModel(GPT2Config(vocab_size=40, n_embd=16, n_layer=1, n_head=2)), 'reprobot_client'" in best
+    original = tmp_path / "original.py"
+    original.write_text(source)
+    cold = subprocess.run([sys.executable, str(original)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **OFFLINE})
+    last = cold.stderr.strip().splitlines()[-1]
+    _fails(best, tmp_path, last.split(":")[0])
+
+
+def test_a_spawn_childs_failing_call_is_brought_home_with_its_four_arguments(tmp_path, monkeypatch):
+    """The child's target takes four arguments (two from argparse, one a queue, one a dict) and
+    serves requests from the queue; the failing call is recorded in the child and written as a
+    call in one process, with the first request's values."""
+    source = textwrap.dedent('''
+        import argparse
+        import multiprocessing as mp
+        import torch
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        def serve(requests, layers, beams, settings):
+            model = GPT2LMHeadModel(GPT2Config(n_layer=layers, n_embd=16, n_head=2, vocab_size=40)).eval()
+            while True:
+                req = requests.get()
+                if req is None:
+                    break
+                ids = torch.tensor([req["prompt"]])
+                model.generate(ids, num_return_sequences=beams, **settings[req["mode"]])
+
+        if __name__ == "__main__":
+            p = argparse.ArgumentParser()
+            p.add_argument("--layers", type=int, default=1)
+            p.add_argument("--beams", type=int, default=2)
+            args = p.parse_args()
+            ctx = mp.get_context("spawn")
+            q = ctx.Queue()
+            worker = ctx.Process(target=serve, args=(q, args.layers, args.beams, {"greedy": {"do_sample": False}}))
+            worker.start()
+            q.put({"prompt": [3, 4, 5], "mode": "greedy"})
+            q.put(None)
+            worker.join()
+        ''')
+    found = _candidates(source, "ValueError", monkeypatch)
+    best = _first(found, ".generate(")
+    assert "Process" not in best and "Queue" not in best and "argparse" not in best
+    assert "torch.tensor([[3, 4, 5]], dtype=torch.int64)" in best and "num_return_sequences=2" in best
+    _fails(best, tmp_path, "num_return_sequences")
