@@ -175,8 +175,11 @@ def _record(frame, exc, tb=None):
     if frame.f_code.co_name != "<module>":
         for name, value in list(frame.f_locals.items())[:100]:
             if name not in values and isinstance(name, str) and name.isidentifier():
-                described = _describe(value)
-                if "value" in described:
+                try:
+                    described = _describe(value)
+                except Exception:
+                    continue
+                if "value" in described or "recipe" in described:
                     values[name] = described
     record = {"line": frame.f_lineno, "func": frame.f_code.co_name,
               "exc_type": type(exc).__module__ + "." + type(exc).__qualname__,
@@ -184,6 +187,8 @@ def _record(frame, exc, tb=None):
     callee = _callee(frame, tb)
     if callee is not None:
         record["callee"] = callee
+    if RECIPE_ERRORS:
+        record["recipe_errors"] = RECIPE_ERRORS[:8]
     _emit(record)
 
 
@@ -204,9 +209,19 @@ def _entering(frame):
     taken = {}
     for name in names:
         if name in loc:
-            value = loc[name]
-            taken[name] = dict(value) if type(value) is dict else value
+            taken[name] = _copied(loc[name])
     _entered[id(back)] = (back.f_code, code, taken)
+
+
+def _copied(value, depth=0):
+    """Plain containers as they were at the call: a callee may fill in or convert them (accelerate
+    turns max_memory's "8GiB" into bytes in place) before it raises."""
+    cls = type(value)
+    if depth > 3 or cls not in (dict, list, tuple) or len(value) > 64:
+        return value
+    if cls is dict:
+        return {k: _copied(v, depth + 1) for k, v in value.items()}
+    return cls(_copied(v, depth + 1) for v in value)
 
 
 def _function_of(frame, taken):
@@ -355,13 +370,15 @@ class Boundary:
     # [parameter, description] pairs, ``varargs``, ``varkw``; None when it was not seen
     callee: dict[str, Any] | None = None
     child: bool = False             # recorded in a child process of the run
+    recipe_errors: list[str] = field(default_factory=list)   # recipes that raised (a bug of ours to see)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Boundary:
         callee = d.get("callee")
         return cls(int(d["line"]), str(d.get("func", "")), str(d.get("exc_type", "")), str(d.get("message", "")),
                    {str(k): dict(v) for k, v in dict(d.get("values", {})).items() if isinstance(v, dict)},
-                   callee if isinstance(callee, dict) else None, bool(d.get("child", False)))
+                   callee if isinstance(callee, dict) else None, bool(d.get("child", False)),
+                   [str(e) for e in d.get("recipe_errors", [])][:8])
 
     def recipe_of(self, expr: str) -> dict[str, Any] | None:
         recipe = self.values.get(expr, {}).get("recipe")

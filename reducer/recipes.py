@@ -44,6 +44,7 @@ def recipe_env(paths: Iterable[Path | str]) -> dict[str, str]:
 LOADER = r'''
 _RECIPES = []
 _MAX_RECIPE = 20000
+RECIPE_ERRORS = []
 
 
 def _load_recipes():
@@ -118,7 +119,11 @@ def _rebuilt(value, depth=0, literal=True):
     for fn in _RECIPES:
         try:
             got = fn(value, lambda inner: _rebuilt(inner, depth + 1))
-        except Exception:
+        except Exception as exc:
+            # kept for the record (reducer/boundary.py writes them): a recipe's bug shows in reduction.json
+            if len(RECIPE_ERRORS) < 8:
+                RECIPE_ERRORS.append("%s: %s: %s" % (os.path.basename(fn.__code__.co_filename), type(exc).__name__,
+                                                      str(exc)[:200]))
             got = None
         if not got or not isinstance(got.get("expr"), str):
             continue

@@ -207,3 +207,35 @@ def test_a_spawn_childs_failing_call_is_brought_home_with_its_four_arguments(tmp
     assert "Process" not in best and "Queue" not in best and "argparse" not in best
     assert "torch.tensor([[3, 4, 5]], dtype=torch.int64)" in best and "num_return_sequences=2" in best
     _fails(best, tmp_path, "num_return_sequences")
+
+
+def test_a_quantized_load_is_rebuilt_as_the_load_with_its_quantization_config(tmp_path, monkeypatch):
+    """bitsandbytes' CPU backend (skipped where it is not installed): the model the failing call
+    gets was loaded in 4-bit, so its recipe is a saved tiny checkpoint loaded with the same
+    keyword arguments, the BitsAndBytesConfig rebuilt from its non-default values."""
+    pytest.importorskip("bitsandbytes")
+    source = textwrap.dedent('''
+        import os
+        import torch
+        from transformers import BitsAndBytesConfig, GPT2Config, GPT2LMHeadModel
+
+        HERE = os.path.dirname(os.path.abspath(__file__))
+        QUANT = {"load_in_4bit": True, "bnb_4bit_use_double_quant": True, "bnb_4bit_compute_dtype": torch.bfloat16}
+
+        def load(path):
+            GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=64)).save_pretrained(path)
+            return GPT2LMHeadModel.from_pretrained(path, device_map={"": "cpu"}, dtype=torch.bfloat16,
+                                                   quantization_config=BitsAndBytesConfig(**QUANT))
+
+        def serve(model, prompt):
+            return model.generate(torch.tensor([prompt]), do_sample=False, num_return_sequences=2, max_new_tokens=2)
+
+        serve(load(os.path.join(HERE, "ckpt")), [1, 2, 3])
+        ''')
+    found = _candidates(source, "ValueError", monkeypatch)
+    best = found[0]
+    assert "GPT2LMHeadModel(GPT2Config(vocab_size=64, n_embd=64, n_layer=2, n_head=2)).save_pretrained('reprobot_model')" in best
+    assert ("quantization_config=BitsAndBytesConfig(bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype='bfloat16', "
+            "load_in_4bit=True)") in best
+    assert "load(" not in best and "serve(" not in best
+    _fails(best, tmp_path, "num_return_sequences")

@@ -175,26 +175,71 @@ def test_a_child_sees_nothing_of_the_parents_state(tmp_path):
     assert "ValueError: child saw module level" in warm.stderr and warm.returncode == 1
 
 
-def test_an_environment_change_read_at_import_time_makes_the_child_cold(tmp_path):
-    """The parent sets OMP_NUM_THREADS before spawning: torch reads it as it is imported, and the
-    zygote imported torch without it, so that child starts cold (and says why)."""
-    script = write(tmp_path / "omp.py", """
+def _fake_library(tmp_path: Path) -> dict:
+    """A library on the runs' PYTHONPATH that reads FAKEENVLIB_MODE once, as it is imported (as
+    torch reads its threading variables, huggingface_hub its offline switch)."""
+    site = tmp_path / "site" / "fakeenvlib"
+    site.mkdir(parents=True)
+    (site / "__init__.py").write_text('import os\nMODE = os.environ.get("FAKEENVLIB_MODE", "default")\n')
+    return {"PYTHONPATH": str(site.parent)}
+
+
+def test_a_change_to_a_variable_a_warm_module_read_at_import_makes_the_child_cold(tmp_path):
+    """The parent sets FAKEENVLIB_MODE before spawning; the warm image imported fakeenvlib, which
+    read it then, so that child starts cold, and the reason names the variable and the module."""
+    script = write(tmp_path / "mode.py", """
+        import fakeenvlib
         import os
         import multiprocessing as mp
 
         def work():
-            raise RuntimeError("threads " + os.environ["OMP_NUM_THREADS"])
+            raise RuntimeError("mode " + fakeenvlib.MODE)
 
         if __name__ == "__main__":
-            os.environ["OMP_NUM_THREADS"] = "1"
+            os.environ["FAKEENVLIB_MODE"] = "changed"
             p = mp.get_context("spawn").Process(target=work)
             p.start()
             p.join()
     """)
-    warm, cold, children = warm_and_cold(script)
+    warm, cold, children = warm_and_cold(script, env=_fake_library(tmp_path))
     same(warm, cold)
+    assert "RuntimeError: mode changed" in warm.stderr
     assert children["warm"] == 0 and children["cold"] == 1
-    assert children["why_cold"] == ["OMP_NUM_THREADS changed before the child started"]
+    assert children["why_cold"] == ["FAKEENVLIB_MODE changed before the child started, and fakeenvlib read it "
+                                    "when imported"]
+
+
+def test_a_parent_that_changed_variables_nothing_warm_read_still_gets_a_warm_child(tmp_path):
+    """Issue #38's parent: it sets OpenMP and tokenizer variables, saves a file and only then starts
+    the child. Nothing in the warm image read them as it was imported (no OpenMP runtime is loaded,
+    fakeenvlib reads another variable), so the child is warm, sees the parent's values as a spawned
+    interpreter would, and fails as the cold run does."""
+    script = write(tmp_path / "omp.py", """
+        import fakeenvlib
+        import os
+        import multiprocessing as mp
+
+        def work(path, threads, mode):
+            with open(path) as f:
+                saved = f.read()
+            raise RuntimeError(" ".join([saved, os.environ["OMP_NUM_THREADS"], os.environ["KMP_INIT_AT_FORK"],
+                                         os.environ["TOKENIZERS_PARALLELISM"], str(threads), mode]))
+
+        if __name__ == "__main__":
+            os.environ["OMP_NUM_THREADS"] = "1"
+            os.environ["KMP_INIT_AT_FORK"] = "FALSE"
+            os.environ["TOKENIZERS_PARALLELISM"] = "false"
+            with open("state.txt", "w") as f:
+                f.write("saved")
+            p = mp.get_context("spawn").Process(target=work, args=("state.txt", 2, fakeenvlib.MODE))
+            p.start()
+            p.join()
+            raise SystemExit(p.exitcode)
+    """)
+    warm, cold, children = warm_and_cold(script, env=_fake_library(tmp_path))
+    same(warm, cold)
+    assert "RuntimeError: saved 1 FALSE false 2 default" in warm.stderr
+    assert children["warm"] == 1 and children["cold"] == 0
 
 
 def test_a_forked_worker_that_spawns_gets_the_real_spawn(tmp_path):

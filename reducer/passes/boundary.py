@@ -75,13 +75,17 @@ class _Received:
     named: list[str]                # the callee's named parameters, in order
 
 
+def _spelled(call: ast.Call) -> str | None:
+    return call.func.attr if isinstance(call.func, ast.Attribute) else (
+        call.func.id if isinstance(call.func, ast.Name) else None)
+
+
 def _received(callee: dict | None, call: ast.Call) -> _Received | None:
     """The callee's record matched to ``call``: by name, or through a pass-through wrapper."""
     if not callee:
         return None
     name = callee.get("name", "")
-    spelled = call.func.attr if isinstance(call.func, ast.Attribute) else (
-        call.func.id if isinstance(call.func, ast.Name) else None)
+    spelled = _spelled(call)
     wrapper = name in _WRAPPERS or name.startswith("_wrapped")
     if name != spelled and not wrapper:
         return None
@@ -636,8 +640,12 @@ def candidates(source: str, boundaries, allowed) -> list[str]:
     for b in boundaries[:2]:
         builder = _Builder(source, tree, b, allowed)
         calls = _calls_at(tree, b.line)
-        # the call that entered the recorded callee first: the one the failure went through
-        calls.sort(key=lambda c: _received(b.callee, c) is None)
+        # the call that entered the recorded callee first: the one the failure went through; where
+        # only a pass-through wrapper was seen, the outermost call (its arguments' calls had ended)
+        calls = ([c for c in calls if _spelled(c) == (b.callee or {}).get("name")]
+                 + [c for c in reversed(calls) if _spelled(c) != (b.callee or {}).get("name")
+                    and _received(b.callee, c) is not None]
+                 + [c for c in calls if _received(b.callee, c) is None])
         for call in calls:
             got = builder.call(call, literal_only=True)
             if got is not None:

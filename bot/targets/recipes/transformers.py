@@ -11,9 +11,11 @@
 import os
 import sys
 
+# Not the config's to say: versions, names and paths of the checkpoint it was read from, its dtype
+# (the model's own, written on the model), and how it was quantized (the load's keyword arguments).
 _SKIP = frozenset({"transformers_version", "model_type", "architectures", "_name_or_path", "_commit_hash",
                    "dtype", "torch_dtype", "_attn_implementation_autoset", "auto_map", "quant_method",
-                   "_load_in_4bit", "_load_in_8bit", "_from_model_config"})
+                   "_load_in_4bit", "_load_in_8bit", "_from_model_config", "quantization_config"})
 CHECKPOINT = "reprobot_model"
 
 
@@ -43,13 +45,25 @@ def _call(cls, kwargs, source):
     for key, value in kwargs.items():
         if not isinstance(key, str) or not key.isidentifier():
             return None
-        got = source(value)
+        got = source(_plain(value))
         if got is None:
             return None
         _merge(out, got)
         parts.append("%s=%s" % (key, got["expr"]))
     out["expr"] = "%s(%s)" % (cls.__name__, ", ".join(parts))
     return out
+
+
+def _plain(value):
+    """A str/int enum member (``QuantizationMethod.BITS_AND_BYTES``) as its value, in containers too."""
+    enum = sys.modules.get("enum")
+    if enum is not None and isinstance(value, enum.Enum) and isinstance(value.value, (str, int)):
+        return value.value
+    if type(value) is dict:
+        return {k: _plain(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_plain(v) for v in value)
+    return value
 
 
 def _diff(mine, default):
