@@ -154,14 +154,19 @@ def test_a_folder_the_script_saved_is_rebuilt_as_the_save_that_wrote_it(tmp_path
         def config():
             return GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=40)
 
+        def options(name):
+            return {{"adapter_name": name, "is_trainable": False}}
+
         get_peft_model(GPT2LMHeadModel(config()), LoraConfig(r=4, target_modules=["c_attn"])).save_pretrained({str(adapter)!r})
         base = GPT2LMHeadModel(config())
-        PeftModel.from_pretrained(base, {str(adapter)!r}, adapter_name="bad name.")
+        PeftModel.from_pretrained(base, {str(adapter)!r}, **options("bad name."))
         ''')
     found = _candidates(source, "", monkeypatch)
     best = _first(found, "save_pretrained('reprobot_client')", "PeftModel.from_pretrained(")
     assert str(tmp_path) not in best
-    assert "from_pretrained(GPT2LMHeadModel(GPT2Config(vocab_size=40, n_embd=16, n_layer=1, n_head=2)), 'reprobot_client'" in best
+    # **options(...) spelled out as what the classmethod received, its own parameters left alone
+    assert ("from_pretrained(GPT2LMHeadModel(GPT2Config(vocab_size=40, n_embd=16, n_layer=1, n_head=2)), 'reprobot_client', "
+            "adapter_name='bad name.', is_trainable=False)") in best
     original = tmp_path / "original.py"
     original.write_text(source)
     cold = subprocess.run([sys.executable, str(original)], capture_output=True, text=True, timeout=300,

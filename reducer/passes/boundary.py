@@ -97,7 +97,11 @@ def _received(callee: dict | None, call: ast.Call) -> _Received | None:
     keywords.update(varkw)
     defaults = {n for n, d in params if d.get("default")}
     first = params[0][0] if params else None
-    receiver = first in ("self", "cls") or (not params and wrapper and (
+    # the receiver: ``self``/``cls`` by name, or a classmethod's first parameter by what it held
+    # (a class, for ``Model.from_pretrained(...)`` however the parameter is called)
+    receiver = first in ("self", "cls") or (
+        isinstance(call.func, ast.Attribute) and name == spelled and bool(params)
+        and params[0][1].get("type") == "builtins:type") or (not params and wrapper and (
         isinstance(call.func, ast.Attribute) or isinstance(call.func, ast.Name)) and bool(varargs)
         and len(varargs) > len(call.args))
     return _Received(positional, keywords, defaults, receiver, [n for n, _ in params])

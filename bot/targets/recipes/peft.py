@@ -9,7 +9,8 @@
 import sys
 
 ADAPTER = "reprobot_adapter"
-_SKIP = frozenset({"base_model_name_or_path", "revision", "peft_type", "runtime_config", "inference_mode"})
+_SKIP = frozenset({"base_model_name_or_path", "revision", "peft_type", "runtime_config", "inference_mode",
+                   "auto_mapping"})
 
 
 def _merge(into, got):
@@ -81,8 +82,8 @@ def _model(peft, model, source):
             return None
         _merge(out, plain)
         out["imports"].append("from peft import PeftModel, get_peft_model")
-        out["setup"].append("get_peft_model(%s, %s%s).save_pretrained(%r)"
-                            % (plain["expr"], got_cfg["expr"], named, ADAPTER))
+        # saved under the default name (another name saves into a subfolder); loaded under its own
+        out["setup"].append("get_peft_model(%s, %s).save_pretrained(%r)" % (plain["expr"], got_cfg["expr"], ADAPTER))
         out["expr"] = "PeftModel.from_pretrained(%s)" % ", ".join([got_base["expr"], repr(ADAPTER)] + parts)
         return out
     out["imports"].append("from peft import get_peft_model")
@@ -159,8 +160,8 @@ def install(when_imported):
             return
         fn = real.__func__
 
-        def from_pretrained(klass, model, model_id, *args, **kwargs):
-            loaded = fn(klass, model, model_id, *args, **kwargs)
+        def from_pretrained(cls, model, model_id, *args, **kwargs):
+            loaded = fn(cls, model, model_id, *args, **kwargs)
             try:
                 noted = dict(kwargs)
                 names = ("adapter_name", "is_trainable", "config", "autocast_adapter_dtype",

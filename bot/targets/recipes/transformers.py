@@ -71,6 +71,14 @@ def _diff(mine, default):
             and (k not in default or default[k] != v)}
 
 
+def _clean(d):
+    """A config's dict without what it does not decide (_SKIP), at every level: two configs that
+    build the same model compare equal."""
+    if isinstance(d, dict):
+        return {k: _clean(v) for k, v in d.items() if k not in _SKIP and not str(k).startswith("_")}
+    return d
+
+
 def _config_kwargs(cfg):
     """The keyword arguments that rebuild ``cfg``: its differences from its class's defaults (a
     sub-config as the differences from the sub-config class's), or every value when those do not
@@ -89,13 +97,13 @@ def _config_kwargs(cfg):
             except Exception:
                 sub_default = {}
             kwargs[key] = _diff(mine[key], sub_default)
-    full = {k: v for k, v in mine.items() if k not in _SKIP and not k.startswith("_")}
+    full = _clean(mine)
     for candidate in (kwargs, full):
         try:
             again = cls(**candidate).to_dict()
         except Exception:
             continue
-        if _diff(again, {}) == _diff(mine, {}):
+        if _clean(again) == full:
             return candidate
     return kwargs
 
@@ -224,8 +232,8 @@ def install(when_imported):
             return
         fn = real.__func__
 
-        def from_pretrained(klass, *args, **kwargs):
-            model = fn(klass, *args, **kwargs)
+        def from_pretrained(cls, *args, **kwargs):
+            model = fn(cls, *args, **kwargs)
             try:
                 model._reprobot_load = dict(kwargs)
             except Exception:
