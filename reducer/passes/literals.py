@@ -36,23 +36,56 @@ def _set_elements(node: cst.CSTNode, items: list) -> cst.CSTNode:
     return node.with_changes(elements=items)
 
 
+_SIZE_WORDS = re.compile(r"size|dim|num_|^n_|_n$|features|layers|heads|vocab|len|shape|channels|width|height|"
+                         r"length|experts|positions|rank|^r$|batch", re.IGNORECASE)
+_FACTORIES = ("torch", "nn", "np", "numpy", "F")
+
+
+def _sized(call: cst.Call) -> bool:
+    """A call that builds something sized from its arguments: a class (a layer, a config, a
+    model; not an exception), or a function of torch/numpy (``torch.randn(2, 3)``)."""
+    func = call.func
+    names = []
+    while isinstance(func, cst.Attribute):
+        names.append(func.attr.value)
+        func = func.value
+    if isinstance(func, cst.Name):
+        names.append(func.value)
+    if not names:
+        return False
+    last, root = names[0], names[-1]
+    if last.endswith(("Error", "Exception", "Warning", "Exit")):
+        return False
+    return last[:1].isupper() or root in _FACTORIES
+
+
 class _CallArguments(cst.CSTVisitor):
-    """Ids of the literals and displays inside some call's arguments: sizes, shapes and data a
-    library builds with (``nn.Linear(8, 4)``, ``torch.randn((2, 3))``, ``torch.tensor([[1, 2]])``)."""
+    """Ids of the integer literals and displays inside the arguments of a call that builds
+    something sized (reducer/passes/literals.py's ``_sized``), or given to a size-like keyword:
+    ``nn.Linear(8, 4)``, ``torch.randn((2, 3))``, ``torch.tensor([[1, 2]])``, ``hidden_size=8``."""
 
     def __init__(self) -> None:
-        self.depth = 0
+        self.calls: list[bool] = []
+        self.marks: list[bool] = []
         self.found: set[int] = set()
 
+    def visit_Call(self, node: cst.Call) -> bool:
+        self.calls.append(_sized(node))
+        return True
+
+    def leave_Call(self, original: cst.Call) -> None:
+        self.calls.pop()
+
     def visit_Arg(self, node: cst.Arg) -> bool:
-        self.depth += 1
+        keyword = node.keyword.value if node.keyword is not None else ""
+        self.marks.append(bool(self.calls and self.calls[-1]) or bool(keyword and _SIZE_WORDS.search(keyword)))
         return True
 
     def leave_Arg(self, original: cst.Arg) -> None:
-        self.depth -= 1
+        self.marks.pop()
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.depth and isinstance(node, (cst.Integer, *_CONTAINERS)):
+        if any(self.marks) and isinstance(node, (cst.Integer, *_CONTAINERS)):
             self.found.add(id(node))
         return super().on_visit(node)
 

@@ -1,0 +1,106 @@
+"""The ML-floor benchmark (issue #38): `reprobot reduce` on Hugging Face-stack CPU scripts whose
+failing call takes a model, a config, a tensor or a checkpoint, each against its hand floor.
+
+    python bench/mlfloor.py [--part train|heldout|both] [--only NAME,...] [--max-time 600] [--jobs 2]
+                            [--workdir DIR] [--json OUT]
+
+Each part is a folder of bench/mlfloor/ with a MANIFEST.json: per script its launch line (if any),
+which failure to keep (``pick``), and its hand floor (``NAME.floor.py``, written before any
+reduction, its statement count in ``floor_statements``). The parts are reported separately:
+``heldout`` was frozen before it was reduced and no pass is tuned on it. A script meets the goal
+when its repro has at most 1.5 x the floor's statements within --max-time. Prints one row per
+script and a summary per part; the exit status is 0 always (it measures, it does not judge).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HERE = ROOT / "bench" / "mlfloor"
+GOAL = 1.5
+
+
+def _reprobot() -> list[str]:
+    exe = Path(sys.executable).with_name("reprobot")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "bot"]
+
+
+def run_one(part: str, entry: dict, workdir: Path, max_time: float, jobs: int) -> dict:
+    folder = HERE / part
+    out = workdir / part / Path(entry["file"]).stem
+    cmd = _reprobot() + ["reduce", "--out", str(out), "--jobs", str(jobs), "--max-time", str(max_time),
+                         "--no-env", "--json", "--quiet"]
+    if entry.get("pick"):
+        cmd += ["--pick", str(entry["pick"])]
+    if entry.get("launch"):
+        cmd += ["--", *entry["launch"], *entry.get("args", [])]
+    else:
+        cmd += [str(folder / entry["file"]), *(["--", *entry["args"]] if entry.get("args") else [])]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, env=env, timeout=max_time * 3 + 600)
+    wall = time.monotonic() - t0
+    try:
+        result = json.loads(proc.stdout[proc.stdout.index("{"):])
+    except ValueError:
+        result = {"status": f"error (exit {proc.returncode})", "error": proc.stderr.strip()[-300:]}
+    folder = result.get("repro_dir")
+    reduction = Path(folder, "reduction.json") if folder else None
+    if reduction is not None and reduction.is_file():
+        result["verified"] = json.loads(reduction.read_text(encoding="utf-8")).get("verified")
+    statements = result.get("statements_after")
+    floor = int(entry["floor_statements"])
+    row = {"part": part, "script": entry["file"], "floor": floor, "statements": statements,
+           "ratio": round(statements / floor, 2) if statements else None, "exit": proc.returncode,
+           "status": result.get("status"), "runs": result.get("runs"), "wall_s": round(wall, 1),
+           "verified": result.get("verified"), "folder": folder}
+    row["goal_met"] = bool(statements) and statements <= GOAL * floor and proc.returncode == 0
+    if row["folder"] and Path(row["folder"], "repro.py").is_file():
+        row["repro"] = Path(row["folder"], "repro.py").read_text(encoding="utf-8")
+    if "error" in result:
+        row["error"] = result["error"]
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--part", choices=("train", "heldout", "both"), default="both")
+    p.add_argument("--only", default="", help="comma-separated script names (without .py)")
+    p.add_argument("--max-time", type=float, default=600)
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--workdir", type=Path)
+    p.add_argument("--json", type=Path)
+    a = p.parse_args(argv)
+    parts = ["heldout", "train"] if a.part == "both" else [a.part]
+    only = {n.strip() for n in a.only.split(",") if n.strip()}
+    workdir = a.workdir or Path(tempfile.mkdtemp(prefix="reprobot-mlfloor-"))
+    rows = []
+    for part in parts:
+        manifest = json.loads((HERE / part / "MANIFEST.json").read_text(encoding="utf-8"))
+        for entry in manifest["scripts"]:
+            if only and Path(entry["file"]).stem not in only:
+                continue
+            row = run_one(part, entry, workdir, a.max_time, a.jobs)
+            rows.append(row)
+            print(f"{part:8} {entry['file']:32} floor {row['floor']:>2}  result {row['statements'] or '-':>3}  "
+                  f"x{row['ratio'] or '-':<5} {'met' if row['goal_met'] else 'MISSED':6} {row['status'] or '':22} "
+                  f"runs {row['runs'] or '-':>4}  {row['wall_s']:>6.0f}s", flush=True)
+            if a.json:
+                a.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    for part in parts:
+        mine = [r for r in rows if r["part"] == part]
+        if mine:
+            met = sum(r["goal_met"] for r in mine)
+            print(f"{part}: {met}/{len(mine)} within {GOAL}x the hand floor")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
