@@ -410,13 +410,6 @@ def trace_data(failure: Failure, repro: ReproDir, resumed: bool, oracle: Oracle 
     except Exception as e:  # tracing is an optimisation: never let it stop a reduction
         console.print(f"[yellow]trace-guided first cut skipped:[/] {escape(str(e))[:200]}")
         return None
-    if failure.runner.launched:
-        # the boundary launcher runs the script itself, in one process: a launch line's ranks
-        # trace themselves (Runner.run), but nothing records their boundary call
-        console.print("[dim]boundary call skipped: the script runs under a launch line[/]")
-        data.target_exc_type = failure.signature.exc_type
-        write_text_atomic(trace_file, scrub(json.dumps(data.to_dict())).text)
-        return data
     try:
         # the failing call's own argument values, for the boundary-call candidate (one more run)
         from reducer.boundary import boundary_run

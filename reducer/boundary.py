@@ -418,7 +418,9 @@ def boundary_run(source: str, run, recipes: tuple[Path, ...] = ()) -> list[Bound
         launcher = Path(d) / "reprobot_boundary_launcher.py"
         launcher.write_text(LAUNCHER, encoding="utf-8")
         out = Path(d) / "boundary.jsonl"
-        run(source, [str(launcher)], {ENV_VAR: str(out), **recipe_env(recipes)})
+        # REPROBOT_TRACE_OUT too: under a launch line the ranks are the script's interpreters, and
+        # the runner hands them this launcher (in child mode) as it hands them the trace's
+        run(source, [str(launcher)], {ENV_VAR: str(out), "REPROBOT_TRACE_OUT": str(out), **recipe_env(recipes)})
         return load(out)
 
 

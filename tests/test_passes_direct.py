@@ -215,3 +215,28 @@ def test_bring_home_at_the_start_drops_the_join_when_results_are_read_before_it(
     out = reduce_with(src, target, "bring_home")
     assert "worker_loop(q, r, 4)" in out and "proc.start()" not in out and "proc.join()" not in out, out
     assert out.index('q.put(None)') < out.index("worker_loop(q, r, 4)") < out.index("r.get(timeout=10)")
+
+
+def test_bring_home_runs_a_four_argument_target_even_when_that_is_larger() -> None:
+    """Issue #38: the target takes four arguments (a queue, two from argparse, a dict), so the
+    call in the parent is more tokens than the start and join it replaces. It removes a process,
+    which the size order counts first (reducer/size.py), so it is run and kept; the old order
+    refused it without a run."""
+    src = QUEUE_WORKER.replace("def worker_loop(requests, limit):",
+                               "def worker_loop(requests, limit, margin_tokens_allowed, settings_by_mode):") \
+        .replace("import multiprocessing as mp\n", "import argparse\nimport multiprocessing as mp\n") \
+        .replace("        if len(req) > limit:", "        if len(req) > limit + margin_tokens_allowed + settings_by_mode['strict']:") \
+        .replace("    ctx = mp.get_context", "    parser = argparse.ArgumentParser()\n"
+                 "    parser.add_argument('--limit', type=int, default=4)\n"
+                 "    parser.add_argument('--margin', type=int, default=0)\n"
+                 "    args = parser.parse_args()\n    ctx = mp.get_context") \
+        .replace("args=(q, 4)", "args=(q, args.limit, args.margin, {'strict': 0, 'lenient': 2})") \
+        .replace("proc.join()", "proc.join(timeout=60)")
+    target = shows_as_file("ValueError: request of 8 tokens exceeds the limit of 4")
+    assert target(src)
+    from reducer.size import size_of
+    call = "worker_loop(q, args.limit, args.margin, {'strict': 0, 'lenient': 2})"
+    home = src.replace("    proc.start()\n", "").replace("    proc.join(timeout=60)\n", f"    {call}\n")
+    assert size_of(home).tokens > size_of(src).tokens and size_of(home) < size_of(src)
+    out = reduce_with(src, target, "bring_home")
+    assert call in out and "proc.start()" not in out, out
