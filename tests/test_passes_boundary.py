@@ -135,3 +135,10 @@ shlex.split(command)
 
 def test_no_boundary_no_candidate():
     assert candidates("x = 1\n", [], lambda e, v: True) == []
+
+
+def test_imports_of_one_module_are_one_statement():
+    from reducer.passes.boundary import _merged
+    assert _merged(["from transformers import GPT2Config", "import torch", "from transformers import GPT2LMHeadModel",
+                    "from transformers import GPT2Config", "from peft import LoraConfig"]) == \
+        ["from transformers import GPT2Config, GPT2LMHeadModel", "import torch", "from peft import LoraConfig"]

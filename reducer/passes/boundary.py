@@ -507,7 +507,7 @@ class _Builder:
             return None
         order = {text: (line, text) for line, text in self.imports.values()}
         imports.sort(key=lambda t: order.get(t, (0, t)))
-        return "\n".join(imports + body + assigned[::-1] + hoist + parts.setup + [call_text]) + "\n"   # type: ignore[operator]
+        return "\n".join(_merged(imports) + body + assigned[::-1] + hoist + parts.setup + [call_text]) + "\n"   # type: ignore[operator]
 
     def _text(self, stmt: ast.stmt) -> str | None:
         """A statement's whole lines, its decorators included (a dataclass stays one)."""
@@ -587,6 +587,24 @@ class _Builder:
         return out
 
 
+def _merged(imports: list[str]) -> list[str]:
+    """``from m import a`` and ``from m import b`` as ``from m import a, b`` (where the first one
+    stood): a recipe brings its classes one import each, a person writes one line per module."""
+    out: list[str] = []
+    names: dict[str, list[str]] = {}
+    for line in imports:
+        head, sep, name = line.partition(" import ")
+        if head.startswith("from ") and sep and "," not in name and "(" not in name:
+            if head not in names:
+                names[head] = []
+                out.append(head)
+            if name not in names[head]:
+                names[head].append(name)
+        elif line not in out:
+            out.append(line)
+    return [f"{line} import {', '.join(names[line])}" if line in names else line for line in out]
+
+
 def _module_level(tree: ast.Module) -> list[ast.AST]:
     """The nodes the module itself runs: not inside a function, a class or a lambda."""
     out: list[ast.AST] = []
@@ -655,7 +673,7 @@ def candidates(source: str, boundaries, allowed) -> list[str]:
             if got is not None:
                 text, parts = got
                 if not parts.unresolved:
-                    literal.append("\n".join(parts.imports + parts.setup + [text]) + "\n")
+                    literal.append("\n".join(_merged(parts.imports) + parts.setup + [text]) + "\n")
                 else:       # values that name the script's own classes: with their definitions
                     sliced = builder.slice(text, parts, b.line)
                     if sliced is not None:
