@@ -19,8 +19,13 @@ did not). It defines:
 ``install(when_imported)`` (optional)
     Called once per process before the script runs: ``when_imported(module, patch)`` patches a
     module right after its first import (reducer/run/exception_hook/reprobot_after_import.py). A
-    target uses it to note how a value was loaded (``from_pretrained``'s keyword arguments on the
-    model it returns), when the load itself is part of the failure (quantization, device_map).
+    target uses it with the two helpers every recipe file is given:
+    ``remember_saves(cls, method="save_pretrained")`` -- a folder an object of ``cls`` was saved
+    into is then rebuilt as that save (the object's recipe, then ``.save_pretrained('reprobot_<name>')``),
+    before any recipe is asked about the path -- and ``note_loads(cls, method="from_pretrained",
+    positional=())`` -- an object a load returns carries that load's keyword arguments (positional
+    ones after the first two named by ``positional``) as ``_reprobot_load``, for a recipe to
+    repeat the load when it is part of the failure (quantization, a device_map).
 
 The first file whose ``rebuild`` answers wins, in the order the caller gives them.
 """
@@ -56,7 +61,8 @@ def _load_recipes():
         try:
             with open(path, encoding="utf-8") as f:
                 code = compile(f.read(), path, "exec")
-            space = {"__name__": "_reprobot_recipe", "__file__": path, "__builtins__": __builtins__}
+            space = {"__name__": "_reprobot_recipe", "__file__": path, "__builtins__": __builtins__,
+                     "remember_saves": _remember_saves, "note_loads": _note_loads}
             exec(code, space)
         except Exception:
             continue
@@ -67,6 +73,73 @@ def _load_recipes():
                 pass
         if callable(space.get("rebuild")):
             _RECIPES.append(space["rebuild"])
+
+
+_SAVED = {}          # absolute path -> the object saved there (at most 16)
+
+
+def _wrapped(real, fn):
+    """``fn`` standing in for ``real``: its name, its code's name too (the boundary launcher knows
+    the function a line entered by its code, ``from_pretrained``, not the wrapper's own name)."""
+    try:
+        fn.__code__ = fn.__code__.replace(co_name=real.__name__)
+    except Exception:
+        pass
+    fn._reprobot = True
+    fn.__wrapped__ = real
+    fn.__name__ = getattr(real, "__name__", "wrapped")
+    fn.__qualname__ = getattr(real, "__qualname__", fn.__name__)
+    fn.__doc__ = getattr(real, "__doc__", None)
+    return fn
+
+
+def _remember_saves(cls, method="save_pretrained"):
+    real = getattr(cls, method, None)
+    if real is None or getattr(real, "_reprobot", False):
+        return
+
+    def save(self, directory, *args, **kwargs):
+        out = real(self, directory, *args, **kwargs)
+        try:
+            if len(_SAVED) < 16:
+                _SAVED[os.path.abspath(os.fspath(directory))] = (self, method)
+        except Exception:
+            pass
+        return out
+    setattr(cls, method, _wrapped(real, save))
+
+
+def _note_loads(cls, method="from_pretrained", positional=(), skip=1):
+    real = cls.__dict__.get(method)
+    if not isinstance(real, classmethod) or getattr(real.__func__, "_reprobot", False):
+        return
+    fn = real.__func__
+
+    def load(owner, *args, **kwargs):
+        loaded = fn(owner, *args, **kwargs)
+        try:
+            noted = dict(zip(positional, args[skip:]))
+            noted.update(kwargs)
+            loaded._reprobot_load = noted
+        except Exception:
+            pass
+        return loaded
+    setattr(cls, method, classmethod(_wrapped(fn, load)))
+
+
+def _saved(value, depth):
+    """A folder the script saved an object into: that object's recipe, saved there anew."""
+    try:
+        path = os.path.abspath(os.fspath(value))
+    except Exception:
+        return None
+    obj, method = _SAVED.get(path, (None, None))
+    got = _rebuilt(obj, depth + 1) if obj is not None else None
+    if got is None:
+        return None
+    name = "reprobot_" + (os.path.basename(path.rstrip(os.sep)) or "saved")
+    return {"expr": repr(name), "imports": got["imports"],
+            "setup": got["setup"] + ["%s.%s(%r)" % (got["expr"], method, name)]}
 
 
 def _literal_of(value):
@@ -104,9 +177,9 @@ def _containers(value, depth):
 def _rebuilt(value, depth=0, literal=True):
     """{"expr", "imports", "setup"} that rebuilds ``value``: a literal, or a target's recipe.
     A path the script wrote asks the recipes first (what wrote it), then is a literal."""
-    if isinstance(value, (str, os.PathLike)) and literal:
-        got = _rebuilt(value, depth, literal=False)
-        if got is not None:
+    if isinstance(value, (str, os.PathLike)):
+        got = _saved(value, depth) if depth <= 6 else None
+        if got is not None or not literal:
             return got
     text = _literal_of(value) if literal else None
     if text is not None:

@@ -107,76 +107,14 @@ def _home(cls):
     return top.__name__ if top is not None and getattr(top, cls.__name__, None) is cls else cls.__module__
 
 
-# folders adapters were saved into: a path the script wrote is rebuilt as the save that writes it
-_SAVED = {}
-
-
-def _saved_path(value, source):
-    import os
-    try:
-        path = os.path.abspath(os.fspath(value))
-    except Exception:
-        return None
-    model = _SAVED.get(path)
-    got = source(model) if model is not None else None
-    if got is None:
-        return None
-    name = "reprobot_" + (os.path.basename(path.rstrip(os.sep)) or "adapter")
-    setup = got["setup"] + ["%s.save_pretrained(%r)" % (got["expr"], name)]
-    return {"imports": got["imports"], "setup": setup, "expr": repr(name)}
-
-
-def _note_saves(module):
-    import os
-    cls = getattr(module, "PeftModel", None)
-    real = getattr(cls, "save_pretrained", None)
-    if real is None or getattr(real, "_reprobot", False):
-        return
-
-    def save_pretrained(self, save_directory, *args, **kwargs):
-        out = real(self, save_directory, *args, **kwargs)
-        try:
-            if len(_SAVED) < 16:
-                _SAVED[os.path.abspath(os.fspath(save_directory))] = self
-        except Exception:
-            pass
-        return out
-    save_pretrained._reprobot = True
-    save_pretrained.__wrapped__ = real
-    save_pretrained.__name__ = real.__name__
-    save_pretrained.__qualname__ = real.__qualname__
-    cls.save_pretrained = save_pretrained
-
-
 def install(when_imported):
-    """Note the keyword arguments of every ``PeftModel.from_pretrained``, and the folder of every
-    ``save_pretrained``."""
-    when_imported("peft.peft_model", _note_saves)
+    """An adapter's folder is rebuilt as its save; a loaded adapter carries its load's arguments."""
+    names = ("adapter_name", "is_trainable", "config", "autocast_adapter_dtype", "ephemeral_gpu_offload",
+             "low_cpu_mem_usage", "key_mapping")
 
     def patch(module):
-        cls = getattr(module, "PeftModel", None)
-        real = cls.__dict__.get("from_pretrained") if cls is not None else None
-        if not isinstance(real, classmethod) or getattr(real.__func__, "_reprobot", False):
-            return
-        fn = real.__func__
-
-        def from_pretrained(cls, model, model_id, *args, **kwargs):
-            loaded = fn(cls, model, model_id, *args, **kwargs)
-            try:
-                noted = dict(kwargs)
-                names = ("adapter_name", "is_trainable", "config", "autocast_adapter_dtype",
-                         "ephemeral_gpu_offload", "low_cpu_mem_usage", "key_mapping")
-                noted.update(zip(names, args))
-                noted.pop("config", None)
-                loaded._reprobot_load = noted
-            except Exception:
-                pass
-            return loaded
-        from_pretrained._reprobot = True
-        from_pretrained.__wrapped__ = fn
-        from_pretrained.__name__ = fn.__name__
-        from_pretrained.__qualname__ = fn.__qualname__
-        cls.from_pretrained = classmethod(from_pretrained)
+        remember_saves(module.PeftModel)                            # noqa: F821 - the loader's
+        note_loads(module.PeftModel, positional=names, skip=2)      # noqa: F821
     when_imported("peft.peft_model", patch)
 
 
@@ -184,9 +122,6 @@ def rebuild(value, source):
     peft = sys.modules.get("peft")
     if peft is None:
         return None
-    import os
-    if isinstance(value, (str, os.PathLike)):
-        return _saved_path(value, source)
     model_cls = getattr(sys.modules.get("peft.peft_model"), "PeftModel", None)
     if isinstance(model_cls, type) and isinstance(value, model_cls):
         return _model(peft, value, source)

@@ -180,71 +180,11 @@ def _model(tf, model, source):
     return out
 
 
-# folders models were saved into (``save_pretrained``), newest last: a path the script wrote is
-# rebuilt as the save that writes it
-_SAVED = {}
-
-
-def _saved_path(value, source):
-    try:
-        path = os.path.abspath(os.fspath(value))
-    except Exception:
-        return None
-    model = _SAVED.get(path)
-    got = source(model) if model is not None else None
-    if got is None:
-        return None
-    name = "reprobot_" + (os.path.basename(path.rstrip(os.sep)) or "model")
-    setup = got["setup"] + ["%s.save_pretrained(%r)" % (got["expr"], name)]
-    return {"imports": got["imports"], "setup": setup, "expr": repr(name)}
-
-
-def _note_saves(module):
-    cls = getattr(module, "PreTrainedModel", None)
-    real = getattr(cls, "save_pretrained", None)
-    if real is None or getattr(real, "_reprobot", False):
-        return
-
-    def save_pretrained(self, save_directory, *args, **kwargs):
-        out = real(self, save_directory, *args, **kwargs)
-        try:
-            if len(_SAVED) < 16:
-                _SAVED[os.path.abspath(os.fspath(save_directory))] = self
-        except Exception:
-            pass
-        return out
-    save_pretrained._reprobot = True
-    save_pretrained.__wrapped__ = real
-    save_pretrained.__name__ = real.__name__
-    save_pretrained.__qualname__ = real.__qualname__
-    cls.save_pretrained = save_pretrained
-
-
 def install(when_imported):
-    """Note the keyword arguments of every ``from_pretrained`` that returns a model, and the folder
-    of every ``save_pretrained``."""
-    when_imported("transformers.modeling_utils", _note_saves)
-
+    """A model's folder is rebuilt as its save; a model carries its load's keyword arguments."""
     def patch(module):
-        cls = getattr(module, "PreTrainedModel", None)
-        real = cls.__dict__.get("from_pretrained") if cls is not None else None
-        if not isinstance(real, classmethod) or getattr(real.__func__, "_reprobot", False):
-            return
-        fn = real.__func__
-
-        def from_pretrained(cls, *args, **kwargs):
-            model = fn(cls, *args, **kwargs)
-            try:
-                model._reprobot_load = dict(kwargs)
-            except Exception:
-                pass
-            return model
-        from_pretrained._reprobot = True
-        from_pretrained.__wrapped__ = fn
-        from_pretrained.__name__ = fn.__name__
-        from_pretrained.__qualname__ = fn.__qualname__
-        from_pretrained.__doc__ = fn.__doc__
-        cls.from_pretrained = classmethod(from_pretrained)
+        remember_saves(module.PreTrainedModel)     # noqa: F821 - given by reducer/recipes.py's loader
+        note_loads(module.PreTrainedModel)         # noqa: F821
     when_imported("transformers.modeling_utils", patch)
 
 
@@ -252,8 +192,6 @@ def rebuild(value, source):
     tf = sys.modules.get("transformers")
     if tf is None:
         return None
-    if isinstance(value, (str, os.PathLike)):
-        return _saved_path(value, source)
     model_base = getattr(sys.modules.get("transformers.modeling_utils"), "PreTrainedModel", None)
     if isinstance(model_base, type) and isinstance(value, model_base):
         return _model(tf, value, source)
