@@ -51,7 +51,9 @@ def run_one(part: str, entry: dict, workdir: Path, max_time: float, jobs: int) -
         result = json.loads(proc.stdout[proc.stdout.index("{"):])
     except ValueError:
         result = {"status": f"error (exit {proc.returncode})", "error": proc.stderr.strip()[-300:]}
-    folder = result.get("repro_dir")
+    # the JSON's paths are scrubbed (a home folder becomes ~): the folder is the one under --out
+    found = sorted(out.glob("*/reduction.json"))
+    folder = str(found[0].parent) if found else result.get("repro_dir")
     reduction = Path(folder, "reduction.json") if folder else None
     if reduction is not None and reduction.is_file():
         result["verified"] = json.loads(reduction.read_text(encoding="utf-8")).get("verified")
