@@ -244,3 +244,28 @@ def test_a_quantized_load_is_rebuilt_as_the_load_with_its_quantization_config(tm
             "load_in_4bit=True)") in best
     assert "load(" not in best and "serve(" not in best
     _fails(best, tmp_path, "num_return_sequences")
+
+
+def test_a_tokenizer_built_in_code_is_built_again_from_its_vocabulary(tmp_path, monkeypatch):
+    source = textwrap.dedent('''
+        from tokenizers import Tokenizer, models, pre_tokenizers
+        from transformers import PreTrainedTokenizerFast
+
+        WORDS = ["hello", "world", "how", "are", "you"]
+
+        def build(words):
+            t = Tokenizer(models.WordLevel(vocab={"[UNK]": 0, **{w: i + 1 for i, w in enumerate(words)}}, unk_token="[UNK]"))
+            t.pre_tokenizer = pre_tokenizers.Whitespace()
+            return PreTrainedTokenizerFast(tokenizer_object=t, unk_token="[UNK]")
+
+        def encode(tok, texts):
+            return tok(texts, padding=True)
+
+        encode(build(WORDS), ["hello world", "how are you today"])
+        ''')
+    found = _candidates(source, "ValueError", monkeypatch)
+    best = found[0]
+    assert "models.WordLevel(vocab={'[UNK]': 0, 'hello': 1, 'world': 2, 'how': 3, 'are': 4, 'you': 5}" in best
+    assert "reprobot_tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()" in best
+    assert "build(" not in best and "encode(" not in best
+    _fails(best, tmp_path, "Asking to pad but the tokenizer does not have a padding token")

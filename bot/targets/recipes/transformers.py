@@ -3,6 +3,8 @@
 - a config (``PretrainedConfig``, ``GenerationConfig``, a quantization config such as
   ``BitsAndBytesConfig``) -> its class called with the values that differ from that class's
   defaults (a sub-config as a dict of its own differences), checked by building it again;
+- a fast tokenizer built in code over a small WordLevel vocabulary -> that vocabulary, its
+  pre-tokenizer and special tokens, built again in code;
 - a model -> ``Class(Config(...))`` with its dtype, device and eval mode; a model whose load is
   part of the failure (quantized, or placed by a ``device_map``) -> a tiny checkpoint saved first
   and ``Class.from_pretrained(that, **the load's keyword arguments)``, which ``install`` notes on
@@ -180,6 +182,54 @@ def _model(tf, model, source):
     return out
 
 
+_MAX_VOCAB = 500
+
+
+def _tokenizer(tok, source):
+    """A fast tokenizer built in code over a small WordLevel vocabulary: the same vocabulary,
+    pre-tokenizer and special tokens, checked by building it again (its JSON and its special
+    tokens must match). Anything else (a BPE from the Hub) has no recipe: its slice stays."""
+    import json
+    backend = getattr(tok, "backend_tokenizer", None)
+    if backend is None or not hasattr(backend, "to_str"):
+        return None
+    state = json.loads(backend.to_str())
+    model = state.get("model") or {}
+    if model.get("type") != "WordLevel" or len(model.get("vocab") or {}) > _MAX_VOCAB:
+        return None
+    if state.get("normalizer") is not None or state.get("decoder") is not None:
+        return None     # (added special tokens come back from the special-token keywords: checked below)
+    setup = ["reprobot_tokenizer = Tokenizer(models.WordLevel(vocab=%r, unk_token=%r))"
+             % (dict(model["vocab"]), model.get("unk_token"))]
+    imports = ["from tokenizers import Tokenizer, models", "from transformers import PreTrainedTokenizerFast"]
+    pre = backend.pre_tokenizer
+    if pre is not None:
+        text = repr(pre)
+        if not (text.endswith("()") and text[:-2].isidentifier()):
+            return None
+        setup.append("reprobot_tokenizer.pre_tokenizer = pre_tokenizers.%s" % text)
+        imports.append("from tokenizers import pre_tokenizers")
+    kwargs = ["tokenizer_object=reprobot_tokenizer"]
+    for key, value in sorted(tok.special_tokens_map.items()):
+        if isinstance(value, str):
+            kwargs.append("%s=%r" % (key, value))
+    if tok.padding_side != "right":
+        kwargs.append("padding_side=%r" % tok.padding_side)
+    if isinstance(tok.model_max_length, int) and tok.model_max_length < 10 ** 9:
+        kwargs.append("model_max_length=%d" % tok.model_max_length)
+    expr = "PreTrainedTokenizerFast(%s)" % ", ".join(kwargs)
+    try:
+        space = {}
+        exec("\n".join(imports + setup), space)
+        again = eval(expr, space)
+    except Exception:
+        return None
+    if type(again) is not type(tok) or json.loads(again.backend_tokenizer.to_str()) != state \
+            or again.special_tokens_map != tok.special_tokens_map:
+        return None
+    return {"imports": imports, "setup": setup, "expr": expr}
+
+
 def install(when_imported):
     """A model's folder is rebuilt as its save; a model carries its load's keyword arguments."""
     def patch(module):
@@ -197,4 +247,6 @@ def rebuild(value, source):
         return _model(tf, value, source)
     if _is_config(tf, value):
         return _config(value, source)
+    if type(value).__module__.startswith("transformers.tokenization") and hasattr(value, "backend_tokenizer"):
+        return _tokenizer(value, source)
     return None
