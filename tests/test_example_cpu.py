@@ -126,10 +126,15 @@ def test_readme_demo_reduces_the_quick_example_and_previews_the_issue(tmp_path):
     assert "get_peft_model" in repro
     if reduce.returncode == 0:
         assert count_statements(repro) <= 6, repro
-        # the repro's cold run in a clean folder ends with the original's own message
+        # the repro's cold run in a clean folder ends with the original's message. Its numbers may
+        # differ since issue #38: the model is rebuilt from its config's non-default values and
+        # the value passes shrink them, and a size the message shows only as a product of two
+        # config entries (out_features = heads x head_dim) is not protected (the closing note says so)
+        from reducer.normalize import normalize_message
         original = json.loads((folder / "signature.json").read_text(encoding="utf-8"))["record"]["message"]
         last = parse_tracebacks((folder / "traceback.txt").read_text(encoding="utf-8"), "stderr")[-1]
-        assert last.message == original
+        assert normalize_message(last.message) == normalize_message(original)
+        assert "Gemma4ClippableLinear" in last.message
         _assert_runs_alone_offline(folder, repro, tmp_path)
     preview = subprocess.run([sys.executable, "-m", "bot", "file", "--dry-run"], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=600)

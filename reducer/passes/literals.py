@@ -101,10 +101,12 @@ def shrink_containers(gate: Gate) -> None:
 
     Removes: entries of list, tuple, set and dict displays (a ``device_map`` entry), runs of them
     at a time.
-    Never changes: the entries that stay, or their order; a display handed to a call is never
+    Never changes: the entries that stay, or their order; an entry whose value the failure's
+    message shows; a display handed to a call is never
     emptied (``torch.tensor([])``, a shape ``()``-less of its sizes: a zero-element tensor or
     layer takes other code paths than the user's, and a maintainer cannot trust it)."""
     handed: set[int] = set()
+    keep = message_values(gate.failure_message)
 
     def owners(module: cst.Module) -> list[cst.CSTNode]:
         handed.clear()
@@ -114,6 +116,11 @@ def shrink_containers(gate: Gate) -> None:
     def set_items(node: cst.CSTNode, items: list) -> cst.CSTNode:
         if not items and id(node) in handed:
             raise ValueError("a display handed to a call keeps one entry")
+        kept = {id(i) for i in items}
+        if any(id(e) not in kept and _in_message(getattr(e, "value", e), keep) for e in _elements(node)):
+            # a config entry whose value the message shows (`out_features=32` from
+            # `intermediate_size: 32`): dropping it would change what a maintainer compares
+            raise ValueError("an entry the failure's message shows stays")
         return _set_elements(node, items)
     delete_runs(gate, owners, _elements, set_items)
 
