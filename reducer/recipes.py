@@ -19,7 +19,9 @@ did not). It defines:
 ``install(when_imported)`` (optional)
     Called once per process before the script runs: ``when_imported(module, patch)`` patches a
     module right after its first import (reducer/run/exception_hook/reprobot_after_import.py). A
-    target uses it with the two helpers every recipe file is given:
+    target uses it with two of the helpers every recipe file is given (the others:
+    ``merge(into, got)`` joins a part's imports and setup to a recipe's, ``import_of(cls)`` is the
+    import line of a library class, through its package's top level where it is exported):
     ``remember_saves(cls, method="save_pretrained")`` -- a folder an object of ``cls`` was saved
     into is then rebuilt as that save (the object's recipe, then ``.save_pretrained('reprobot_<name>')``),
     before any recipe is asked about the path -- and ``note_loads(cls, method="from_pretrained",
@@ -62,7 +64,8 @@ def _load_recipes():
             with open(path, encoding="utf-8") as f:
                 code = compile(f.read(), path, "exec")
             space = {"__name__": "_reprobot_recipe", "__file__": path, "__builtins__": __builtins__,
-                     "remember_saves": _remember_saves, "note_loads": _note_loads}
+                     "remember_saves": _remember_saves, "note_loads": _note_loads,
+                     "merge": _merge, "import_of": _import_of}
             exec(code, space)
         except Exception:
             continue
@@ -76,6 +79,21 @@ def _load_recipes():
 
 
 _SAVED = {}          # absolute path -> the object saved there (at most 16)
+
+
+def _merge(into, got):
+    for key in ("imports", "setup"):
+        for line in got[key]:
+            if line not in into[key]:
+                into[key].append(line)
+
+
+def _import_of(cls):
+    if cls.__module__ in ("__main__", "__mp_main__"):
+        return None
+    top = sys.modules.get(cls.__module__.split(".")[0])
+    home = top.__name__ if top is not None and getattr(top, cls.__name__, None) is cls else cls.__module__
+    return "from %s import %s" % (home, cls.__name__)
 
 
 def _wrapped(real, fn):

@@ -8,16 +8,12 @@
 """
 import sys
 
+# merge, import_of, remember_saves and note_loads are given by reducer/recipes.py's loader
+# flake8: noqa: F821
+
 ADAPTER = "reprobot_adapter"
 _SKIP = frozenset({"base_model_name_or_path", "revision", "peft_type", "runtime_config", "inference_mode",
                    "auto_mapping"})
-
-
-def _merge(into, got):
-    for key in ("imports", "setup"):
-        for line in got[key]:
-            if line not in into[key]:
-                into[key].append(line)
 
 
 def _plain(value):
@@ -37,7 +33,7 @@ def _config(cfg, source):
         default = cls()
     except Exception:
         default = None
-    out = {"imports": ["from peft import %s" % cls.__name__], "setup": [], "expr": ""}
+    out = {"imports": [import_of(cls)], "setup": [], "expr": ""}
     parts = []
     for f in dataclasses.fields(cfg):
         if not f.init or f.name in _SKIP:
@@ -48,7 +44,7 @@ def _config(cfg, source):
         got = source(_plain(value))
         if got is None:
             return None
-        _merge(out, got)
+        merge(out, got)
         parts.append("%s=%s" % (f.name, got["expr"]))
     out["expr"] = "%s(%s)" % (cls.__name__, ", ".join(parts))
     return out
@@ -65,8 +61,8 @@ def _model(peft, model, source):
     if got_cfg is None or got_base is None:
         return None
     out = {"imports": [], "setup": [], "expr": ""}
-    _merge(out, got_base)
-    _merge(out, got_cfg)
+    merge(out, got_base)
+    merge(out, got_cfg)
     named = "" if name == "default" else ", adapter_name=%r" % name
     noted = getattr(model, "_reprobot_load", None)
     if isinstance(noted, dict):
@@ -75,12 +71,12 @@ def _model(peft, model, source):
             got = source(value)
             if got is None or not key.isidentifier():
                 return None
-            _merge(out, got)
+            merge(out, got)
             parts.append("%s=%s" % (key, got["expr"]))
         plain = _plain_base(base, source)
         if plain is None:
             return None
-        _merge(out, plain)
+        merge(out, plain)
         out["imports"].append("from peft import PeftModel, get_peft_model")
         # saved under the default name (another name saves into a subfolder); loaded under its own
         out["setup"].append("get_peft_model(%s, %s).save_pretrained(%r)" % (plain["expr"], got_cfg["expr"], ADAPTER))
@@ -98,13 +94,8 @@ def _plain_base(base, source):
     if got is None:
         return None
     cls = type(base)
-    return {"imports": ["from %s import %s" % (_home(cls), cls.__name__)] + got["imports"],
+    return {"imports": [import_of(cls)] + got["imports"],
             "setup": list(got["setup"]), "expr": "%s(%s)" % (cls.__name__, got["expr"])}
-
-
-def _home(cls):
-    top = sys.modules.get(cls.__module__.split(".")[0])
-    return top.__name__ if top is not None and getattr(top, cls.__name__, None) is cls else cls.__module__
 
 
 def install(when_imported):
@@ -113,8 +104,8 @@ def install(when_imported):
              "low_cpu_mem_usage", "key_mapping")
 
     def patch(module):
-        remember_saves(module.PeftModel)                            # noqa: F821 - the loader's
-        note_loads(module.PeftModel, positional=names, skip=2)      # noqa: F821
+        remember_saves(module.PeftModel)
+        note_loads(module.PeftModel, positional=names, skip=2)
     when_imported("peft.peft_model", patch)
 
 

@@ -13,6 +13,9 @@
 import os
 import sys
 
+# merge, import_of, remember_saves and note_loads are given by reducer/recipes.py's loader
+# flake8: noqa: F821
+
 # Not the config's to say: versions, names and paths of the checkpoint it was read from, its dtype
 # (the model's own, written on the model), and how it was quantized (the load's keyword arguments).
 _SKIP = frozenset({"transformers_version", "model_type", "architectures", "_name_or_path", "_commit_hash",
@@ -21,25 +24,9 @@ _SKIP = frozenset({"transformers_version", "model_type", "architectures", "_name
 CHECKPOINT = "reprobot_model"
 
 
-def _import_of(cls):
-    top = sys.modules.get(cls.__module__.split(".")[0])
-    if top is not None and getattr(top, cls.__name__, None) is cls:
-        return "from %s import %s" % (top.__name__, cls.__name__)
-    if cls.__module__ in ("__main__", "__mp_main__"):
-        return None
-    return "from %s import %s" % (cls.__module__, cls.__name__)
-
-
-def _merge(into, got):
-    for key in ("imports", "setup"):
-        for line in got[key]:
-            if line not in into[key]:
-                into[key].append(line)
-
-
 def _call(cls, kwargs, source):
     """``Cls(k=v, ...)`` with every value rebuilt by ``source``; None when one cannot be."""
-    imp = _import_of(cls)
+    imp = import_of(cls)
     if imp is None:
         return None
     out = {"imports": [imp], "setup": [], "expr": ""}
@@ -50,7 +37,7 @@ def _call(cls, kwargs, source):
         got = source(_plain(value))
         if got is None:
             return None
-        _merge(out, got)
+        merge(out, got)
         parts.append("%s=%s" % (key, got["expr"]))
     out["expr"] = "%s(%s)" % (cls.__name__, ", ".join(parts))
     return out
@@ -147,12 +134,12 @@ def _loaded(tf, model):
 
 def _model(tf, model, source):
     cls = type(model)
-    imp = _import_of(cls)
+    imp = import_of(cls)
     config = _config(model.config, source)
     if imp is None or config is None:
         return None
     out = {"imports": [imp], "setup": [], "expr": ""}
-    _merge(out, config)
+    merge(out, config)
     built = "%s(%s)" % (cls.__name__, config["expr"])
     load = _loaded(tf, model)
     if load is not None:
@@ -161,7 +148,7 @@ def _model(tf, model, source):
             got = source(value)
             if got is None or not key.isidentifier():
                 return None
-            _merge(out, got)
+            merge(out, got)
             parts.append("%s=%s" % (key, got["expr"]))
         out["setup"].append("%s.save_pretrained(%r)" % (built, CHECKPOINT))
         out["expr"] = "%s.from_pretrained(%s)" % (cls.__name__, ", ".join([repr(CHECKPOINT)] + parts))
@@ -233,8 +220,8 @@ def _tokenizer(tok, source):
 def install(when_imported):
     """A model's folder is rebuilt as its save; a model carries its load's keyword arguments."""
     def patch(module):
-        remember_saves(module.PreTrainedModel)     # noqa: F821 - given by reducer/recipes.py's loader
-        note_loads(module.PreTrainedModel)         # noqa: F821
+        remember_saves(module.PreTrainedModel)
+        note_loads(module.PreTrainedModel)
     when_imported("transformers.modeling_utils", patch)
 
 
