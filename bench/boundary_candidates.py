@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--timeout", type=float, default=600)
     p.add_argument("--json", type=Path)
-    p.add_argument("--run", action="store_true", help="run the first candidate alone too and show how it ends")
+    p.add_argument("--run", action="store_true", help="run each candidate alone too and show how it ends")
     a = p.parse_args(argv)
     source = a.script.read_text(encoding="utf-8")
     if a.bring_home:
@@ -74,13 +74,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"----- candidate {i}\n{c}")
     if a.json:
         a.json.write_text(json.dumps({"records": [r.__dict__ for r in records], "candidates": found}, indent=1))
-    if a.run and found:
+    if a.run:
         import time
-        with tempfile.TemporaryDirectory(prefix="reprobot-boundary-run-") as d:
-            (Path(d) / "repro.py").write_text(found[0], encoding="utf-8")
-            t0 = time.monotonic()
-            proc = subprocess.run([a.python, "repro.py"], cwd=d, capture_output=True, text=True, timeout=a.timeout)
-            print(f"candidate 0 alone: rc={proc.returncode} in {time.monotonic() - t0:.1f}s\n{proc.stderr[-3000:]}")
+        for i, c in enumerate(found):
+            with tempfile.TemporaryDirectory(prefix="reprobot-boundary-run-") as d:
+                (Path(d) / "repro.py").write_text(c, encoding="utf-8")
+                t0 = time.monotonic()
+                proc = subprocess.run([a.python, "repro.py"], cwd=d, capture_output=True, text=True, timeout=a.timeout)
+                last = (proc.stderr.strip().splitlines() or [""])[-1]
+                print(f"candidate {i} alone: rc={proc.returncode} in {time.monotonic() - t0:.1f}s: {last[:300]}")
     return 0 if found else 1
 
 

@@ -2,7 +2,7 @@
 failing call takes a model, a config, a tensor or a checkpoint, each against its hand floor.
 
     python bench/mlfloor.py [--part train|heldout|both] [--only NAME,...] [--max-time 600] [--jobs 2]
-                            [--workdir DIR] [--json OUT]
+                            [--workdir DIR] [--json OUT] [--pin CPUS]
 
 Each part is a folder of bench/mlfloor/ with a MANIFEST.json: per script its launch line (if any),
 which failure to keep (``pick``), and its hand floor (``NAME.floor.py``, written before any
@@ -10,6 +10,10 @@ reduction, its statement count in ``floor_statements``). The parts are reported 
 ``heldout`` was frozen before it was reduced and no pass is tuned on it. A script meets the goal
 when its repro has at most 1.5 x the floor's statements within --max-time. Prints one row per
 script and a summary per part; the exit status is 0 always (it measures, it does not judge).
+
+``--pin 2`` on a machine with more cores runs scripts side by side, each confined to its own two
+cores (``sched_setaffinity``), so one many-core machine measures "2 cores each" for several
+scripts at once; memory bandwidth is still shared, which the figures' notes have to say.
 """
 from __future__ import annotations
 
@@ -32,7 +36,8 @@ def _reprobot() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "bot"]
 
 
-def run_one(part: str, entry: dict, workdir: Path, max_time: float, jobs: int) -> dict:
+def run_one(part: str, entry: dict, workdir: Path, max_time: float, jobs: int,
+            cpus: set[int] | None = None) -> dict:
     folder = HERE / part
     out = workdir / part / Path(entry["file"]).stem
     cmd = _reprobot() + ["reduce", "--out", str(out), "--jobs", str(jobs), "--max-time", str(max_time),
@@ -45,7 +50,10 @@ def run_one(part: str, entry: dict, workdir: Path, max_time: float, jobs: int) -
         cmd += [str(folder / entry["file"]), *(["--", *entry["args"]] if entry.get("args") else [])]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, env=env, timeout=max_time * 3 + 600)
+    # the affinity is inherited by every process the reduction starts (candidates, zygotes, children)
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+    proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, env=env, timeout=max_time * 3 + 600,
+                          preexec_fn=pin)
     wall = time.monotonic() - t0
     try:
         result = json.loads(proc.stdout[proc.stdout.index("{"):])
@@ -60,6 +68,7 @@ def run_one(part: str, entry: dict, workdir: Path, max_time: float, jobs: int) -
     statements = result.get("statements_after")
     floor = int(entry["floor_statements"])
     row = {"part": part, "script": entry["file"], "floor": floor, "statements": statements,
+           "cpus": sorted(cpus) if cpus else None,
            "ratio": round(statements / floor, 2) if statements else None, "exit": proc.returncode,
            "status": result.get("status"), "runs": result.get("runs"), "wall_s": round(wall, 1),
            "verified": result.get("verified"), "folder": folder}
@@ -81,23 +90,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--workdir", type=Path)
     p.add_argument("--json", type=Path)
+    p.add_argument("--pin", type=int, default=0, metavar="CPUS",
+                   help="run scripts side by side, each confined to its own CPUS cores")
     a = p.parse_args(argv)
     parts = ["heldout", "train"] if a.part == "both" else [a.part]
     only = {n.strip() for n in a.only.split(",") if n.strip()}
     workdir = a.workdir or Path(tempfile.mkdtemp(prefix="reprobot-mlfloor-"))
-    rows = []
+    todo = []
     for part in parts:
         manifest = json.loads((HERE / part / "MANIFEST.json").read_text(encoding="utf-8"))
-        for entry in manifest["scripts"]:
-            if only and Path(entry["file"]).stem not in only:
-                continue
-            row = run_one(part, entry, workdir, a.max_time, a.jobs)
-            rows.append(row)
-            print(f"{part:8} {entry['file']:32} floor {row['floor']:>2}  result {row['statements'] or '-':>3}  "
-                  f"x{row['ratio'] or '-':<5} {'met' if row['goal_met'] else 'MISSED':6} {row['status'] or '':22} "
-                  f"runs {row['runs'] or '-':>4}  {row['wall_s']:>6.0f}s", flush=True)
-            if a.json:
-                a.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+        todo += [(part, e) for e in manifest["scripts"] if not only or Path(e["file"]).stem in only]
+    rows = []
+
+    def report(row: dict) -> None:
+        rows.append(row)
+        print(f"{row['part']:8} {row['script']:32} floor {row['floor']:>2}  result {row['statements'] or '-':>3}  "
+              f"x{row['ratio'] or '-':<5} {'met' if row['goal_met'] else 'MISSED':6} {row['status'] or '':22} "
+              f"runs {row['runs'] or '-':>4}  {row['wall_s']:>6.0f}s", flush=True)
+        if a.json:
+            a.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+
+    if a.pin:
+        _side_by_side(todo, workdir, a, report)
+    else:
+        for part, entry in todo:
+            report(run_one(part, entry, workdir, a.max_time, a.jobs))
     for part in parts:
         mine = [r for r in rows if r["part"] == part]
         if mine:
@@ -106,6 +123,32 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{part}: {met}/{len(mine)} within {GOAL}x the hand floor at --max-time "
                   f"({done} of them finished and verified)")
     return 0
+
+
+def _side_by_side(todo: list, workdir: Path, a: argparse.Namespace, report) -> None:
+    """Each script on its own set of a.pin cores; a set is handed to the next script when free."""
+    import queue
+    import threading
+    cores = sorted(os.sched_getaffinity(0))
+    free: queue.Queue = queue.Queue()
+    for i in range(len(cores) // a.pin):
+        free.put(set(cores[i * a.pin:(i + 1) * a.pin]))
+    lock = threading.Lock()
+
+    def one(part: str, entry: dict) -> None:
+        cpus = free.get()
+        try:
+            row = run_one(part, entry, workdir, a.max_time, a.jobs, cpus)
+        finally:
+            free.put(cpus)
+        with lock:
+            report(row)
+
+    threads = [threading.Thread(target=one, args=item) for item in todo]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from reducer.trace import OUTSIDE_SOURCE, VALUE_SOURCE
 ENV_VAR = "REPROBOT_BOUNDARY_OUT"
 
 LAUNCHER = r'''
-import ast, collections, os, re, runpy, sys, threading, json
+import ast, collections, os, re, runpy, sys, threading, json, weakref
 
 # In a child of the run (a spawn worker, a torchrun rank, any Python the script started),
 # reducer/run/exception_hook/sitecustomize.py runs this file with _REPROBOT_TRACE_CHILD set (the
@@ -118,6 +118,10 @@ def _describe(value):
                 out["outside"] = True
             else:
                 out["recipe"] = recipe
+        else:
+            made = _made_of(value)
+            if made is not None:
+                out["made"] = made
     return out
 
 
@@ -211,6 +215,50 @@ def _entering(frame):
         if name in loc:
             taken[name] = _copied(loc[name])
     _entered[id(back)] = (back.f_code, code, taken)
+    if code.co_name == "__init__" and code.co_argcount:
+        _remember_made(frame, code, taken, back.f_lineno)
+
+
+# Library objects the script built itself (``trainer = Trainer(model=..., callbacks=[...])``): what
+# their constructor received, for a failing call whose receiver or argument is such an object and
+# has no recipe of its own. id -> (weak reference, script line, __init__ code, what it took, the
+# function). An entry goes when its object does (the arguments are held only that long).
+_made = {}
+_MAX_MADE = 256
+
+
+def _remember_made(frame, code, taken, line):
+    obj = taken.get(code.co_varnames[0])
+    if obj is None:
+        return
+    key = id(obj)
+    try:
+        ref = weakref.ref(obj, lambda _r, key=key: _made.pop(key, None))
+    except TypeError:
+        return      # no weak references: not remembered rather than kept alive
+    if len(_made) >= _MAX_MADE:
+        _made.pop(next(iter(_made)), None)
+    args = {k: v for k, v in taken.items() if v is not obj}
+    _made[key] = (ref, line, code, args, _function_of(code, frame.f_globals, taken))
+
+
+_making = [0]
+
+
+def _made_of(value):
+    """How the script built ``value``: {"line", "callee"} (the callee as ``_callee`` writes one,
+    without ``self``), two levels deep at most."""
+    entry = _made.get(id(value))
+    if entry is None or entry[0]() is not value or _making[0] > 1:
+        return None
+    _ref, line, code, args, fn = entry
+    _making[0] += 1
+    try:
+        return {"line": line, "callee": _received_by(code, args, fn)}
+    except Exception:
+        return None
+    finally:
+        _making[0] -= 1
 
 
 def _copied(value, depth=0):
@@ -224,10 +272,9 @@ def _copied(value, depth=0):
     return cls(_copied(v, depth + 1) for v in value)
 
 
-def _function_of(frame, taken):
-    """The function object a frame runs, for its defaults: a method of its first argument's
+def _function_of(code, globals_, taken):
+    """The function object running ``code``, for its defaults: a method of its first argument's
     class (or the class itself), else a global of its module."""
-    code = frame.f_code
     names = code.co_varnames[:1]
     first = taken.get(names[0]) if names else None
     for owner in ([first, type(first)] if first is not None else []):
@@ -236,7 +283,7 @@ def _function_of(frame, taken):
         fn = getattr(fn, "__wrapped__", fn) if getattr(fn, "__code__", None) is not code else fn
         if getattr(fn, "__code__", None) is code:
             return fn
-    fn = frame.f_globals.get(code.co_name)
+    fn = globals_.get(code.co_name)
     return fn if getattr(fn, "__code__", None) is code else None
 
 
@@ -250,33 +297,36 @@ def _callee(frame, tb):
         if inner is None or entered is None or entered[0] is not frame.f_code or entered[1] is not inner.tb_frame.f_code:
             return None
         code, taken = entered[1], entered[2]
-        n = code.co_argcount + code.co_kwonlyargcount
-        fn = _function_of(inner.tb_frame, taken)
-        defaults = {}
-        if fn is not None:
-            pos = code.co_varnames[:code.co_argcount]
-            for name, value in zip(pos[len(pos) - len(fn.__defaults__ or ()):], fn.__defaults__ or ()):
-                defaults[name] = value
-            defaults.update(fn.__kwdefaults__ or {})
-        params = []
-        for name in code.co_varnames[:n]:
-            if name not in taken:
-                continue
-            value = taken[name]
-            d = _describe(value)
-            if name in defaults and (defaults[name] is value or _same(defaults[name], value)):
-                d["default"] = True
-            params.append([name, d])
-        out = {"name": code.co_name, "params": params, "posonly": code.co_posonlyargcount,
-               "known_defaults": fn is not None}
-        if code.co_flags & 0x04:
-            out["varargs"] = [_describe(v) for v in list(taken.get(code.co_varnames[n], ()))[:32]]
-        if code.co_flags & 0x08:
-            extra = taken.get(code.co_varnames[n + (1 if code.co_flags & 0x04 else 0)]) or {}
-            out["varkw"] = [[str(k), _describe(v)] for k, v in list(extra.items())[:64]]
-        return out
+        return _received_by(code, taken, _function_of(code, inner.tb_frame.f_globals, taken))
     except Exception:
         return None
+
+
+def _received_by(code, taken, fn):
+    n = code.co_argcount + code.co_kwonlyargcount
+    defaults = {}
+    if fn is not None:
+        pos = code.co_varnames[:code.co_argcount]
+        for name, value in zip(pos[len(pos) - len(fn.__defaults__ or ()):], fn.__defaults__ or ()):
+            defaults[name] = value
+        defaults.update(fn.__kwdefaults__ or {})
+    params = []
+    for name in code.co_varnames[:n]:
+        if name not in taken:
+            continue
+        value = taken[name]
+        d = _describe(value)
+        if name in defaults and (defaults[name] is value or _same(defaults[name], value)):
+            d["default"] = True
+        params.append([name, d])
+    out = {"name": code.co_name, "params": params, "posonly": code.co_posonlyargcount,
+           "known_defaults": fn is not None}
+    if code.co_flags & 0x04:
+        out["varargs"] = [_describe(v) for v in list(taken.get(code.co_varnames[n], ()))[:32]]
+    if code.co_flags & 0x08:
+        extra = taken.get(code.co_varnames[n + (1 if code.co_flags & 0x04 else 0)]) or {}
+        out["varkw"] = [[str(k), _describe(v)] for k, v in list(extra.items())[:64]]
+    return out
 
 
 def _same(a, b):
@@ -365,7 +415,9 @@ class Boundary:
     func: str
     exc_type: str
     message: str
-    values: dict[str, dict[str, Any]] = field(default_factory=dict)   # expression text -> {"value"|"type"|"object"|"recipe"}
+    # expression text -> {"value"|"type"|"object"|"recipe"}; a library object the script built
+    # itself and no recipe rebuilds also has "made": {"line", "callee"} (what its __init__ received)
+    values: dict[str, dict[str, Any]] = field(default_factory=dict)
     # what the library function the line entered received (the launcher's ``_callee``): its name,
     # [parameter, description] pairs, ``varargs``, ``varkw``; None when it was not seen
     callee: dict[str, Any] | None = None
@@ -386,6 +438,10 @@ class Boundary:
 
     def value(self, expr: str) -> str | None:
         return self.values.get(expr, {}).get("value")
+
+    def made_of(self, expr: str) -> dict[str, Any] | None:
+        made = self.values.get(expr, {}).get("made")
+        return made if isinstance(made, dict) else None
 
     def type_of(self, expr: str) -> str | None:
         return self.values.get(expr, {}).get("type")

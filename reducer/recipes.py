@@ -21,7 +21,8 @@ did not). It defines:
     module right after its first import (reducer/run/exception_hook/reprobot_after_import.py). A
     target uses it with two of the helpers every recipe file is given (the others:
     ``merge(into, got)`` joins a part's imports and setup to a recipe's, ``import_of(cls)`` is the
-    import line of a library class, through its package's top level where it is exported):
+    import line of a library class, through its package's top level where it is exported,
+    ``fresh_name(path)`` is the relative ``reprobot_<name>`` a path of the machine becomes):
     ``remember_saves(cls, method="save_pretrained")`` -- a folder an object of ``cls`` was saved
     into is then rebuilt as that save (the object's recipe, then ``.save_pretrained('reprobot_<name>')``),
     before any recipe is asked about the path -- and ``note_loads(cls, method="from_pretrained",
@@ -65,7 +66,7 @@ def _load_recipes():
                 code = compile(f.read(), path, "exec")
             space = {"__name__": "_reprobot_recipe", "__file__": path, "__builtins__": __builtins__,
                      "remember_saves": _remember_saves, "note_loads": _note_loads,
-                     "merge": _merge, "import_of": _import_of}
+                     "merge": _merge, "import_of": _import_of, "fresh_name": _fresh_name}
             exec(code, space)
         except Exception:
             continue
@@ -155,7 +156,7 @@ def _saved(value, depth):
     got = _rebuilt(obj, depth + 1) if obj is not None else None
     if got is None:
         return None
-    name = "reprobot_" + (os.path.basename(path.rstrip(os.sep)) or "saved")
+    name = _fresh_name(path) or "reprobot_saved"
     return {"expr": repr(name), "imports": got["imports"],
             "setup": got["setup"] + ["%s.%s(%r)" % (got["expr"], method, name)]}
 
@@ -192,6 +193,45 @@ def _containers(value, depth):
     return {"expr": expr, "imports": imports, "setup": setup}
 
 
+def _dataclass(value, depth):
+    """An object of a library's dataclass (a data collator, an arguments class no target knows):
+    its class called with the init fields that are not at their defaults, each rebuilt."""
+    dc = sys.modules.get("dataclasses")
+    cls = type(value)
+    if dc is None or not dc.is_dataclass(cls) or _import_of(cls) is None:
+        return None
+    home = getattr(sys.modules.get(cls.__module__), "__file__", None) or ""
+    if any(home.startswith(p) for p in _private):
+        return None         # a module of the user's own folder: not there for a maintainer
+    out = {"imports": [_import_of(cls)], "setup": [], "expr": ""}
+    parts = []
+    for f in dc.fields(cls):
+        if not f.init or f.name.startswith("_") or not hasattr(value, f.name):
+            continue
+        mine = getattr(value, f.name)
+        if f.default is not dc.MISSING:
+            default = f.default
+        elif f.default_factory is not dc.MISSING:
+            try:
+                default = f.default_factory()
+            except Exception:
+                default = dc.MISSING
+        else:
+            default = dc.MISSING
+        try:
+            if default is not dc.MISSING and (mine is default or type(mine) is type(default) and bool(mine == default)):
+                continue
+        except Exception:
+            pass
+        got = _rebuilt(mine, depth + 1)
+        if got is None:
+            return None
+        _merge(out, got)
+        parts.append("%s=%s" % (f.name, got["expr"]))
+    out["expr"] = "%s(%s)" % (cls.__name__, ", ".join(parts))
+    return out
+
+
 def _rebuilt(value, depth=0, literal=True):
     """{"expr", "imports", "setup"} that rebuilds ``value``: a literal, or a target's recipe.
     A path the script wrote asks the recipes first (what wrote it), then is a literal."""
@@ -216,15 +256,30 @@ def _rebuilt(value, depth=0, literal=True):
                 RECIPE_ERRORS.append("%s: %s: %s" % (os.path.basename(fn.__code__.co_filename), type(exc).__name__,
                                                       str(exc)[:200]))
             got = None
-        if not got or not isinstance(got.get("expr"), str):
-            continue
-        out = {"expr": got["expr"], "imports": [str(i) for i in got.get("imports") or []],
-               "setup": [str(s) for s in got.get("setup") or []]}
-        whole = "\n".join(out["imports"] + out["setup"] + [out["expr"]])
-        if len(whole) > _MAX_RECIPE or any(p in whole for p in _private):
-            continue
-        return out
+        out = _checked(got)
+        if out is not None:
+            return out
+    if literal:
+        try:
+            out = _checked(_dataclass(value, depth))
+        except Exception:
+            out = None
+        if out is not None:
+            return out
     return _fresh_folder(value) if literal else None
+
+
+def _checked(got):
+    """A recipe's answer in the contract's shape; None when it is not one, too long, or spells
+    a path of the run's own folders."""
+    if not got or not isinstance(got.get("expr"), str):
+        return None
+    out = {"expr": got["expr"], "imports": [str(i) for i in got.get("imports") or []],
+           "setup": [str(s) for s in got.get("setup") or []]}
+    whole = "\n".join(out["imports"] + out["setup"] + [out["expr"]])
+    if len(whole) > _MAX_RECIPE or any(p in whole for p in _private):
+        return None
+    return out
 
 
 def _fresh_folder(value):
@@ -236,8 +291,17 @@ def _fresh_folder(value):
         return None
     if not isinstance(text, str) or not os.path.isabs(text) or not any(text.startswith(p) for p in _private):
         return None
-    base = os.path.basename(text.rstrip(os.sep))
-    if not base or not all(c.isalnum() or c in "._-" for c in base):
+    name = _fresh_name(text)
+    return None if name is None else {"expr": repr(name), "imports": [], "setup": []}
+
+
+def _fresh_name(path):
+    """``reprobot_<its base name>``, a relative folder a maintainer's run creates the same way;
+    tempfile's random names (``tmpk3j9x_ab``) as ``reprobot_tmp``. None for an odd name."""
+    base = os.path.basename(str(path).rstrip(os.sep)) or "dir"
+    if not all(c.isalnum() or c in "._-" for c in base):
         return None
-    return {"expr": repr("reprobot_" + base), "imports": [], "setup": []}
+    if re.fullmatch(r"tmp[a-z0-9_]{8}", base):
+        base = "tmp"
+    return "reprobot_" + base
 '''

@@ -111,13 +111,25 @@ export([{"id": 1}, {"id": 2, "region": "eu"}], ["id"])
 '''
 
 
-def test_a_guess_that_fails_differently_is_not_accepted_and_the_slice_is():
+def test_a_library_receiver_is_written_as_the_constructor_call_that_built_it():
     result, oracle = _reduce(RECEIVER, passes=[], prelude=PRELUDE)
-    # first offered: a DictWriter built with no arguments (a TypeError: refused)
+    # the writer, built in the failing function: its constructor call with what __init__ received
+    assert oracle.seen[0] == ("import csv\nimport sys\n"
+                              "csv.DictWriter(sys.stdout, fieldnames=['id']).writerow({'id': 2, 'region': 'eu'})\n")
+    assert result.best_source == oracle.seen[0]
+
+
+def test_a_guess_that_fails_differently_is_not_accepted_and_the_slice_is():
+    # built in another function from one of its locals (no value): no constructor call to write;
+    # a DictWriter built with no arguments is guessed (a TypeError: refused), then the slice
+    source = RECEIVER.replace("    writer = csv.DictWriter(sys.stdout, fieldnames=fields)\n",
+                              "    writer = make(fields)\n").replace(
+        "def export(", "def make(fields):\n    out = io.StringIO()\n"
+                       "    return csv.DictWriter(out, fieldnames=fields)\n\ndef export(").replace(
+        "import csv, sys", "import csv, io")
+    result, oracle = _reduce(source, passes=[], prelude=PRELUDE)
     assert oracle.seen[0] == "import csv\ncsv.DictWriter().writerow({'id': 2, 'region': 'eu'})\n"
-    assert result.best_source == ("import csv\nimport sys\nfields = ['id']\n"
-                                  "writer = csv.DictWriter(sys.stdout, fieldnames=fields)\n"
-                                  "writer.writerow({'id': 2, 'region': 'eu'})\n")
+    assert "writer = make(fields)" in result.best_source and "csv.DictWriter(out" in result.best_source
 
 
 def test_a_value_read_from_the_environment_is_never_written(monkeypatch):
@@ -142,3 +154,118 @@ def test_imports_of_one_module_are_one_statement():
     assert _merged(["from transformers import GPT2Config", "import torch", "from transformers import GPT2LMHeadModel",
                     "from transformers import GPT2Config", "from peft import LoraConfig"]) == \
         ["from transformers import GPT2Config, GPT2LMHeadModel", "import torch", "from peft import LoraConfig"]
+
+
+ENGINE_LIBRARY = '''
+class Engine:
+    def __init__(self, width, hooks=(), name="engine"):
+        self.width, self.hooks, self.name = width, list(hooks), name
+
+    def run(self):
+        for hook in self.hooks:
+            hook.before(self)
+        if self.width > 8:
+            raise ValueError("width %d is more than 8" % self.width)
+'''
+
+BUILT_HERE = '''
+import argparse
+from fakeengine import Engine
+
+class Loud:
+    def before(self, engine):
+        print("starting", engine.name)
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--width", type=int, default=6)
+    args = parser.parse_args([])
+    engine = Engine(args.width * 2, hooks=[Loud()], name="main")
+    print("built", engine.name)
+    engine.run()
+
+main()
+'''
+
+
+def _with_engine(tmp_path, monkeypatch) -> None:
+    (tmp_path / "fakeengine.py").write_text(ENGINE_LIBRARY)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+
+
+def test_a_receiver_the_script_built_is_written_as_its_constructor_call(tmp_path, monkeypatch):
+    # `engine` has no recipe and no literal: it is written as the call that built it, with what
+    # __init__ received (12, not `args.width * 2`), and the hook object, which nothing rebuilds,
+    # keeps its text and its slice (the class); argparse goes
+    _with_engine(tmp_path, monkeypatch)
+    trace = _traced(BUILT_HERE)
+    found = candidates(BUILT_HERE, matching(trace.boundary, "ValueError", ""), lambda e, v: True)
+    built = [c for c in found if 'Engine(12, hooks=[Loud()], name="main").run()' in c]
+    assert built, "\n----\n".join(found)
+    assert "class Loud" in built[0] and "argparse" not in built[0]
+    result, _ = _reduce(BUILT_HERE, passes=[], prelude=PRELUDE)
+    assert 'Engine(12, hooks=[Loud()], name="main").run()' in result.best_source
+    assert "argparse" not in result.best_source
+
+
+def test_a_receiver_built_in_another_function_is_written_only_from_values(tmp_path, monkeypatch):
+    # built in a helper: the names its arguments read are the helper's, so only values are written
+    _with_engine(tmp_path, monkeypatch)
+    elsewhere = BUILT_HERE.replace('    engine = Engine(args.width * 2, hooks=[Loud()], name="main")\n',
+                                   '    engine = build(args)\n').replace(
+        'def main():', 'def build(args):\n    return Engine(args.width * 2, hooks=[Loud()], name="main")\n\ndef main():')
+    trace = _traced(elsewhere)
+    found = candidates(elsewhere, matching(trace.boundary, "ValueError", ""), lambda e, v: True)
+    assert not any("Engine(12" in c for c in found)
+    plain = elsewhere.replace('hooks=[Loud()], ', '')
+    trace = _traced(plain)
+    found = candidates(plain, matching(trace.boundary, "ValueError", ""), lambda e, v: True)
+    assert 'from fakeengine import Engine\nEngine(12, name="main").run()\n' in found
+
+
+PADDER_LIBRARY = '''
+from dataclasses import dataclass, field
+
+@dataclass
+class Padder:
+    width: int
+    fill: int = 0
+    names: list = field(default_factory=list)
+
+    def __call__(self, rows):
+        for row in rows:
+            if len(row) > self.width:
+                raise ValueError("row of %d is wider than %d" % (len(row), self.width))
+        return [row + [self.fill] * (self.width - len(row)) for row in rows]
+'''
+
+CALLS_AN_ATTRIBUTE = '''
+from fakepadder import Padder
+
+class Batcher:
+    def __init__(self, width):
+        self.inner = Padder(width, fill=-1)
+        self.seen = 0
+
+    def __call__(self, rows):
+        self.seen += len(rows)
+        return self.inner(rows)
+
+def batches(rows, size):
+    batcher = Batcher(3)
+    return [batcher(rows[i:i + size]) for i in range(0, len(rows), size)]
+
+batches([[1], [2, 3], [4, 5, 6, 7]], 2)
+'''
+
+
+def test_an_attribute_called_is_rebuilt_whole_and_a_library_dataclass_by_its_fields(tmp_path, monkeypatch):
+    # `self.inner(rows)` entered Padder.__call__: its self is `self.inner`, rebuilt from the
+    # dataclass's fields that are not at their defaults (width, fill; not names)
+    (tmp_path / "fakepadder.py").write_text(PADDER_LIBRARY)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    trace = _traced(CALLS_AN_ATTRIBUTE)
+    b = matching(trace.boundary, "ValueError", "")[0]
+    assert b.recipe_of("self.inner")["expr"] == "Padder(width=3, fill=-1)"
+    found = candidates(CALLS_AN_ATTRIBUTE, [b], lambda e, v: True)
+    assert found[0] == "from fakepadder import Padder\nPadder(width=3, fill=-1)([[4, 5, 6, 7]])\n"

@@ -145,6 +145,29 @@ def test_a_tensor_is_rebuilt_by_its_shape_and_dtype(tmp_path, monkeypatch):
     _fails(best, tmp_path, "RuntimeError")
 
 
+def test_an_integer_tensor_keeps_the_values_that_are_the_bug(tmp_path, monkeypatch):
+    # one -1 pad among 40 labels: randint over the range would hold it in about a third of the runs
+    source = textwrap.dedent('''
+        import torch
+        import torch.nn.functional as F
+
+        def labels_for(rows):
+            out = [[(r * 7 + c) % 96 for c in range(10)] for r in range(rows)]
+            out[2][9] = -1
+            return torch.tensor(out)
+
+        def loss(logits, labels):
+            return F.cross_entropy(logits, labels.view(-1))
+
+        loss(torch.zeros(40, 96), labels_for(4))
+        ''')
+    found = _candidates(source, "IndexError", monkeypatch)
+    best = _first(found, "cross_entropy(")
+    assert "randint" not in best and " -1, " in best, best
+    for _ in range(3):
+        _fails(best, tmp_path, "Target -1 is out of bounds")
+
+
 def test_a_folder_the_script_saved_is_rebuilt_as_the_save_that_wrote_it(tmp_path, monkeypatch):
     adapter = tmp_path / "adapters" / "client"
     source = textwrap.dedent(f'''
@@ -269,3 +292,55 @@ def test_a_tokenizer_built_in_code_is_built_again_from_its_vocabulary(tmp_path, 
     assert "reprobot_tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()" in best
     assert "build(" not in best and "encode(" not in best
     _fails(best, tmp_path, "Asking to pad but the tokenizer does not have a padding token")
+
+
+def test_a_trainer_the_script_built_is_its_constructor_call_with_each_part_rebuilt(tmp_path, monkeypatch):
+    # the failing call is trainer.train(): the Trainer has no recipe, so it is written as the call
+    # that built it; its model, TrainingArguments and the script's own Dataset (a list of its items)
+    # are rebuilt, the script's callback keeps its class; the config dataclass and helpers go
+    source = textwrap.dedent('''
+        import tempfile
+        from dataclasses import dataclass
+        import torch
+        from torch.utils.data import Dataset
+        from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
+
+        @dataclass
+        class Run:
+            steps: int = 1
+            rows: int = 2
+
+        class Rows(Dataset):
+            def __init__(self, n):
+                self.rows = [[1 + i, 2 + i, 3] for i in range(n)]
+            def __len__(self):
+                return len(self.rows)
+            def __getitem__(self, i):
+                ids = torch.tensor(self.rows[i])
+                return {"input_ids": ids, "labels": ids.clone()}
+
+        class EvalEveryStep(TrainerCallback):
+            def on_step_end(self, args, state, control, **kwargs):
+                control.should_evaluate = True
+
+        def model_for(run):
+            return GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=8, n_head=1, vocab_size=16, n_positions=8))
+
+        def main():
+            run = Run()
+            with tempfile.TemporaryDirectory() as out:
+                args = TrainingArguments(output_dir=out, max_steps=run.steps, per_device_train_batch_size=2,
+                                         report_to=[], use_cpu=True, save_strategy="no", disable_tqdm=True)
+                trainer = Trainer(model=model_for(run), args=args, train_dataset=Rows(run.rows),
+                                  callbacks=[EvalEveryStep()])
+                trainer.train()
+
+        main()
+        ''')
+    found = _candidates(source, "ValueError", monkeypatch)
+    best = _first(found, "Trainer(model=GPT2LMHeadModel(GPT2Config(")
+    assert "args=TrainingArguments(output_dir='reprobot_tmp', " in best and "max_steps=1" in best
+    assert "train_dataset=[{'input_ids': torch.tensor([1, 2, 3], dtype=torch.int64)" in best
+    assert "callbacks=[EvalEveryStep()]).train()" in best and "class EvalEveryStep" in best
+    assert "class Rows" not in best and "class Run" not in best and "model_for" not in best
+    _fails(best, tmp_path, "evaluation requires an eval_dataset")

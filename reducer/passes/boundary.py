@@ -56,6 +56,11 @@ _WRAPPERS = frozenset({"decorate_context", "wrapper", "wrapped", "inner", "_wrap
                        "__call__", "wrapped_func", "new_func", "_fn"})
 
 
+# What an object's own call enters (``obj(...)``), unlike a decorator's wrapper around a method,
+# whose first argument is the method's receiver.
+_CALLED = frozenset({"__call__", "_wrapped_call_impl", "_call_impl"})
+
+
 def _primary(text: str) -> bool:
     """``text`` can take ``.attr`` or ``(...)`` after it without parentheses."""
     try:
@@ -73,6 +78,7 @@ class _Received:
     defaults: set[str]              # named parameters that held their default
     receiver: bool                  # positional[0] is the receiver (self / cls)
     named: list[str]                # the callee's named parameters, in order
+    name: str = ""                  # the callee's own name (``__call__`` for an object called)
 
 
 def _spelled(call: ast.Call) -> str | None:
@@ -104,7 +110,7 @@ def _received(callee: dict | None, call: ast.Call) -> _Received | None:
         and params[0][1].get("type") == "builtins:type") or (not params and wrapper and (
         isinstance(call.func, ast.Attribute) or isinstance(call.func, ast.Name)) and bool(varargs)
         and len(varargs) > len(call.args))
-    return _Received(positional, keywords, defaults, receiver, [n for n, _ in params])
+    return _Received(positional, keywords, defaults, receiver, [n for n, _ in params], name)
 
 
 def _imports(tree: ast.Module) -> dict[str, tuple[int, str]]:
@@ -164,6 +170,7 @@ class _Builder:
         from reducer.provenance import secret_values
         self._secrets = secret_values()
         self.received: _Received | None = None     # set per call by ``call``
+        self._depth = 0                              # constructor calls written inside one another
 
     def rebuilt(self, description: dict | None, parts: _Parts) -> str | None:
         """A recorded description as text: its literal, or its recipe (never one spelling a secret)."""
@@ -269,6 +276,10 @@ class _Builder:
                 parts.imports += [i for i in trial.imports if i not in parts.imports]
                 parts.setup += [s for s in trial.setup if s not in parts.setup]
                 return out
+            if desc is not None:
+                out = self.constructed(desc.get("made"), desc.get("type"), parts, literal_only)
+                if out is not None:
+                    return out
         return None if literal_only else self.expr(node, parts, False)
 
     def spread(self, call: ast.Call, parts: _Parts) -> list[str] | None:
@@ -332,6 +343,13 @@ class _Builder:
             if stmt not in parts.imports:
                 parts.imports.append(stmt)
             return f"{mod}.{qual}"
+        r = self.received
+        if isinstance(func, ast.Attribute) and r is not None and r.receiver and r.name in _CALLED:
+            # an attribute called (``self.inner(batch)`` entering the collator's ``__call__``): the
+            # callee's ``self`` is the whole ``self.inner``, not ``self``
+            built = self._built(text, parts, literal_only)
+            if built is not None:
+                return built
         if isinstance(func, ast.Attribute):
             receiver = func.value
             rtext = _segment(self.source, receiver)
@@ -343,7 +361,7 @@ class _Builder:
             value = self.value(receiver)
             if value is not None:
                 return f"({value}).{func.attr}"
-            built = self._built(rtext, parts)
+            built = self._built(rtext, parts, literal_only)
             if built is not None:
                 return f"{built}.{func.attr}"
             if literal_only:
@@ -351,7 +369,7 @@ class _Builder:
             parts.unresolved |= {n for n in _names(receiver) if n not in self.imports and n not in _BUILTINS}
             self._need(_names(receiver) & set(self.imports), parts)
             return text
-        built = self._built(text, parts) if isinstance(func, ast.Name) else None
+        built = self._built(text, parts, literal_only) if isinstance(func, ast.Name) else None
         if built is not None:       # an object called: a model's forward
             return built
         if literal_only:
@@ -359,22 +377,63 @@ class _Builder:
         parts.unresolved |= {n for n in _names(func) if n not in self.imports and n not in _BUILTINS}
         return text
 
-    def _built(self, text: str, parts: _Parts) -> str | None:
+    def _built(self, text: str, parts: _Parts, literal_only: bool) -> str | None:
         """The receiver (or called object) rebuilt by its recipe: recorded at the line, else what
-        the callee received as ``self``."""
+        the callee received as ``self``; else the library constructor call that built it."""
         recipe = self.b.recipe_of(text) if hasattr(self.b, "recipe_of") else None
         out = None
+        mine = self.received.positional[0] if self.received is not None and self.received.receiver \
+            and self.received.positional else None
         if recipe is not None:
             out = self.rebuilt({"recipe": recipe}, parts)
-        elif self.received is not None and self.received.receiver and self.received.positional:
-            out = self.rebuilt(self.received.positional[0], parts)
+        elif mine is not None:
+            out = self.rebuilt(mine, parts)
+        if out is None:
+            made = (self.b.made_of(text) if hasattr(self.b, "made_of") else None) or (mine or {}).get("made")
+            kind = self.b.type_of(text) or (mine or {}).get("type")
+            out = self.constructed(made, kind, parts, literal_only)
         if out is None:
             return None
         return out if _primary(out) else f"({out})"
 
+    def constructed(self, made: dict | None, kind: str | None, parts: _Parts, literal_only: bool) -> str | None:
+        """A library object the script built with a constructor call and no recipe rebuilds (a
+        Trainer, a DataLoader): that call, written as the failing call is, from what its
+        ``__init__`` received; an argument nothing rebuilds keeps its text and its slice, where
+        that call is in the failing function (its names are that function's)."""
+        if not isinstance(made, dict) or not isinstance(made.get("callee"), dict) or not kind:
+            return None
+        line = made.get("line")
+        name = kind.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+        nodes = [c for c in _calls_at(self.tree, line) if _spelled(c) == name] if isinstance(line, int) else []
+        if not nodes or self._depth > 1:
+            return None
+        if not literal_only and self._holder(line) is not self._holder(self.b.line):
+            literal_only = True
+        saved = self.received
+        self.received = _received({**made["callee"], "name": name}, nodes[0])
+        self._depth += 1
+        try:
+            trial = _Parts()
+            text = self.written(nodes[0], trial, literal_only)
+        finally:
+            self.received = saved
+            self._depth -= 1
+        if text is None:
+            return None
+        parts.imports += [i for i in trial.imports if i not in parts.imports]
+        parts.setup += [s for s in trial.setup if s not in parts.setup]
+        parts.unresolved |= trial.unresolved
+        return text
+
     def call(self, call: ast.Call, literal_only: bool) -> tuple[str, _Parts] | None:
         parts = _Parts()
         self.received = _received(getattr(self.b, "callee", None), call)
+        text = self.written(call, parts, literal_only)
+        return None if text is None else (text, parts)
+
+    def written(self, call: ast.Call, parts: _Parts, literal_only: bool) -> str | None:
+        """``call`` as text, for what ``self.received`` says its callee received."""
         func = self.func(call, parts, literal_only)
         if func is None:
             return None
@@ -409,7 +468,7 @@ class _Builder:
             if t is None:
                 return None
             args.append(f"{k.arg}={t}")
-        return f"{func}({', '.join(args)})", parts
+        return f"{func}({', '.join(args)})"
 
     def receiver_guess(self, call: ast.Call) -> str | None:
         """``module.Class().method(values)`` where the receiver is a library object built with no

@@ -4,7 +4,9 @@
 - a ``PeftModel`` -> ``get_peft_model(<its base, rebuilt>, <its config>)``; one that
   ``PeftModel.from_pretrained`` loaded (``install`` notes its keyword arguments) -> that adapter
   saved first from a fresh copy of the base, then loaded onto the rebuilt base with the same
-  keyword arguments (the load is where PEFT re-dispatches an offloaded base).
+  keyword arguments (the load is where PEFT re-dispatches an offloaded base). Adapter weights
+  that went NaN or inf (a training step that overflowed) are the failure's, not the config's: the
+  rebuilt model gets them again, one ``torch.nn.init.constant_`` per such weight.
 """
 import sys
 
@@ -84,6 +86,25 @@ def _model(peft, model, source):
         return out
     out["imports"].append("from peft import get_peft_model")
     out["expr"] = "get_peft_model(%s, %s%s)" % (got_base["expr"], got_cfg["expr"], named)
+    broken = _non_finite(model)
+    if broken:
+        out["imports"].append("import torch")
+        out["setup"].append("reprobot_peft = " + out["expr"])
+        out["setup"] += ["torch.nn.init.constant_(reprobot_peft.get_parameter(%r), float(%r))" % nv for nv in broken]
+        out["expr"] = "reprobot_peft"
+    return out
+
+
+def _non_finite(model, most=4):
+    """(name, "nan" or "inf") of the adapter weights holding a non-finite value."""
+    torch = sys.modules.get("torch")
+    out = []
+    for name, p in model.named_parameters():
+        if torch is None or len(out) >= most or "lora_" not in name:
+            continue
+        data = p.detach()
+        if data.is_floating_point() and not bool(torch.isfinite(data).all()):
+            out.append((name, "nan" if bool(torch.isnan(data).any()) else "inf"))
     return out
 
 

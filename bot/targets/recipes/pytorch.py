@@ -1,13 +1,22 @@
 """pytorch's value recipes (reducer/recipes.py is the contract). Runs in the USER's interpreter.
 
 A tensor becomes a factory call of its shape, dtype and device (the dynamo minifier writes
-``rand_strided`` for the same reason): its few values exactly when it is small (token ids and
-masks often matter), else ``randn``/``randint`` over the range it held. A parameter-free or leaf
+``rand_strided`` for the same reason): its values exactly when it is small, and an integer or
+bool tensor's up to a few hundred (token ids, labels and masks: a pad of -1 among 40 labels is the
+bug, and ``randint`` would hold it in a third of the runs), else ``randn``/``randint`` over the
+range it held. A float tensor holding NaN or inf is not rebuilt (its slice is kept).
+A map-style ``Dataset`` of the script's own class becomes the list of its items (a Trainer or a
+DataLoader reads a list the same way), each item rebuilt in turn: the class, its file reading and
+its preprocessing are the user's code, not the bug's. A parameter-free or leaf
 ``torch.nn`` layer becomes its constructor, read from its ``extra_repr`` and checked by building it.
 """
 import sys
 
+# merge is given by reducer/recipes.py's loader
+# flake8: noqa: F821
+
 _EXACT = 16          # at most this many elements are written out as they are
+_EXACT_INT = 256     # integer and bool tensors: ids, labels, masks whose values are often the bug
 
 
 def _torch():
@@ -32,28 +41,28 @@ def _tensor(torch, t):
         return None
     shape = tuple(int(s) for s in t.shape)
     dev = _device_kw(t)
-    grad = ".requires_grad_()" if t.requires_grad and t.is_leaf else ""
+    # a tensor computed with grad (a loss) as a leaf that requires it, then one op: a non-leaf
+    # again, which backward() and in-place checks treat as the original
+    grad = "" if not t.requires_grad else ".requires_grad_()" if t.is_leaf else ".requires_grad_().mul(1)"
     if t.device.type == "meta" or t.numel() == 0:
         return "torch.empty(%r, dtype=%s%s)%s" % (shape, dtype, dev, grad)
     data = t.detach()
+    if (t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(data).all()):
+        return None
+    floating = t.is_floating_point() or t.is_complex()
     if data.numel() <= _EXACT:
-        values = data.cpu().tolist()
-        if t.is_floating_point() and not bool(torch.isfinite(data).all()):
-            return None
-        if data.dim() == 0:
-            return "torch.tensor(%r, dtype=%s%s)%s" % (values, dtype, dev, grad)
-        return "torch.tensor(%r, dtype=%s%s)%s" % (values, dtype, dev, grad)
-    if t.is_floating_point() or t.is_complex():
+        return "torch.tensor(%r, dtype=%s%s)%s" % (data.cpu().tolist(), dtype, dev, grad)
+    if floating:
         return "torch.randn(%r, dtype=%s%s)%s" % (shape, dtype, dev, grad)
-    if t.dtype == torch.bool:
-        if bool(data.all()):
-            return "torch.ones(%r, dtype=torch.bool%s)" % (shape, dev)
-        if not bool(data.any()):
-            return "torch.zeros(%r, dtype=torch.bool%s)" % (shape, dev)
-        return "torch.randint(0, 2, %r%s).bool()" % (shape, dev)
     low, high = int(data.min()), int(data.max())
-    if low == high:
+    if low == high:     # a mask of ones, a row of pads: one value, however many
+        if t.dtype == torch.bool:
+            return "torch.%s(%r, dtype=torch.bool%s)" % ("ones" if low else "zeros", shape, dev)
         return "torch.full(%r, %d, dtype=%s%s)" % (shape, low, dtype, dev)
+    if data.numel() <= _EXACT_INT:
+        return "torch.tensor(%r, dtype=%s%s)" % (data.cpu().tolist(), dtype, dev)
+    if t.dtype == torch.bool:
+        return "torch.randint(0, 2, %r%s).bool()" % (shape, dev)
     return "torch.randint(%d, %d, %r, dtype=%s%s)" % (low, high + 1, shape, dtype, dev)
 
 
@@ -85,6 +94,30 @@ def _layer(torch, module):
     return expr
 
 
+_ITEMS = 64          # a dataset longer than this keeps its slice
+
+
+def _items(torch, ds, source):
+    """The script's own map-style Dataset as ``[item, ...]``; None for a library's dataset (its
+    class is part of the story) or one whose items have no recipe."""
+    cls = type(ds)
+    if cls.__module__ not in ("__main__", "__mp_main__") or isinstance(ds, torch.utils.data.IterableDataset):
+        return None
+    n = len(ds)
+    if not 0 < n <= _ITEMS:
+        return None
+    out = {"imports": [], "setup": [], "expr": ""}
+    parts = []
+    for i in range(n):
+        got = source(ds[i])
+        if got is None:
+            return None
+        merge(out, got)
+        parts.append(got["expr"])
+    out["expr"] = "[" + ", ".join(parts) + "]"
+    return out
+
+
 def rebuild(value, source):
     torch = _torch()
     if torch is None:
@@ -98,6 +131,8 @@ def rebuild(value, source):
         found = _tensor(torch, value)
     elif isinstance(value, torch.nn.Module):
         found = _layer(torch, value)
+    elif isinstance(value, getattr(sys.modules.get("torch.utils.data"), "Dataset", ())):
+        return _items(torch, value, source)
     if found is None:
         return None
     return {"expr": found, "imports": ["import torch"], "setup": []}

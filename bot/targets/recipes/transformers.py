@@ -3,6 +3,9 @@
 - a config (``PretrainedConfig``, ``GenerationConfig``, a quantization config such as
   ``BitsAndBytesConfig``) -> its class called with the values that differ from that class's
   defaults (a sub-config as a dict of its own differences), checked by building it again;
+- ``TrainingArguments`` (and the argument classes built on it, trl's configs too) -> its class
+  called with the fields that differ from a default instance's, a path of the machine as a fresh
+  relative name, checked by building it again;
 - a fast tokenizer built in code over a small WordLevel vocabulary -> that vocabulary, its
   pre-tokenizer and special tokens, built again in code;
 - a model -> ``Class(Config(...))`` with its dtype, device and eval mode; a model whose load is
@@ -13,7 +16,7 @@
 import os
 import sys
 
-# merge, import_of, remember_saves and note_loads are given by reducer/recipes.py's loader
+# merge, import_of, fresh_name, remember_saves and note_loads are given by reducer/recipes.py's loader
 # flake8: noqa: F821
 
 # Not the config's to say: versions, names and paths of the checkpoint it was read from, its dtype
@@ -101,6 +104,36 @@ def _config(cfg, source):
     return _call(type(cfg), _config_kwargs(cfg), source)
 
 
+def _arguments(args, source):
+    """``TrainingArguments(<fields that differ from a default instance's>)``; None unless the one
+    built from them has the same fields (``__post_init__`` derives some from others)."""
+    fields = sys.modules["dataclasses"].fields
+    cls = type(args)
+    try:
+        default = cls()
+    except Exception:
+        return None
+    kwargs = {}
+    for f in fields(args):
+        mine = getattr(args, f.name, None)
+        if f.init and not f.name.startswith("_") and mine != getattr(default, f.name, None):
+            kwargs[f.name] = _plain_path(_plain(mine))
+    try:
+        again = cls(**kwargs)
+    except Exception:
+        return None
+    paths = {k for k, v in kwargs.items() if isinstance(getattr(args, k), str) and os.path.isabs(getattr(args, k))}
+    if any(getattr(again, f.name, None) != getattr(args, f.name, None) for f in fields(args)
+           if f.init and f.name not in paths and not f.name.startswith("_")):
+        return None
+    return _call(cls, kwargs, source)
+
+
+def _is_arguments(tf, value):
+    base = getattr(tf, "TrainingArguments", None)
+    return isinstance(base, type) and isinstance(value, base) and "dataclasses" in sys.modules
+
+
 def _is_config(tf, value):
     bases = [getattr(tf, n, None) for n in ("PretrainedConfig", "PreTrainedConfig", "GenerationConfig")]
     quant = sys.modules.get("transformers.utils.quantization_config")
@@ -111,7 +144,7 @@ def _is_config(tf, value):
 def _plain_path(value):
     """A path of the user's machine given to a load (``offload_folder``) as a fresh relative name."""
     if isinstance(value, str) and os.path.isabs(value):
-        return "reprobot_" + (os.path.basename(value.rstrip(os.sep)) or "dir")
+        return fresh_name(value) or "reprobot_dir"
     return value
 
 
@@ -234,6 +267,8 @@ def rebuild(value, source):
         return _model(tf, value, source)
     if _is_config(tf, value):
         return _config(value, source)
+    if _is_arguments(tf, value):
+        return _arguments(value, source)
     if type(value).__module__.startswith("transformers.tokenization") and hasattr(value, "backend_tokenizer"):
         return _tokenizer(value, source)
     return None
