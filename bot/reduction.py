@@ -113,7 +113,7 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
     record_repro_run(repro, record, outcome, failure)
     flaky_line = confirm_rate(failure, repro, oracle, best)
     if opts.pin_env:
-        capture_environment(failure, repro)
+        capture_environment(failure, repro, oracle)
     print_reduced(repro, result, best, record)
     if flaky_line:
         console.print(f"[yellow]{escape(flaky_line)}[/]")
@@ -632,18 +632,30 @@ def time_limit(repro: ReproDir, result: ReductionResult | None = None) -> Reprob
     return ReprobotError("stopped at the time limit; run again with --resume to continue", ExitCode.TIME_LIMIT)
 
 
-def capture_environment(failure: Failure, repro: ReproDir) -> None:
-    """env.json and the lockfile, from the user's interpreter; a failure here is reported, not fatal."""
+def capture_environment(failure: Failure, repro: ReproDir, oracle: Oracle) -> None:
+    """env.json and the lockfile, from the user's interpreter; a failure here is reported, not
+    fatal. The repro's own run (to learn what it imports) gets one candidate's timeout; the
+    whole step, what is left of --max-time plus PIN_GRACE."""
+    from bot.env.lockfile import PIN_GRACE
     started = time.monotonic()
+    left = None if oracle.deadline is None else oracle.deadline + PIN_GRACE - started
+    if left is not None and left < 5.0:
+        console.print(f"[yellow]environment not pinned:[/] --max-time reached; "
+                      f"`reprobot env {escape(str(repro.path))}` pins it")
+        return
+
+    def bounded(seconds: float) -> float:
+        return seconds if left is None else max(1.0, min(seconds, left - (time.monotonic() - started)))
     try:
-        from bot.env.probe import write_env
-        write_env(repro, failure.runner.python)
+        from bot.env.probe import DEFAULT_TIMEOUT, write_env
+        write_env(repro, failure.runner.python, timeout=bounded(DEFAULT_TIMEOUT))
     except ReprobotError as e:
         console.print(f"[yellow]environment not captured:[/] {escape(e.message)}")
         return
     try:
-        from bot.env.lockfile import write_lock
-        write_lock(repro, failure.runner.python, None)
+        from bot.env.lockfile import LOCK_TIMEOUT, write_lock
+        write_lock(repro, failure.runner.python, None, timeout=bounded(LOCK_TIMEOUT),
+                   run_timeout=bounded(oracle.timeout or LOCK_TIMEOUT))
     except ReprobotError as e:
         console.print(f"[yellow]lockfile not written:[/] {escape(e.message)}")
     console.print(f"environment pinned in {time.monotonic() - started:.1f}s "

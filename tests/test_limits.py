@@ -179,3 +179,33 @@ def test_the_process_limit_stops_a_fork_bomb_of_an_unprivileged_user() -> None:
                           capture_output=True, text=True, timeout=60, cwd="/")
     assert proc.stdout.startswith("EAGAIN after"), proc.stderr
     assert int(proc.stdout.split()[-1]) <= 5
+
+
+def test_max_time_bounds_the_whole_command_pinning_included(tmp_path) -> None:
+    # issue #40: a hang verified at about 20 s then sat in environment pinning, which ran the
+    # hanging repro with a fixed 600-s timeout; now the repro's run gets one candidate's timeout
+    # and the whole step what is left of --max-time plus PIN_GRACE
+    from bot.env.lockfile import PIN_GRACE
+    (tmp_path / "hangs.py").write_text("import time\n\nprint('serving')\nwhile True:\n    time.sleep(1)\n")
+    started = time.monotonic()
+    proc = reprobot("reduce", "hangs.py", "--hang-after", "2", "--timeout", "10", "--max-time", "30",
+                    "--out", "store", cwd=tmp_path)
+    took = time.monotonic() - started
+    assert took < 30 + PIN_GRACE, (took, proc.stdout[-2000:], proc.stderr[-2000:])
+    assert proc.returncode in (0, ExitCode.TIME_LIMIT), proc.stderr
+    # the candidates ran hangs.py, pinning ran its repro from a reprobot-modules-* copy
+    left = subprocess.run(["pgrep", "-f", r"hangs\.py|reprobot-modules-"], capture_output=True, text=True).stdout.split()
+    assert left == [], "processes of the run are left"
+
+
+def test_pinning_after_the_time_limit_says_how_to_pin_and_runs_nothing(tmp_path, capsys) -> None:
+    from types import SimpleNamespace
+    from bot.reduction import capture_environment
+    from bot.store import ReproDir
+    repro = ReproDir(tmp_path / "hangs-1234")
+    repro.path.mkdir()
+    past = SimpleNamespace(deadline=time.monotonic() - 120, timeout=5.0)
+    capture_environment(SimpleNamespace(runner=SimpleNamespace(python=sys.executable)), repro, past)
+    out = capsys.readouterr().out
+    assert "environment not pinned" in out and "reprobot env" in out
+    assert not repro.env_json.exists() and not repro.requirements_lock.exists()

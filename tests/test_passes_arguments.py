@@ -23,3 +23,17 @@ def test_positional_argument_replaced_by_its_default() -> None:
     out = reduce_with(src, raises(KeyError, "1"), "remove_arguments", "arguments_to_defaults")
     assert out == ("def compute():\n    return 4\n"
                    "def f(a, b=0, c=None):\n    if c == 5:\n        raise KeyError(a)\nf(1, 0, 5)\n")
+
+
+def test_a_configs_size_keywords_stay_and_its_other_keywords_go() -> None:
+    # without n_layer and vocab_size the config is the library's default model (12 layers, 50257
+    # tokens): a heavier repro; a non-size keyword (use_cache) goes as any argument does
+    src = ("class GPT2Config:\n"
+           "    def __init__(self, n_layer=12, vocab_size=50257, use_cache=True):\n"
+           "        self.n_layer, self.vocab_size = n_layer, vocab_size\n"
+           "raise KeyError(GPT2Config(n_layer=2, vocab_size=96, use_cache=False) and 'config')\n")
+    out = reduce_with(src, raises(KeyError, "config"), "remove_arguments")
+    assert "GPT2Config(n_layer=2, vocab_size=96)" in out
+    # the same call to a function not named as a config loses them all
+    plain = src.replace("GPT2Config", "make_model")
+    assert "make_model() and" in reduce_with(plain, raises(KeyError, "config"), "remove_arguments")

@@ -10,6 +10,7 @@ by bot/cli.py.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 
@@ -33,6 +34,36 @@ def github_repo(value: str) -> str:
         raise ReprobotError(f"{value!r} is neither OWNER/NAME nor a target key ({', '.join(REPO_KEYS)})",
                             ExitCode.USAGE)
     return value
+
+
+def whole(flag: str, minimum: int):
+    """A count option's type: a whole number of at least ``minimum``; anything else (``--jobs 0``,
+    ``--runs -1``, ``--top many``) is reprobot's one-line usage error before anything runs."""
+    def parse(text: str) -> int:
+        from reducer.errors import ExitCode, ReprobotError
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise ReprobotError(f"{flag} takes a whole number of at least {minimum}, not {text!r}", ExitCode.USAGE)
+        return value
+    return parse
+
+
+def seconds(flag: str):
+    """A duration option's type: a finite number of seconds above 0 (``--max-time -5`` and
+    ``--timeout nan`` are usage errors, not a run that stops at once or never)."""
+    def parse(text: str) -> float:
+        from reducer.errors import ExitCode, ReprobotError
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value <= 0:
+            raise ReprobotError(f"{flag} takes a number of seconds above 0, not {text!r}", ExitCode.USAGE)
+        return value
+    return parse
 
 
 def add_repo(p: argparse.ArgumentParser, help: str, *, many: bool = False, required: bool = False) -> None:
@@ -101,7 +132,8 @@ def add_traceback(p: argparse.ArgumentParser) -> None:
 def add_rerun_options(p: argparse.ArgumentParser, written: str) -> None:
     add_repro_dir(p)
     add_python(p, "interpreter the repro failed in")
-    p.add_argument("--timeout", type=float, default=None, help="seconds one run may take (default: 5x the original's)")
+    p.add_argument("--timeout", type=seconds("--timeout"), default=None,
+                   help="seconds one run may take (default: 5x the original's)")
     add_json(p, written)
 
 

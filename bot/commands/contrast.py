@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from bot.commands._options import add_rerun_options, notifier
+from bot.commands._options import add_rerun_options, notifier, whole
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -12,7 +12,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "repro, try small alternatives one at a time (cold runs, same signature) "
                                    "and report which make it pass, keep the failure, or change it.")
     add_rerun_options(p, "contrast.json")
-    p.add_argument("--jobs", type=int, default=1, help="changes run in parallel (default: 1)")
+    p.add_argument("--jobs", type=whole("--jobs", 1), default=1, help="changes run in parallel (default: 1)")
     p.add_argument("--gpu", default=None, help="CUDA_VISIBLE_DEVICES for the runs")
     p.set_defaults(func=run)
 

@@ -16,7 +16,8 @@ import json
 from rich.markup import escape
 from rich.table import Table
 
-from bot.commands._options import add_api_url, add_db, add_json, add_no_search, add_repo, add_repro_dir, add_traceback
+from bot.commands._options import (add_api_url, add_db, add_json, add_no_search, add_repo, add_repro_dir,
+                                   add_traceback, whole)
 from bot.output import console
 from bot.progress import SyncProgress
 
@@ -28,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_repro_dir(p, optional=True)
     add_traceback(p)
     add_db(p)
-    p.add_argument("--top", type=int, default=5, help="how many to show (default: 5)")
+    p.add_argument("--top", type=whole("--top", 1), default=5, help="how many to show (default: 5)")
     add_repo(p, "target repository (default: what `route` decides)")
     add_no_search(p)
     p.add_argument("--no-sync", action="store_true",

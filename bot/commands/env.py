@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from bot.commands._options import add_json, add_offline, add_python, repo_key
+from bot.commands._options import add_json, add_offline, add_python, repo_key, seconds
 from bot.output import console
 from bot.targets import REPO_KEYS
 from reducer.errors import ExitCode, ReprobotError
@@ -40,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="print the System Info block that repository's bug form asks for "
                         "(a key, or owner/name)")
     add_json(p, "env.json (or the differences)")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds one probe attempt may take (default: 120)")
+    p.add_argument("--timeout", type=seconds("--timeout"), default=120.0,
+                   help="seconds one probe attempt may take (default: 120)")
     p.set_defaults(func=run)
 
 

@@ -14,7 +14,7 @@ import json
 from rich.markup import escape
 from rich.table import Table
 
-from bot.commands._options import add_api_url, add_db, add_json, add_repo
+from bot.commands._options import add_api_url, add_db, add_json, add_repo, whole
 from bot.output import console
 
 
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--full", action="store_true", help="ignore the last sync and fetch everything")
     s.add_argument("--no-comments", action="store_true",
                    help="do not read closed issues' comments (they say what fixed them)")
-    s.add_argument("--comment-budget", type=int, default=200, metavar="N",
+    s.add_argument("--comment-budget", type=whole("--comment-budget", 0), default=200, metavar="N",
                    help="read the comments of at most N closed issues per run (default: 200)")
     add_api_url(s)
     common(s)

@@ -6,7 +6,7 @@ import json
 import time
 from pathlib import Path
 
-from bot.commands._options import add_json, add_python
+from bot.commands._options import add_json, add_python, seconds, whole
 from bot.output import console, print_failure
 from bot.store import DEFAULT_ROOT, record_failure
 from reducer.errors import ExitCode, ReprobotError
@@ -16,6 +16,11 @@ from reducer.tracebacks import HANG_ENV
 from reducer.run.limits import (DEFAULT_EXTRA_PROCESSES, DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_SCRIPT_BYTES,
                             DEFAULT_MAX_STATEMENTS, RunLimits, check_script_bytes, check_statements)
 from reducer.signature import DEFAULT_FRAMES, MatchOptions
+
+
+def _pin_grace() -> float:
+    from bot.env.lockfile import PIN_GRACE
+    return PIN_GRACE
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,50 +35,52 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the failing Python script (or none, and a launch line after `--`)")
     add_python(p, "interpreter that runs the script")
     p.add_argument("--out", type=Path, default=DEFAULT_ROOT, help="folder of the repros store (default: ./repros)")
-    p.add_argument("--frames", type=int, default=DEFAULT_FRAMES,
+    p.add_argument("--frames", type=whole("--frames", 0), default=DEFAULT_FRAMES,
                    help=f"innermost library frames that must match (default: {DEFAULT_FRAMES})")
     p.add_argument("--ignore-message", action="store_true", help="match on type and frames only")
     p.add_argument("--normalize-devices", action="store_true",
                    help="treat cuda:0 and cuda:1 (GPU 0, GPU 1) as the same in messages")
-    p.add_argument("--pick", type=int, default=1, help="which of several distinct failures to keep (1-based)")
-    p.add_argument("--runs", type=int, default=2,
+    p.add_argument("--pick", type=whole("--pick", 1), default=1, help="which of several distinct failures to keep (1-based)")
+    p.add_argument("--runs", type=whole("--runs", 1), default=2,
                    help="runs that must show the failure before reducing (default: 2); when one of them passes "
                         "or fails differently, the failure is flaky and its rate is measured (--flaky-runs)")
-    p.add_argument("--flaky-runs", type=int, default=DEFAULT_CAP, metavar="N",
+    p.add_argument("--flaky-runs", type=whole("--flaky-runs", 1), default=DEFAULT_CAP, metavar="N",
                    help=f"runs of a flaky original at most, to measure how often it fails (default: {DEFAULT_CAP})")
-    p.add_argument("--hang-after", type=float, default=None, metavar="S",
+    p.add_argument("--hang-after", type=seconds("--hang-after"), default=None, metavar="S",
                    help="a run that prints nothing for S seconds hangs: every process dumps its threads' stacks "
                         "and the waiting thread's innermost frames are the failure to reduce")
-    p.add_argument("--timeout", type=float, default=900.0,
+    p.add_argument("--timeout", type=seconds("--timeout"), default=900.0,
                    help="seconds one run of the original may take (default: 900)")
-    p.add_argument("--jobs", type=int, default=1, help="candidates evaluated in parallel (default: 1)")
+    p.add_argument("--jobs", type=whole("--jobs", 1), default=1, help="candidates evaluated in parallel (default: 1)")
     p.add_argument("--cold", action="store_true",
                    help="start every run from a fresh interpreter (default: fork runs from a warm "
                         "interpreter that imported the script's stack once; the result is verified cold)")
     p.add_argument("--gpus", default=None,
                    help="GPUs for candidate runs, e.g. 0,1 (default: all visible; none: no pinning); each job "
                         "is pinned to a set of as many as the original used")
-    p.add_argument("--gpus-per-job", type=int, default=None, metavar="N",
+    p.add_argument("--gpus-per-job", type=whole("--gpus-per-job", 1), default=None, metavar="N",
                    help="GPUs each job gets (default: as many as the original used, measured in its first run)")
-    p.add_argument("--jobs-per-gpu", type=int, default=1,
+    p.add_argument("--jobs-per-gpu", type=whole("--jobs-per-gpu", 1), default=1,
                    help="candidates that may share one GPU at a time (default: 1)")
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
                    help="run the candidates on a Ray cluster: ray://HOST:PORT, or auto (RAY_ADDRESS); needs the "
                         "extra `pip install 'reprobot[ray]'`. Each node's Python and stack versions must match "
                         "this machine's; the original and the final verdict still run here")
-    p.add_argument("--cluster-slots", type=int, default=None, metavar="N",
+    p.add_argument("--cluster-slots", type=whole("--cluster-slots", 1), default=None, metavar="N",
                    help="slots to place on the cluster (default: as many as its nodes hold, one CPU each, "
                         "and as many GPUs as a job needs)")
-    p.add_argument("--max-time", type=float, default=None,
-                   help="bound on the whole command, in seconds (default: none); the best result is kept")
-    p.add_argument("--max-script-size", type=int, default=DEFAULT_MAX_SCRIPT_BYTES, metavar="BYTES",
+    p.add_argument("--max-time", type=seconds("--max-time"), default=None,
+                   help="bound on the whole command, in seconds (default: none); the best result is kept. "
+                        "Pinning the environment after the search stops within a grace of "
+                        f"{_pin_grace():.0f} s past it")
+    p.add_argument("--max-script-size", type=whole("--max-script-size", 0), default=DEFAULT_MAX_SCRIPT_BYTES, metavar="BYTES",
                    help=f"refuse a larger script (exit {ExitCode.TOO_LARGE}; default: {DEFAULT_MAX_SCRIPT_BYTES:,}; 0: no cap)")
-    p.add_argument("--max-statements", type=int, default=DEFAULT_MAX_STATEMENTS, metavar="N",
+    p.add_argument("--max-statements", type=whole("--max-statements", 0), default=DEFAULT_MAX_STATEMENTS, metavar="N",
                    help=f"refuse a script with more statements (default: {DEFAULT_MAX_STATEMENTS:,}; 0: no cap)")
-    p.add_argument("--max-processes", type=int, default=DEFAULT_EXTRA_PROCESSES, metavar="N",
+    p.add_argument("--max-processes", type=whole("--max-processes", 0), default=DEFAULT_EXTRA_PROCESSES, metavar="N",
                    help="processes and threads a run may add to your current count (RLIMIT_NPROC; "
                         f"default: {DEFAULT_EXTRA_PROCESSES}; 0: no limit)")
-    p.add_argument("--max-file-size", type=int, default=DEFAULT_MAX_FILE_SIZE, metavar="BYTES",
+    p.add_argument("--max-file-size", type=whole("--max-file-size", 0), default=DEFAULT_MAX_FILE_SIZE, metavar="BYTES",
                    help=f"largest file a run may write (RLIMIT_FSIZE; default: {DEFAULT_MAX_FILE_SIZE} = 1 GiB; 0: no limit)")
     p.add_argument("--resume", action="store_true",
                    help="continue an interrupted reduction of this script (its stored failure is trusted)")

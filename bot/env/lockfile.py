@@ -389,12 +389,21 @@ def compile_lock(hashed: list[Dist], constraints: list[Dist], index_url: str, ex
         return (work / "requirements.lock").read_text(encoding="utf-8")
 
 
+# How long pip-compile (and, by default, the repro's run that finds its imports) may take.
+LOCK_TIMEOUT = 600.0
+# Pinning after reduce's search never outlasts --max-time by more than this: the probe, the
+# repro's run and pip-compile get what is left of it plus the grace (bot/reduction.py).
+PIN_GRACE = 60.0
+
+
 def write_lock(repro_dir: ReproDir, python: str, imported_modules: list[str] | None = None, *,
-               index_url: str | None = None, offline: bool | None = None, timeout: float = 600.0) -> LockResult:
+               index_url: str | None = None, offline: bool | None = None, timeout: float = LOCK_TIMEOUT,
+               run_timeout: float | None = None) -> LockResult:
     """Write requirements.in and requirements.lock for ``repro_dir``, from the interpreter ``python``.
 
     ``imported_modules``: the top-level modules the repro loaded; when None, the repro is run
-    once under ``modules_launcher_source()`` to find them. ``index_url`` defaults to
+    once under ``modules_launcher_source()`` to find them (for ``run_timeout`` seconds, default
+    ``timeout``). ``index_url`` defaults to
     $REPROBOT_INDEX_URL or PyPI; ``offline`` (or $REPROBOT_OFFLINE=1) skips the index and
     writes the snapshot.
     """
@@ -405,7 +414,8 @@ def write_lock(repro_dir: ReproDir, python: str, imported_modules: list[str] | N
             args = tuple(repro_dir.read_json(repro_dir.signature_json).get("args") or ())
         except ReprobotError:
             pass
-        imported_modules = find_imported_modules(python, repro_dir.repro, args, timeout=timeout)
+        imported_modules = find_imported_modules(python, repro_dir.repro, args,
+                                                 timeout=timeout if run_timeout is None else run_timeout)
     env = Environment.probe(python, imported_modules)
     roots = env.roots_for(imported_modules)
     closure, missing = env.closure(roots)

@@ -3,6 +3,8 @@ constants do not import each other (constants uses cleanup's ``drop_dead_code``;
 ``spread_kwargs``, which used to live in constants)."""
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 
@@ -21,3 +23,10 @@ def spread_kwargs(call: cst.Call, arg: cst.Arg, value: cst.Dict) -> cst.Call:
     args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]] + \
         [args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)] if args else []
     return call.with_changes(args=args)
+
+
+# A keyword that gives a size (layers, widths, vocabulary, shapes): never shrunk to zero
+# (passes/literals.py) and, on a config class, never dropped back to the library's full-size
+# default (passes/arguments.py).
+SIZE_WORDS = re.compile(r"size|dim|num_|^n_|_n$|features|layers|heads|vocab|len|shape|channels|width|height|"
+                        r"length|experts|positions|rank|^r$|batch", re.IGNORECASE)

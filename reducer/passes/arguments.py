@@ -8,6 +8,7 @@ import libcst as cst
 
 from reducer.cst import collect, replace, safe
 from reducer.passes.base import Gate
+from reducer.passes._shared import SIZE_WORDS
 from reducer.passes.loops import delete_runs, run_targets
 
 
@@ -30,14 +31,32 @@ def _set_args(call: cst.CSTNode, items: list) -> cst.CSTNode:
     return call.with_changes(args=without_trailing_comma(items))
 
 
+def _sizes_kept(call: cst.CSTNode, items: list) -> cst.CSTNode:
+    """``_set_args``, refusing (a ValueError, which ``safe`` turns into no candidate) to drop a
+    size-like keyword of a config class: ``GPT2Config(n_layer=2, vocab_size=96)`` without them is
+    the library's default model (12 layers, 50257 tokens), a heavier repro, not a simpler one."""
+    if _is_config(call):
+        kept = {id(a) for a in items}
+        if any(id(a) not in kept and a.keyword is not None and SIZE_WORDS.search(a.keyword.value)
+               for a in call.args):
+            raise ValueError("a config's size stays; shrink_literals makes it small")
+    return _set_args(call, items)
+
+
+def _is_config(call: cst.CSTNode) -> bool:
+    name = callee_name(call) if isinstance(call, cst.Call) else None
+    return bool(name) and name.endswith("Config") and name[:1].isupper()
+
+
 def remove_arguments(gate: Gate) -> None:
     """Delete runs of arguments from every call.
 
     Removes: call arguments, positional and keyword, runs of them at a time (find_integer), calls
     in pre-order.
     Never changes: the callee or the arguments that stay (a positional argument's deletion shifts
-    the rest: the gate's run judges it)."""
-    delete_runs(gate, calls, _args, _set_args)
+    the rest: the gate's run judges it); a size-like keyword of a ``...Config`` class (layers,
+    hidden size, vocabulary: without it the model is the library's default size)."""
+    delete_runs(gate, calls, _args, _sizes_kept)
 
 
 def _defs(module: cst.Module) -> dict[str, cst.FunctionDef]:

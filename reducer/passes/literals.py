@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
+from reducer.passes._shared import SIZE_WORDS
 from reducer.passes.arguments import without_trailing_comma
 from reducer.cst import collect, replace, safe
 from reducer.passes.base import Gate
@@ -36,8 +37,6 @@ def _set_elements(node: cst.CSTNode, items: list) -> cst.CSTNode:
     return node.with_changes(elements=items)
 
 
-_SIZE_WORDS = re.compile(r"size|dim|num_|^n_|_n$|features|layers|heads|vocab|len|shape|channels|width|height|"
-                         r"length|experts|positions|rank|^r$|batch", re.IGNORECASE)
 _FACTORIES = ("torch", "nn", "np", "numpy", "F")
 
 
@@ -78,7 +77,7 @@ class _CallArguments(cst.CSTVisitor):
 
     def visit_Arg(self, node: cst.Arg) -> bool:
         keyword = node.keyword.value if node.keyword is not None else ""
-        self.marks.append(bool(self.calls and self.calls[-1]) or bool(keyword and _SIZE_WORDS.search(keyword)))
+        self.marks.append(bool(self.calls and self.calls[-1]) or bool(keyword and SIZE_WORDS.search(keyword)))
         return True
 
     def leave_Arg(self, original: cst.Arg) -> None:
