@@ -28,6 +28,9 @@ from reducer.size import count_statements
 
 # How many earlier results the cold fallback may try before going back to the original.
 COLD_FALLBACK_TRIES = 6
+# A reduction stopped at --max-time verifies its best result within this long past it, at least
+# (four cold runs of the original when that is longer): bot/commands/reduce.py's --help says so.
+VERIFY_GRACE = 60.0
 
 
 @dataclass
@@ -99,7 +102,11 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
     else:
         result = search(start_source or failure.source, oracle, opts, trace, seen, stats, saver,
                         failure.spec.script, failure.record.message)
-    save_search(failure, repro, result, saver)
+    stopped = save_search(failure, repro, result, saver)
+    if stopped:
+        # stopped at --max-time: the best result so far is verified like a finished one, within
+        # a stated grace, so the folder and the draft read the repro's own run
+        oracle.deadline = time.monotonic() + verify_grace(failure)
     try:
         best, record, outcome = confirm_cold(failure, repro, oracle, result, saver)
         # the final word: repro.py alone in an empty folder, offline (bot/standalone.py)
@@ -107,7 +114,7 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
     except DeadlineReached:
         # the search ended, its cold check did not (a DDP script's cold run can take a minute):
         # the same one-line stop as at the limit mid-search, never a traceback
-        saver(result.best_source, result.stats.to_dict(), "stopped: time limit", result.seen)
+        saver(result.best_source, {**result.stats.to_dict(), "verified": None}, "stopped: time limit", result.seen)
         raise time_limit(repro, result) from None
     write_text_atomic(repro.traceback_txt, record.text + "\n")
     record_repro_run(repro, record, outcome, failure)
@@ -117,7 +124,15 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
     print_reduced(repro, result, best, record)
     if flaky_line:
         console.print(f"[yellow]{escape(flaky_line)}[/]")
+    if stopped:
+        raise time_limit(repro, result, verified=True)
     return 0
+
+
+def verify_grace(failure: Failure) -> float:
+    """How long past --max-time a stopped reduction's best result may take to be verified cold
+    (--help states it): four cold runs of the original, and at least VERIFY_GRACE seconds."""
+    return max(VERIFY_GRACE, 4 * failure.wall_time)
 
 
 def confirm_rate(failure: Failure, repro: ReproDir, oracle: Oracle, best: str) -> str | None:
@@ -504,8 +519,9 @@ def search(source: str, oracle: Oracle, opts: Options, trace, seen, stats, saver
         return reducer.run()
 
 
-def save_search(failure: Failure, repro: ReproDir, result: ReductionResult, saver: Saver) -> None:
-    """reduction.json with how the search ended. Interrupted or at the time limit, the command
+def save_search(failure: Failure, repro: ReproDir, result: ReductionResult, saver: Saver) -> bool:
+    """reduction.json with how the search ended; True when it stopped at the time limit (the
+    best result so far is then verified before the command stops). Interrupted, the command
     stops here: the best result so far is saved and --resume continues from it."""
     status = result.stats.status
     if status == "interrupted":
@@ -515,8 +531,9 @@ def save_search(failure: Failure, repro: ReproDir, result: ReductionResult, save
         raise ReprobotError("interrupted; the best result so far is saved", ExitCode.INTERRUPTED)
     if status == "timeout":
         saver(result.best_source, result.stats.to_dict(), "stopped: time limit", result.seen)
-        raise time_limit(repro, result)
+        return True
     saver(result.best_source, result.stats.to_dict(), status, result.seen)
+    return False
 
 
 def keeps_needing_gpus(failure: Failure, oracle: Oracle, source: str) -> bool:
@@ -595,7 +612,8 @@ def confirm_cold(failure: Failure, repro: ReproDir, oracle: Oracle, result: Redu
         raise ReprobotError(f"the reduced script did not fail the same way when re-run in a clean "
                             f"directory (flaky?): kept in {repro.repro}", ExitCode.FLAKY)
     if best != result.best_source:
-        saver(best, {**result.stats.to_dict(), "cold_fallback": True}, "done", result.seen)
+        status = "stopped: time limit" if result.stats.status == "timeout" else "done"
+        saver(best, {**result.stats.to_dict(), "cold_fallback": True}, status, result.seen)
         console.print(f"[yellow]kept the last result that fails cold" +
                       (f" and still needs {failure.gpu.needs_gpus} GPUs" if failure.gpu.needs_gpus else "") +
                       f" ({count_statements(best)} statements); run again with --resume --cold to continue from it[/]")
@@ -624,10 +642,12 @@ def print_reduced(repro: ReproDir, result: ReductionResult, best: str, record: T
     console.print(escape(traceback_tail(scrub(record.text).text, 6)))
 
 
-def time_limit(repro: ReproDir, result: ReductionResult | None = None) -> ReprobotError:
-    """Say where the best result so far is; the error to stop the command with."""
+def time_limit(repro: ReproDir, result: ReductionResult | None = None, verified: bool = False) -> ReprobotError:
+    """Say where the best result so far is, and whether it was verified; the error to stop the
+    command with."""
     size = f" ({result.stats.statements_after} statements)" if result else ""
-    console.print(f"[yellow]stopped at the time limit[/]; the best result so far{size} is in {repro.repro}; "
+    how = "verified cold, " if verified else "not verified (`--resume` verifies it), " if result else ""
+    console.print(f"[yellow]stopped at the time limit[/]; the best result so far{size}, {how}is in {repro.repro}; "
                   f"run again with --resume to continue")
     return ReprobotError("stopped at the time limit; run again with --resume to continue", ExitCode.TIME_LIMIT)
 

@@ -186,12 +186,13 @@ def test_max_time_bounds_the_whole_command_pinning_included(tmp_path) -> None:
     # hanging repro with a fixed 600-s timeout; now the repro's run gets one candidate's timeout
     # and the whole step what is left of --max-time plus PIN_GRACE
     from bot.env.lockfile import PIN_GRACE
+    from bot.reduction import VERIFY_GRACE
     (tmp_path / "hangs.py").write_text("import time\n\nprint('serving')\nwhile True:\n    time.sleep(1)\n")
     started = time.monotonic()
     proc = reprobot("reduce", "hangs.py", "--hang-after", "2", "--timeout", "10", "--max-time", "30",
                     "--out", "store", cwd=tmp_path)
     took = time.monotonic() - started
-    assert took < 30 + PIN_GRACE, (took, proc.stdout[-2000:], proc.stderr[-2000:])
+    assert took < 30 + VERIFY_GRACE + PIN_GRACE, (took, proc.stdout[-2000:], proc.stderr[-2000:])
     assert proc.returncode in (0, ExitCode.TIME_LIMIT), proc.stderr
     # the candidates ran hangs.py, pinning ran its repro from a reprobot-modules-* copy
     left = subprocess.run(["pgrep", "-f", r"hangs\.py|reprobot-modules-"], capture_output=True, text=True).stdout.split()
@@ -209,3 +210,33 @@ def test_pinning_after_the_time_limit_says_how_to_pin_and_runs_nothing(tmp_path,
     out = capsys.readouterr().out
     assert "environment not pinned" in out and "reprobot env" in out
     assert not repro.env_json.exists() and not repro.requirements_lock.exists()
+
+
+def test_the_help_states_the_graces_the_code_uses() -> None:
+    from bot.cli import build_parser
+    from bot.env.lockfile import PIN_GRACE
+    from bot.reduction import VERIFY_GRACE
+    text = " ".join(next(a for a in build_parser("reduce")._subparsers._group_actions[0].choices["reduce"]._actions
+                         if "--max-time" in a.option_strings).help.split())
+    assert f"at least {VERIFY_GRACE:.0f} s" in text and f"pinned within {PIN_GRACE:.0f} s more" in text
+
+
+def test_a_reduction_stopped_at_max_time_is_verified_like_a_finished_one(tmp_path) -> None:
+    # issue #40: a stop at --max-time used to leave `verified: null`, no traceback.txt and no
+    # lock, and the draft showed the original's traceback beside the repro's code
+    # every variable is needed (a module beside the script counts them) and every run takes a
+    # second: the search cannot end within 10 s
+    (tmp_path / "counting.py").write_text(
+        "import time\n\ndef check(names):\n    time.sleep(1.0)\n"
+        "    if sum(1 for n in names if n.startswith('v')) >= 40:\n        raise ValueError('forty of them')\n")
+    body = ["import counting", *[f"v{i} = {i} * 2" for i in range(40)], "counting.check(dir())"]
+    (tmp_path / "slow.py").write_text("\n".join(body) + "\n")
+    proc = reprobot("reduce", "slow.py", "--no-trace", "--max-time", "10", "--out", "store", cwd=tmp_path)
+    assert proc.returncode == ExitCode.TIME_LIMIT, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "verified cold" in proc.stdout
+    folder = next((tmp_path / "store").iterdir())
+    import json
+    reduction = json.loads((folder / "reduction.json").read_text())
+    assert reduction["status"] == "stopped: time limit" and reduction["verified"] == "beside its files"
+    assert "ValueError: forty of them" in (folder / "traceback.txt").read_text()      # the repro's own run
+    assert (folder / "env.json").is_file() and (folder / "requirements.lock").is_file()

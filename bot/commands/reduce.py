@@ -18,11 +18,6 @@ from reducer.run.limits import (DEFAULT_EXTRA_PROCESSES, DEFAULT_MAX_FILE_SIZE, 
 from reducer.signature import DEFAULT_FRAMES, MatchOptions
 
 
-def _pin_grace() -> float:
-    from bot.env.lockfile import PIN_GRACE
-    return PIN_GRACE
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "reduce", help="reduce a failing script to a minimal repro",
@@ -70,9 +65,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="slots to place on the cluster (default: as many as its nodes hold, one CPU each, "
                         "and as many GPUs as a job needs)")
     p.add_argument("--max-time", type=seconds("--max-time"), default=None,
-                   help="bound on the whole command, in seconds (default: none); the best result is kept. "
-                        "Pinning the environment after the search stops within a grace of "
-                        f"{_pin_grace():.0f} s past it")
+                   help="bound on the search, in seconds (default: none); the best result so far is then "
+                        "verified cold like a finished one, within four cold runs of the original (at least "
+                        "60 s) past it, and its environment pinned within 60 s more; a result not verified "
+                        "in time is marked so")
     p.add_argument("--max-script-size", type=whole("--max-script-size", 0), default=DEFAULT_MAX_SCRIPT_BYTES, metavar="BYTES",
                    help=f"refuse a larger script (exit {ExitCode.TOO_LARGE}; default: {DEFAULT_MAX_SCRIPT_BYTES:,}; 0: no cap)")
     p.add_argument("--max-statements", type=whole("--max-statements", 0), default=DEFAULT_MAX_STATEMENTS, metavar="N",

@@ -393,6 +393,11 @@ def _evidence(repro: ReproDir, sig_data: dict[str, Any], reduction: dict[str, An
                    + ("." if status == "done" else
                       f" (the reduction stopped before the end: {inline(str(status), 80)}; "
                       "this is the smallest script so far)."))
+        if status != "done" and not reduction.get("verified"):
+            # a stop whose grace ran out: say so, here and in the notes, and how to verify it
+            notes.append("repro.py was not verified after the reduction stopped: `reprobot reduce "
+                         "<script> --resume` verifies it before filing")
+            out.append("It was not re-run on its own after the reduction stopped (unverified).")
     elif not reduced:
         notes.append("repro.py is missing: the original script is shown, not reduced (run `reprobot reduce`)")
         out.append("The script below is the original, not reduced.")
