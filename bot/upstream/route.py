@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from bot import targets as registry
@@ -245,10 +246,21 @@ class _Evidence:
     def cand(self, owner: str) -> Candidate:
         return self.cands.setdefault(owner, Candidate(owner))
 
+    def entered(self) -> int | None:
+        """The index of the library frame the user's code entered last: the innermost step from
+        a user frame into a library frame (a helper decorated with ``torch.no_grad`` passes
+        through ``decorate_context`` first; that outer step is not the call that failed)."""
+        steps = [i + 1 for i in range(len(self.frames) - 1)
+                 if self.frames[i].package is None and self.frames[i + 1].package]
+        if steps:
+            return steps[-1]
+        return next((i for i, pf in enumerate(self.frames) if pf.package), None)
+
     def user_call(self) -> str | None:
         """The call on the user's line that led into the libraries (or, when no library frame
         is shown, the innermost user line)."""
-        first_lib = next((i for i, pf in enumerate(self.frames) if pf.package), len(self.frames))
+        first_lib = self.entered()
+        first_lib = len(self.frames) if first_lib is None else first_lib
         if first_lib == 0:
             return None
         user = self.frames[first_lib - 1].frame
@@ -257,6 +269,8 @@ class _Evidence:
         if not line and src and user.lineno and re.split(r"[\\/]", user.path)[-1] == "repro.py":
             rows = src.splitlines()
             line = rows[user.lineno - 1] if 0 < user.lineno <= len(rows) else ""
+        if re.match(r"\s*(raise|assert)\b", line or ""):
+            return None     # the user's own raise: no call entered anything (no `RuntimeError: RuntimeError`)
         # ``import bitsandbytes`` or a CLI line (``accelerate launch``) has no call: the line is it.
         return _call_text(line or "") or (line or "").strip() or None
 
@@ -376,7 +390,7 @@ def _out_of_memory(ev: _Evidence) -> None:
 def _entry_point(ev: _Evidence) -> None:
     """The outermost library frame, and the user's line that called it."""
     frames = ev.frames
-    first_lib = next((i for i, pf in enumerate(frames) if pf.package), None)
+    first_lib = ev.entered()
     called = ev.user_call()
     if first_lib is None:
         owner = api_owner(called) if called else None
@@ -385,7 +399,7 @@ def _entry_point(ev: _Evidence) -> None:
             ev.cand(owner[0]).add(W_ENTRY, f"the user calls {owner[0]}'s API ({called})")
         return
     top = frames[first_lib]
-    ev.entry_point = called or f"{top.frame.func} ({top.rel})"
+    ev.entry_point = entry_name(called, frames[first_lib:]) or f"{top.frame.func} ({top.rel})"
     ours = registry.stack_packages()
     if top.package in ours and top.package != ev.raised_in:
         ev.cand(top.package).add(W_ENTRY, f"the repro calls {top.package}'s API ({ev.entry_point})")
@@ -395,6 +409,46 @@ def _entry_point(ev: _Evidence) -> None:
         # The user called our API but the outermost frame shown is torch's (``model.generate``
         # cut short, or a forward pass): the call still says whose API it was.
         ev.cand(owner[0]).add(W_ENTRY / 2, f"the user calls {owner[0]}'s API ({called})")
+
+
+def entry_name(called: str | None, entered: list[PathFrame]) -> str | None:
+    """The library function the user's line entered, as a maintainer names it: as the user
+    spelled it when that is the function itself (``PeftModel.from_pretrained``,
+    ``get_peft_model``), else its class and name read from the library's source
+    (``model.generate`` is ``GenerationMixin.generate``; calling a DDP model is
+    ``DistributedDataParallel.forward``, past torch's ``_call_impl``)."""
+    api = next((pf for pf in entered if pf.package and not pf.plumbing), entered[0] if entered else None)
+    if api is None:
+        return called
+    func = api.frame.func
+    if called:
+        parts = called.split(".")
+        if parts[-1] == func and (len(parts) == 1 or parts[-2][:1].isupper()):
+            return called
+    owner = enclosing_class(api.frame.path, api.frame.lineno)
+    if owner:
+        return f"{owner}.{func}"
+    return called if called and called.split(".")[-1] == func else func
+
+
+@lru_cache(maxsize=64)
+def _classes_of(path: str) -> tuple[tuple[int, int, str], ...]:
+    """(first line, last line, name) of each class in a source file; empty when unreadable."""
+    try:
+        # a scrubbed path (~/...) is this machine's home again
+        tree = ast.parse(Path(path).expanduser().read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    return tuple((n.lineno, n.end_lineno or n.lineno, n.name) for n in ast.walk(tree) if isinstance(n, ast.ClassDef))
+
+
+def enclosing_class(path: str, lineno: int | None) -> str | None:
+    """The innermost class whose body holds ``path:lineno`` (the traceback names only the
+    function); None when the file is not on this machine."""
+    if not lineno or not path.endswith(".py"):
+        return None
+    inside = [c for c in _classes_of(path) if c[0] <= lineno <= c[1]]
+    return max(inside, key=lambda c: c[0])[2] if inside else None
 
 
 def _named_in_message(ev: _Evidence) -> None:
