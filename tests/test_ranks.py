@@ -410,3 +410,27 @@ def test_run_time_patch_gives_the_script_the_runs_port_and_file(tmp_path):
     assert out[1] == "''" and out[2] == "80"
     assert out[3] == "tcp://localhost:23456?world_size=2" and out[4] == "tcp://[::1]:23456"
     assert out[5] == f"file://{tmp_path}/reprobot-rdzv-23456-shared_init"
+
+
+@needs_gloo
+def test_a_stored_repro_runs_again_through_its_launch_line(tmp_path):
+    # issue #40: `versions`, `contrast` and `watch` ran `python repro.py` for a torchrun repro, so
+    # every later step saw a different failure (RANK expected, but not set) or a pass
+    from bot.rerun.repro_run import ReproRunner, StoredRepro
+    from bot.rerun.verdict import Kind
+    from bot.store import ReproDir
+    _write(tmp_path / "train.py", ARGS_SCRIPT)
+    proc = subprocess.run([PY, "-m", "bot", "reduce", "--no-reduce", "--no-env", "--out", "store", "--",
+                           "torchrun", "--nproc_per_node", "2", "train.py", "--lr", "3"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (folder,) = (tmp_path / "store").iterdir()
+    (folder / "repro.py").write_text((folder / "original.py").read_text())     # --no-reduce: the repro is it
+    repro = StoredRepro.load(ReproDir(folder))
+    assert repro.launch_tokens[:3] == ("torchrun", "--nproc_per_node", "2")
+    runner = ReproRunner(repro, PY)
+    try:
+        verdict = runner.verdict()
+    finally:
+        runner.close()
+    assert verdict.kind is Kind.SAME, verdict
