@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -86,6 +87,12 @@ class CandidateGate:
         self._failure_lines = failure_lines
         self._check_time = check_time
         self._secrets = secret_values()
+        # A whole program written from the original's failing call (the boundary call): its values
+        # can be long (a dataset's items written out) while it has a fraction of the statements.
+        # While this is set, fewer statements (and no more processes) is smaller too; the size
+        # passes then shrink those values. Set only by ``whole_programs`` for the prelude's one
+        # offer on the original, so the order every other step moves down is unchanged.
+        self.statements_first = False
         # set by whoever assembles the search (reducer/search.py): the runs, and who hears of a new best
         self.runs: Runs | None = None
         self.on_new_best: Callable[[str], None] = lambda _source: None
@@ -100,7 +107,7 @@ class CandidateGate:
         # A pass computing candidates on a huge script stops at the deadline too.
         self._check_time()
         size = size_of(source)
-        if not size < self.best_size:
+        if not size < self.best_size and not (self.statements_first and self._fewer_statements(source, size)):
             return Checked(source, size, "", "not_smaller")
         key = candidate_key(source)
         if key in self.seen:
@@ -118,6 +125,19 @@ class CandidateGate:
         if not self.compile_check and not libcst_parses(source):
             return Checked(source, size, key, "invalid")
         return Checked(source, size, key, None)
+
+    @contextmanager
+    def whole_programs(self) -> Iterator[None]:
+        """``statements_first`` while inside (the prelude's boundary call)."""
+        self.statements_first = True
+        try:
+            yield
+        finally:
+            self.statements_first = False
+
+    def _fewer_statements(self, source: str, size: Size) -> bool:
+        from reducer.size import count_statements
+        return size.processes <= self.best_size.processes and count_statements(source) < count_statements(self.best)
 
     def decide(self, c: Checked) -> bool:
         """Count the proposal, read or get its verdict, and accept it when it reproduces."""

@@ -18,6 +18,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
@@ -93,6 +94,9 @@ class _DryGate:
 
     def failure_lines(self, source: str) -> tuple[int, ...] | None:
         return self._scheduler.gate.failure_lines(source)
+
+    def whole_programs(self) -> AbstractContextManager[None]:
+        return self._scheduler.gate.whole_programs()
 
 
 class Scheduler:

@@ -43,6 +43,7 @@ A pass is handed the ``Reducer`` (``consider``, ``first``, ``prefetch``, ``ahead
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from reducer.gate import CandidateGate
@@ -110,6 +111,11 @@ class Reducer:
     def consider(self, source: str) -> bool:
         """Run ``source`` if it could become the new best; accept it if the oracle says so."""
         return self.gate.consider(source)
+
+    def whole_programs(self) -> AbstractContextManager[None]:
+        """While inside: a candidate with fewer statements than the best counts as smaller even
+        when its tokens are more (reducer/gate.py ``statements_first``)."""
+        return self.gate.whole_programs()
 
     def first(self, candidates: Iterable[Offer]) -> Any | None:
         """Offer tagged candidates in order; the tag of the first accepted one, else None

@@ -269,3 +269,34 @@ def test_an_attribute_called_is_rebuilt_whole_and_a_library_dataclass_by_its_fie
     assert b.recipe_of("self.inner")["expr"] == "Padder(width=3, fill=-1)"
     found = candidates(CALLS_AN_ATTRIBUTE, [b], lambda e, v: True)
     assert found[0] == "from fakepadder import Padder\nPadder(width=3, fill=-1)([[4, 5, 6, 7]])\n"
+
+
+MANY_ROWS = '''
+from fakepadder import Padder
+
+def rows(n):
+    out = []
+    for i in range(n):
+        out.append([i % 5] * (1 + i % 4))
+    return out
+
+def main():
+    pad = Padder(3, fill=-1)
+    batch = rows(40)
+    print(len(batch), "rows")
+    return pad(batch)
+
+main()
+'''
+
+
+def test_the_boundary_call_is_accepted_with_fewer_statements_and_more_tokens(tmp_path, monkeypatch):
+    # the rows written out are longer than the loop that built them: the whole program still has
+    # a fraction of the statements, so the prelude accepts it (the value passes shrink it next)
+    (tmp_path / "fakepadder.py").write_text(PADDER_LIBRARY)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    from reducer.size import count_statements, size_of
+    result, oracle = _reduce(MANY_ROWS, passes=[], prelude=PRELUDE)
+    assert result.best_source.startswith("from fakepadder import Padder\nPadder(width=3, fill=-1)([[0], [1, 1], ")
+    assert count_statements(result.best_source) == 2 < count_statements(MANY_ROWS)
+    assert size_of(result.best_source).tokens > size_of(MANY_ROWS).tokens

@@ -8,6 +8,7 @@ libcst toolkit they use is reducer/cst.py.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -38,6 +39,12 @@ class Gate(Protocol):
 
     def failure_lines(self, source: str) -> tuple[int, ...] | None:
         """The script's own traceback lines in the run that accepted ``source``, if known."""
+        ...
+
+    def whole_programs(self) -> AbstractContextManager[None]:
+        """While inside, a candidate with fewer statements is smaller even with more tokens: for
+        the prelude's whole programs written from the original's failing call (values written
+        out can be long). Any other pass keeps the size order (reducer/size.py)."""
         ...
 
 

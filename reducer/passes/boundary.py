@@ -756,7 +756,8 @@ def boundary_call(gate: Gate) -> None:
     """Offer the boundary call (see the module's docstring) before anything else is tried.
 
     Removes: everything but the imports and the boundary call written out with its recorded
-    arguments (or, for arguments that have no source form, the backward slice that builds them).
+    arguments (or, for arguments that have no source form, the backward slice that builds them);
+    accepted when it has fewer statements, even with more tokens (values written out).
     Never changes: the call's callee or the values it received in the traced run; a value that
     varied between runs or has no source form is never written as a literal."""
     trace = gate.trace
@@ -769,4 +770,7 @@ def boundary_call(gate: Gate) -> None:
     allowed = trace._allowed() if hasattr(trace, "_allowed") else (lambda expr, values: True)
     found = candidates(gate.best, ranked, allowed)
     if found:
-        gate.first([(i, c) for i, c in enumerate(found)])
+        # a few statements whose rebuilt values may be long (a dataset's items): fewer statements
+        # is smaller here; the value passes shrink the values next
+        with gate.whole_programs():
+            gate.first([(i, c) for i, c in enumerate(found)])
