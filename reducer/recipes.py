@@ -22,6 +22,7 @@ did not). It defines:
     target uses it with two of the helpers every recipe file is given (the others:
     ``merge(into, got)`` joins a part's imports and setup to a recipe's, ``import_of(cls)`` is the
     import line of a library class, through its package's top level where it is exported,
+    ``call_of(cls, kwargs, source)`` is ``Cls(k=<v rebuilt>, ...)`` or None,
     ``fresh_name(path)`` is the relative ``reprobot_<name>`` a path of the machine becomes):
     ``remember_saves(cls, method="save_pretrained")`` -- a folder an object of ``cls`` was saved
     into is then rebuilt as that save (the object's recipe, then ``.save_pretrained('reprobot_<name>')``),
@@ -66,7 +67,8 @@ def _load_recipes():
                 code = compile(f.read(), path, "exec")
             space = {"__name__": "_reprobot_recipe", "__file__": path, "__builtins__": __builtins__,
                      "remember_saves": _remember_saves, "note_loads": _note_loads,
-                     "merge": _merge, "import_of": _import_of, "fresh_name": _fresh_name}
+                     "merge": _merge, "import_of": _import_of, "fresh_name": _fresh_name,
+                     "call_of": _call_of}
             exec(code, space)
         except Exception:
             continue
@@ -87,6 +89,26 @@ def _merge(into, got):
         for line in got[key]:
             if line not in into[key]:
                 into[key].append(line)
+
+
+def _call_of(cls, kwargs, source):
+    """``Cls(k=v, ...)`` with every value rebuilt by ``source``; None when one cannot be (or the
+    class is the script's own)."""
+    imp = _import_of(cls)
+    if imp is None:
+        return None
+    out = {"imports": [imp], "setup": [], "expr": ""}
+    parts = []
+    for key, value in kwargs.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            return None
+        got = source(value)
+        if got is None:
+            return None
+        _merge(out, got)
+        parts.append("%s=%s" % (key, got["expr"]))
+    out["expr"] = "%s(%s)" % (cls.__name__, ", ".join(parts))
+    return out
 
 
 def _import_of(cls):
@@ -203,8 +225,7 @@ def _dataclass(value, depth):
     home = getattr(sys.modules.get(cls.__module__), "__file__", None) or ""
     if any(home.startswith(p) for p in _private):
         return None         # a module of the user's own folder: not there for a maintainer
-    out = {"imports": [_import_of(cls)], "setup": [], "expr": ""}
-    parts = []
+    kwargs = {}
     for f in dc.fields(cls):
         if not f.init or f.name.startswith("_") or not hasattr(value, f.name):
             continue
@@ -223,13 +244,8 @@ def _dataclass(value, depth):
                 continue
         except Exception:
             pass
-        got = _rebuilt(mine, depth + 1)
-        if got is None:
-            return None
-        _merge(out, got)
-        parts.append("%s=%s" % (f.name, got["expr"]))
-    out["expr"] = "%s(%s)" % (cls.__name__, ", ".join(parts))
-    return out
+        kwargs[f.name] = mine
+    return _call_of(cls, kwargs, lambda v: _rebuilt(v, depth + 1))
 
 
 def _rebuilt(value, depth=0, literal=True):

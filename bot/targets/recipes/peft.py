@@ -10,7 +10,7 @@
 """
 import sys
 
-# merge, import_of, remember_saves and note_loads are given by reducer/recipes.py's loader
+# merge, import_of, call_of, remember_saves and note_loads are given by reducer/recipes.py's loader
 # flake8: noqa: F821
 
 ADAPTER = "reprobot_adapter"
@@ -35,21 +35,15 @@ def _config(cfg, source):
         default = cls()
     except Exception:
         default = None
-    out = {"imports": [import_of(cls)], "setup": [], "expr": ""}
-    parts = []
+    kwargs = {}
     for f in dataclasses.fields(cfg):
         if not f.init or f.name in _SKIP:
             continue
         value = getattr(cfg, f.name)
         if default is not None and _plain(value) == _plain(getattr(default, f.name, object())):
             continue
-        got = source(_plain(value))
-        if got is None:
-            return None
-        merge(out, got)
-        parts.append("%s=%s" % (f.name, got["expr"]))
-    out["expr"] = "%s(%s)" % (cls.__name__, ", ".join(parts))
-    return out
+        kwargs[f.name] = _plain(value)
+    return call_of(cls, kwargs, source)
 
 
 def _model(peft, model, source):

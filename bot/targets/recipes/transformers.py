@@ -16,7 +16,7 @@
 import os
 import sys
 
-# merge, import_of, fresh_name, remember_saves and note_loads are given by reducer/recipes.py's loader
+# merge, import_of, call_of, fresh_name, remember_saves and note_loads are given by reducer/recipes.py's loader
 # flake8: noqa: F821
 
 # Not the config's to say: versions, names and paths of the checkpoint it was read from, its dtype
@@ -29,21 +29,7 @@ CHECKPOINT = "reprobot_model"
 
 def _call(cls, kwargs, source):
     """``Cls(k=v, ...)`` with every value rebuilt by ``source``; None when one cannot be."""
-    imp = import_of(cls)
-    if imp is None:
-        return None
-    out = {"imports": [imp], "setup": [], "expr": ""}
-    parts = []
-    for key, value in kwargs.items():
-        if not isinstance(key, str) or not key.isidentifier():
-            return None
-        got = source(_plain(value))
-        if got is None:
-            return None
-        merge(out, got)
-        parts.append("%s=%s" % (key, got["expr"]))
-    out["expr"] = "%s(%s)" % (cls.__name__, ", ".join(parts))
-    return out
+    return call_of(cls, {k: _plain(v) for k, v in kwargs.items()}, source)
 
 
 def _plain(value):
