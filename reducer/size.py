@@ -9,6 +9,11 @@ ends: every accepted step moves down a well-founded order.
 work home is run even while it is larger than the best (the target called in the parent with its
 four arguments spelled out): the next candidates shrink it, and it never comes back (issue #38).
 A script that starts no process compares as before.
+
+One offer is judged by statements first: the prelude's boundary call on the original, a whole
+program whose written-out values (a dataset's items, a batch of ids) can have more tokens than
+the code that computed them (``Gate.whole_programs``). It happens once per reduction, so the
+order every other step moves down, and with it the search's end, is unchanged.
 """
 from __future__ import annotations
 
