@@ -12,8 +12,9 @@ A script that starts no process compares as before.
 
 One offer is judged by statements first: the prelude's boundary call on the original, a whole
 program whose written-out values (a dataset's items, a batch of ids) can have more tokens than
-the code that computed them (``Gate.whole_programs``). It happens once per reduction, so the
-order every other step moves down, and with it the search's end, is unchanged.
+the code that computed them (``Gate.whole_programs``). It is offered on the original and on the
+first retraced result at most (a boundary is recorded twice per reduction at most), so every
+other step moves down the order above and the search still ends.
 """
 from __future__ import annotations
 
