@@ -1,7 +1,7 @@
 """The ML-floor benchmark (issue #38): `reprobot reduce` on Hugging Face-stack CPU scripts whose
 failing call takes a model, a config, a tensor or a checkpoint, each against its hand floor.
 
-    python bench/mlfloor.py [--part train|heldout|both] [--only NAME,...] [--max-time 600] [--jobs 2]
+    python bench/mlfloor.py [--part train|heldout|heldout2|both] [--only NAME,...] [--max-time 600] [--jobs 2]
                             [--workdir DIR] [--json OUT] [--pin CPUS]
 
 Each part is a folder of bench/mlfloor/ with a MANIFEST.json: per script its launch line (if any),
@@ -84,7 +84,8 @@ def run_one(part: str, entry: dict, workdir: Path, max_time: float, jobs: int,
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--part", choices=("train", "heldout", "both"), default="both")
+    p.add_argument("--part", choices=("train", "heldout", "heldout2", "both"), default="both",
+                   help="both: train and heldout; heldout2 is the second held-out set, run on its own")
     p.add_argument("--only", default="", help="comma-separated script names (without .py)")
     p.add_argument("--max-time", type=float, default=600)
     p.add_argument("--jobs", type=int, default=2)
