@@ -184,9 +184,11 @@ def _steps(layout: "Layout", opts: ReproduceOptions, requirements: list[str], sc
               "--runs", str(max(1, opts.runs))]
     if importlib.util.find_spec("bot.reduction") is None:
         reduce.append("--no-reduce")        # the reduction engine is not in this build: record only
-    # The reduction bounds itself by --max-time; the step's wall is for when it cannot.
+    # The reduction bounds itself by --max-time plus its stated graces (a stopped result's cold
+    # check: four runs of the original, at least 60 s; pinning: 60 s more); the step's wall is for
+    # when it cannot: the confirmation runs, those four runs and the graces, with a minute to spare.
     steps.append(Step("reduce", layout.reprobot_cmd(*reduce),
-                      wall=opts.max_time + opts.timeout * max(1, opts.runs) + 60.0))
+                      wall=opts.max_time + opts.timeout * (max(1, opts.runs) + 4) + 180.0))
     for name, extra in FOLLOW_UPS:
         if importlib.util.find_spec(f"bot.commands.{name}") is not None:
             steps.append(Step(name, layout.reprobot_cmd(name, "{repro}", *extra),
