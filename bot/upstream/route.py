@@ -414,7 +414,8 @@ def _entry_point(ev: _Evidence) -> None:
 def entry_name(called: str | None, entered: list[PathFrame]) -> str | None:
     """The library function the user's line entered, as a maintainer names it: as the user
     spelled it when that is the function itself (``PeftModel.from_pretrained``,
-    ``get_peft_model``), else its class and name read from the library's source
+    ``get_peft_model``, ``SFTTrainer`` for its ``__init__``), else its class and name read from
+    the library's source (or, for a paste whose files are not here, the user's spelling)
     (``model.generate`` is ``GenerationMixin.generate``; calling a DDP model is
     ``DistributedDataParallel.forward``, past torch's ``_call_impl``)."""
     api = next((pf for pf in entered if pf.package and not pf.plumbing), entered[0] if entered else None)
@@ -425,10 +426,12 @@ def entry_name(called: str | None, entered: list[PathFrame]) -> str | None:
         parts = called.split(".")
         if parts[-1] == func and (len(parts) == 1 or parts[-2][:1].isupper()):
             return called
+        if func == "__init__" and parts[-1][:1].isupper():
+            return called       # a class called: ``SFTTrainer``, its constructor
     owner = enclosing_class(api.frame.path, api.frame.lineno)
     if owner:
         return f"{owner}.{func}"
-    return called if called and called.split(".")[-1] == func else func
+    return called or func       # a paste from another machine: the user's spelling is all there is
 
 
 @lru_cache(maxsize=64)
