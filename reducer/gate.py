@@ -25,7 +25,7 @@ from reducer.cst import compiles, libcst_parses, parses
 from reducer.names import unbound_reads
 from reducer.provenance import leaked, secret_values
 from reducer.search_stats import Tally
-from reducer.size import Size, normalize, size_of
+from reducer.size import Size, count_statements, normalize, size_of
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,6 @@ class CandidateGate:
             self.statements_first = False
 
     def _fewer_statements(self, source: str, size: Size) -> bool:
-        from reducer.size import count_statements
         return size.processes <= self.best_size.processes and count_statements(source) < count_statements(self.best)
 
     def decide(self, c: Checked) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import build_parser, main
-from reducer.errors import ExitCode
+from reducer.errors import ExitCode, ReprobotError
 
 
 def _numeric_actions(parser: argparse.ArgumentParser) -> list[tuple[list[str], argparse.Action]]:
@@ -67,5 +67,5 @@ def test_the_lowest_allowed_values_parse() -> None:
     args = build_parser().parse_args(["reduce", "x.py", "--jobs", "1", "--runs", "1", "--max-time", "0.5",
                                       "--max-statements", "0", "--frames", "0"])
     assert (args.jobs, args.runs, args.max_time, args.max_statements, args.frames) == (1, 1, 0.5, 0, 0)
-    with pytest.raises(Exception):
+    with pytest.raises(ReprobotError):
         build_parser().parse_args(["reduce", "x.py", "--jobs", "0"])

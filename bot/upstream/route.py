@@ -412,12 +412,12 @@ def _entry_point(ev: _Evidence) -> None:
 
 
 def entry_name(called: str | None, entered: list[PathFrame]) -> str | None:
-    """The library function the user's line entered, as a maintainer names it: as the user
-    spelled it when that is the function itself (``PeftModel.from_pretrained``,
-    ``get_peft_model``, ``SFTTrainer`` for its ``__init__``), else its class and name read from
-    the library's source (or, for a paste whose files are not here, the user's spelling)
+    """The library function the user's line entered, as a maintainer names it. As the user
+    spelled it when that names the function (``PeftModel.from_pretrained``, ``get_peft_model``,
+    ``SFTTrainer`` for its ``__init__``); else its class and name read from the library's source
     (``model.generate`` is ``GenerationMixin.generate``; calling a DDP model is
-    ``DistributedDataParallel.forward``, past torch's ``_call_impl``)."""
+    ``DistributedDataParallel.forward``, past torch's ``_call_impl``); else, for a paste whose
+    files are not on this machine, the user's spelling."""
     api = next((pf for pf in entered if pf.package and not pf.plumbing), entered[0] if entered else None)
     if api is None:
         return called

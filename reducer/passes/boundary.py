@@ -49,6 +49,12 @@ class _Parts:
                 self.setup.append(line)
         return str(recipe["expr"])
 
+    def absorb(self, other: _Parts) -> None:
+        """A part written on its own (kept only if it was written whole) joined to these."""
+        self.imports += [i for i in other.imports if i not in self.imports]
+        self.setup += [s for s in other.setup if s not in self.setup]
+        self.unresolved |= other.unresolved
+
 
 # A library function that only passes its arguments on (torch.no_grad's ``decorate_context``, a
 # module's ``__call__``): what it received is what the call site gave, its first one the receiver.
@@ -273,8 +279,7 @@ class _Builder:
             trial = _Parts()
             out = self.rebuilt(desc, trial)
             if out is not None:     # what the callee received (the launcher dropped what came from outside)
-                parts.imports += [i for i in trial.imports if i not in parts.imports]
-                parts.setup += [s for s in trial.setup if s not in parts.setup]
+                parts.absorb(trial)
                 return out
             if desc is not None:
                 out = self.constructed(desc.get("made"), desc.get("type"), parts, literal_only)
@@ -421,9 +426,7 @@ class _Builder:
             self._depth -= 1
         if text is None:
             return None
-        parts.imports += [i for i in trial.imports if i not in parts.imports]
-        parts.setup += [s for s in trial.setup if s not in parts.setup]
-        parts.unresolved |= trial.unresolved
+        parts.absorb(trial)
         return text
 
     def call(self, call: ast.Call, literal_only: bool) -> tuple[str, _Parts] | None:

@@ -47,9 +47,9 @@ def _tensor(torch, t):
     if t.device.type == "meta" or t.numel() == 0:
         return "torch.empty(%r, dtype=%s%s)%s" % (shape, dtype, dev, grad)
     data = t.detach()
-    if (t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(data).all()):
-        return None
     floating = t.is_floating_point() or t.is_complex()
+    if floating and not bool(torch.isfinite(data).all()):
+        return None
     if data.numel() <= _EXACT:
         return "torch.tensor(%r, dtype=%s%s)%s" % (data.cpu().tolist(), dtype, dev, grad)
     if floating:
