@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from bot.commands import NAMES
 from bot.output import err_console, quiet
-from reducer.errors import ExitCode, ReprobotError
+from reducer.errors import ExitCode, ReprobotError, exit_table
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -21,6 +21,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="reprobot",
         description="Turn a failing Hugging Face script into a minimal repro and a ready-to-file issue.",
+        epilog=f"Exit codes (every command): {exit_table()}.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in [only] if only in NAMES else NAMES:

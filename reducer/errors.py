@@ -3,6 +3,11 @@ from __future__ import annotations
 
 
 class ExitCode:
+    """Every command's exit statuses: one table (``MEANINGS``), printed by ``reprobot --help``
+    and repeated in the README (tests/test_exit_codes.py checks both and that every
+    ``ReprobotError`` names one of these)."""
+    OK = 0
+    DIFFERENT = 1          # env --check: the environments differ (as diff(1) says it)
     USAGE = 2
     FILE_MISSING = 3
     NOT_PYTHON = 4
@@ -17,8 +22,40 @@ class ExitCode:
     TIME_LIMIT = 14        # --max-time reached: the best result so far is saved; --resume continues
     OUT_OF_MEMORY = 15     # the original ran out of memory: the machine's problem, not a bug to report
     TOO_LARGE = 16         # the script is over --max-script-size / --max-statements: refused before any analysis
+    NOTHING_TO_FILE = 17   # the failure routes to no repository (the user's own code or environment)
+    BUSY = 18              # another `file --submit` holds the folder's filing lock
     INTERRUPTED = 130
     TERMINATED = 143       # SIGTERM: as INTERRUPTED, the best result so far is saved
+
+
+# What each status means, in the words of `reprobot --help` and the README's table.
+MEANINGS: dict[int, str] = {
+    ExitCode.OK: "ok",
+    ExitCode.DIFFERENT: "differences found (env --check)",
+    ExitCode.USAGE: "usage",
+    ExitCode.FILE_MISSING: "file missing",
+    ExitCode.NOT_PYTHON: "not Python / does not parse",
+    ExitCode.NO_FAILURE: "no failure",
+    ExitCode.TIMEOUT: "timeout",
+    ExitCode.FLAKY: "flaky",
+    ExitCode.NO_INTERPRETER: "interpreter missing",
+    ExitCode.BAD_INPUT: "bad input",
+    ExitCode.NO_TOKEN: "missing token",
+    ExitCode.NETWORK: "network/rate limit",
+    ExitCode.UNSAFE: "unsafe (a secret survived scrubbing, or a hazard without --anyway)",
+    ExitCode.TIME_LIMIT: "stopped at --max-time (best result kept)",
+    ExitCode.OUT_OF_MEMORY: "out of memory",
+    ExitCode.TOO_LARGE: "script too large",
+    ExitCode.NOTHING_TO_FILE: "nothing to file upstream",
+    ExitCode.BUSY: "another filing holds the folder",
+    ExitCode.INTERRUPTED: "interrupted",
+    ExitCode.TERMINATED: "terminated (SIGTERM; best result kept)",
+}
+
+
+def exit_table() -> str:
+    """The table as one paragraph: ``0 ok, 1 differences found (env --check), 2 usage, ...``."""
+    return ", ".join(f"{code} {meaning}" for code, meaning in sorted(MEANINGS.items()))
 
 
 class ReprobotError(Exception):

@@ -291,7 +291,7 @@ def _no_traceback(spec: FailureSpec, outcome: Outcome) -> str:
     """One line: what the script said on its way out (argparse's usage error, a sys.exit message)
     and, when it stopped with an error code, how to give it its arguments."""
     said = [ln.strip() for ln in (outcome.stderr or outcome.stdout).splitlines() if ln.strip()][-2:]
-    line = f"{spec.script}: ran to completion (exit {outcome.returncode}) without any traceback: nothing to reduce"
+    line = f"{spec.script}: {_how_it_ended(outcome, said)} without any traceback: nothing to reduce"
     if said:
         line += " — it printed: " + " / ".join(s[:200] for s in said)
     if outcome.returncode not in (0, None):
@@ -300,6 +300,17 @@ def _no_traceback(spec: FailureSpec, outcome: Outcome) -> str:
         line += ("; if it fails only some of the time, run `reprobot reduce` again (--runs sets how many runs "
                  "must fail)")
     return line
+
+
+def _how_it_ended(outcome: Outcome, said: list[str]) -> str:
+    """Exit 0 ran to completion; argparse's exit 2 after its ``usage:`` lines refused the
+    arguments (it did not "complete"); any other status is an exit with that status."""
+    code = outcome.returncode
+    if code in (0, None):
+        return f"ran to completion (exit {code})"
+    if code == 2 and any(s.startswith("usage:") or ": error: " in s for s in said):
+        return "refused its arguments (argparse's usage error, exit 2)"
+    return f"exited with status {code}"
 
 
 def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None) -> Failure:

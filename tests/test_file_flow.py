@@ -213,7 +213,7 @@ def test_no_draft_for_a_failure_in_the_users_own_code(tmp_path: Path, offline: P
     assert main(["draft", str(folder)]) == 0
     assert "no draft: not one of ours" in " ".join(capsys.readouterr().out.split())
     assert not list(folder.glob("draft-*"))
-    assert main(["file", str(folder), "--dry-run"]) == ExitCode.USAGE
+    assert main(["file", str(folder), "--dry-run"]) == ExitCode.NOTHING_TO_FILE
     assert "nothing to file upstream: not one of ours" in " ".join(capsys.readouterr().err.split())
     assert main(["draft", str(folder), "--repo", "peft"]) == 0  # asked for: written
     assert [p.name for p in folder.glob("draft-*.md")] == ["draft-peft.md"]

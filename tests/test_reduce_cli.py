@@ -278,6 +278,7 @@ def test_a_script_that_needs_arguments_shows_its_error_and_the_dash_dash_hint(tm
     assert proc.returncode == ExitCode.NO_FAILURE
     err = " ".join(proc.stderr.split())
     assert "the following arguments are required: --data" in err, proc.stderr
+    assert "refused its arguments (argparse's usage error, exit 2)" in err and "ran to completion" not in err
     assert "reprobot reduce train.py -- ARGS" in err
     # And with its arguments after --, the same script's failure is found.
     proc = reprobot("reduce", "train.py", "--no-reduce", "--out", "store", "--", "--data", "x", cwd=tmp_path)

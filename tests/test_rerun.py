@@ -315,3 +315,21 @@ def test_bisect_reports_the_reworded_message_and_the_fix(world, env_cache, tmp_p
     assert ("first different failure: fakemsg 1.2 (last failing 1.1) — same bug, message changed; "
             "first passing: fakemsg 1.4 (last different failure 1.3)") in out
 
+
+
+def test_a_resolution_failure_names_the_conflicting_requirements(tmp_path):
+    """pip's last line ("ResolutionImpossible: for help visit ...") is no reason; the requirements
+    that conflict are (watch printed only the former)."""
+    from bot.rerun.environments import NotInstallable, _install
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    build_wheel(wheels, "fakeapp", "1.0", "", requires=("fakebase<2",))
+    build_wheel(wheels, "fakebase", "2.0", "")
+    cmd = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-index",
+           "--find-links", str(wheels), "--target", str(tmp_path / "site")]
+    with pytest.raises(NotInstallable) as e:
+        _install(cmd, ["fakeapp==1.0", "fakebase==2.0"])
+    reason = str(e.value)
+    assert reason.startswith("conflicting requirements: "), reason
+    assert "fakebase==2.0" in reason and "fakeapp 1.0 depends on fakebase<2" in reason
+    assert "for help visit" not in reason

@@ -136,9 +136,14 @@ def test_dry_run_posts_nothing_and_says_what_it_would(world, gh, capsys):
     [would] = entry["would_post"]
     assert would["issue"] == f"{REPO}#{issue['number']}" and would["marker"] in would["body"]
     assert gh.requests_to("POST", COMMENTS) == [] and comments(gh, issue) == []
+    assert out["summary"] == "1 repro, 1 new finding(s), 1 comment(s) to post (dry run)"
     # turned on later, the recorded finding is posted without running anything again
     assert watch(root, python, wheels, "--post-only") == 0
     assert len(comments(gh, issue)) == 1
+    assert " ".join(capsys.readouterr().out.split()).endswith("1 repro, 1 comment(s) posted")
+    # and a run with nothing new still ends with its one line
+    assert watch(root, python, wheels, "--post-only") == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "1 repro, nothing changed"
 
 
 def test_issues_in_takes_owner_name_or_a_target_key(world, gh, capsys):

@@ -163,4 +163,4 @@ def _check(args: argparse.Namespace) -> int:
             elif shown == MAX_PER_GROUP + 1:
                 rest = sum(1 for x in diffs if x.group == group) - MAX_PER_GROUP
                 console.print(f"  ... and {rest} more (--json lists all)")
-    return 1 if diffs else 0
+    return ExitCode.DIFFERENT if diffs else ExitCode.OK

@@ -69,7 +69,7 @@ def pick_repo(repro: ReproDir, requested: str | None, steps: FolderSteps) -> str
     verdict = (steps.route or {}).get("verdict") or "no routing target"
     raise ReprobotError(f"nothing to file upstream: {verdict}"
                         + (f" (drafts exist for {', '.join(drafted)})" if drafted else "")
-                        + "; pass --repo KEY to file there anyway", ExitCode.USAGE)
+                        + "; pass --repo KEY to file there anyway", ExitCode.NOTHING_TO_FILE)
 
 
 def _show_findings(title: str, findings: list[Finding]) -> None:

@@ -100,6 +100,21 @@ def run(args: argparse.Namespace) -> int:
             entry["posted"] = [{"issue": where, "key": f.key, "status": status, "url": f.posted[where]}
                                for f, where, status in post_findings(folder, state, client, login, say, args.issues_in)]
         report.append(entry)
+    line = summary(report)
+    console.print(line, highlight=False)
     if args.json:
-        print(json.dumps({"folders": report}, indent=2))
-    return 0 if not failed else int(ExitCode.BAD_INPUT)
+        print(json.dumps({"folders": report, "summary": line}, indent=2))
+    return ExitCode.OK if not failed else ExitCode.BAD_INPUT
+
+
+def summary(report: list[dict]) -> str:
+    """The run in one line, always printed: a second run with nothing new still says so
+    ("3 repros, nothing changed") instead of printing nothing."""
+    count = lambda key: sum(len(e[key]) for e in report)  # noqa: E731
+    n = len(report)
+    parts = [f"{k} {what}" for k, what in ((count("new"), "new finding(s)"),
+                                           (count("posted"), "comment(s) posted"),
+                                           (count("would_post"), "comment(s) to post (dry run)"),
+                                           (sum(1 for e in report if "error" in e), "folder(s) not checked"))
+             if k]
+    return f"{n} repro{'s' if n != 1 else ''}, " + (", ".join(parts) if parts else "nothing changed")

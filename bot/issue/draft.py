@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bot.env.lockfile import TORCH_INDEX
 from bot.env.system_info import system_info
 from bot.issue.markdown import code_span, fence, inline, top_level_html
 from bot.issue.templating import environment, templates_dir
@@ -346,6 +347,16 @@ def _lock_pins(text: str) -> list[tuple[str, str]]:
     return pins
 
 
+def _index_flags(lock: str, pins: list[tuple[str, str]]) -> str:
+    """The index a local build's pin needs (``torch==2.13.0+cpu`` resolves only from PyTorch's
+    ``/whl/cpu``), as the lock names it, so that the install line resolves as written. Only
+    PyTorch's public index: any other index line (a mirror the user passed) may be private."""
+    if not any("+" in v for _, v in pins):
+        return ""
+    urls = re.findall(r"^\s*--(?:extra-)?index-url[ =](\S+)", lock, flags=re.M)
+    return "".join(f" --extra-index-url {u}" for u in dict.fromkeys(urls) if u.startswith(TORCH_INDEX))
+
+
 def _lockfile(repro: ReproDir) -> LockSection | None:
     """requirements.lock for the body; None when there is none or it pins nothing."""
     if not repro.requirements_lock.is_file():
@@ -358,7 +369,7 @@ def _lockfile(repro: ReproDir) -> LockSection | None:
     order = {name: i for i, name in enumerate(ordered_dists())}
     key = sorted(((n, v) for n, v in pins if n.lower().replace("_", "-") in order),
                  key=lambda p: order[p[0].lower()])
-    install = "pip install " + " ".join(f"{n}=={v}" for n, v in key) if key else None
+    install = "pip install " + " ".join(f"{n}=={v}" for n, v in key) + _index_flags(text, key) if key else None
     if len(pins) <= LOCK_SHORT_PINS:
         kept = [ln.split(" \\")[0].rstrip() for ln in text.splitlines()
                 if ln.strip() and not ln.lstrip().startswith(("#", "--hash"))]

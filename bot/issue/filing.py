@@ -309,7 +309,7 @@ class FilingLock:
             os.close(self._fd)
             self._fd = None
             raise ReprobotError(f"another `reprobot file --submit` is filing from {self.path.parent.name} now; "
-                                "run it again when that one has finished", ExitCode.USAGE) from None
+                                "run it again when that one has finished", ExitCode.BUSY) from None
         FilingLock._held[self.path] = 1
         return self
 

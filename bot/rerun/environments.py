@@ -97,19 +97,45 @@ def _installer_cmd(python: str, python_version: str, target: Path, index: IndexO
         return [uv, "pip", "install", "--python", python, *common]
     has_pip = subprocess.run([python, "-m", "pip", "--version"], capture_output=True).returncode == 0
     if has_pip:
-        return [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *common]
+        return [python, "-m", "pip", "install", "--disable-pip-version-check", *common]  # not -q: the conflict lines are info
     # A venv without pip (made by uv, say): reprobot's pip installs wheels for that Python.
-    return [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+    return [sys.executable, "-m", "pip", "install", "--disable-pip-version-check",
             "--only-binary=:all:", "--python-version", python_version, *common]
 
 
 def _pip_error(output: str) -> str:
-    lines = [ln.strip() for ln in output.splitlines()
-             if ln.strip() and not ln.lstrip().startswith(("WARNING", "[notice]", "note:", "hint:"))]
+    """The installer's reason in one line. A resolution failure names the conflicting
+    requirements (pip's "The conflict is caused by:" lines, uv's "No solution found" chain);
+    pip's closing "ResolutionImpossible: for help visit ..." says nothing, so it is never the reason."""
+    raw = output.splitlines()
+    conflict = _conflict(raw)
+    if conflict:
+        return conflict
+    lines = [ln.strip() for ln in raw
+             if ln.strip() and not ln.lstrip().startswith(("WARNING", "[notice]", "note:", "hint:"))
+             and "for help visit" not in ln]
+    for ln in lines:
+        if ln.startswith("ERROR:"):
+            return ln.removeprefix("ERROR:").strip()[:300]
     for ln in reversed(lines):
-        if ln.startswith("ERROR:") or "error" in ln.lower():
-            return ln.removeprefix("ERROR:").strip()[:200]
-    return (lines[-1] if lines else "the installer failed without a message")[:200]
+        if "error" in ln.lower():
+            return ln.strip()[:300]
+    return (lines[-1] if lines else "the installer failed without a message")[:300]
+
+
+def _conflict(lines: list[str]) -> str | None:
+    for i, ln in enumerate(lines):
+        if "The conflict is caused by:" in ln:          # pip
+            causes = []
+            for nxt in lines[i + 1:]:
+                if not nxt.strip():
+                    break
+                causes.append(nxt.strip())
+            return ("conflicting requirements: " + "; ".join(causes))[:400] if causes else None
+        if "No solution found when resolving" in ln:    # uv: a chain of "Because ..." sentences
+            chain = " ".join(n.strip().lstrip("╰─▶│├ ").strip() for n in lines[i + 1:] if n.strip())
+            return ("conflicting requirements: " + chain)[:400] if chain else None
+    return None
 
 
 def _install(cmd: list[str], reqs: list[str]) -> None:
