@@ -278,7 +278,8 @@ def thread_stacks(text: str) -> list[tuple[Frame, ...]]:
     return [tuple(reversed(s)) for s in stacks if s]
 
 
-def hang_record(text: str, seconds: float, stream: str = "stderr") -> TracebackRecord | None:
+def hang_record(text: str, seconds: float, stream: str = "stderr",
+                spinning: bool | None = None) -> TracebackRecord | None:
     """What a run that made no progress was doing: of all dumped threads (every process), the one
     that waits in the program's own code (holds or waits for a lock), not in the plumbing
     (threading's join, multiprocessing's wait); its innermost frames become the message, so a
@@ -297,6 +298,9 @@ def hang_record(text: str, seconds: float, stream: str = "stderr") -> TracebackR
 
     own = [s for s in stacks if waits_in_own_code(s)]
     stack = min(own, key=key) if own else stacks[0]
-    message = f"no progress for {seconds:g}s; stack: {key(stack)}"
+    # Spinning or waiting is part of the message (so of the signature): a candidate that turned
+    # a sleeping loop into `while True: pass` hangs at the same frames but not the same way.
+    state = "" if spinning is None else (", spinning a core" if spinning else ", waiting")
+    message = f"no progress for {seconds:g}s{state}; stack: {key(stack)}"
     lines = [ln for ln in text.splitlines() if _THREAD.match(ln) or _FAULT_FRAME.match(ln)]
     return TracebackRecord("Hang", message, stack, "\n".join([f"Hang: {message}", *lines]).rstrip(), stream, "crash")

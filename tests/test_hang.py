@@ -122,3 +122,40 @@ def test_a_hang_in_a_multiprocessing_child_reduces_to_one_that_hangs_there(tmp_p
     repro = (d / "repro.py").read_text()
     assert "noise" not in repro and "never" not in repro
     assert "Process(" in repro and "def worker" in repro   # still in the child: its frames say so
+
+
+SLEEPY = '''\
+import time
+
+
+def noise(k):
+    return sum(range(k))
+
+
+def poll(ready):
+    while not ready:
+        time.sleep(0.05)
+
+
+print(noise(3))
+poll([])
+'''
+
+
+def test_a_sleeping_loop_is_not_reduced_to_a_busy_one(tmp_path):
+    """The same frames, but `while not ready: pass` spins a core where the original waited: the
+    run's CPU share while quiet is part of the hang's signature (#40)."""
+    proc, d = reduce(tmp_path, "sleepy.py", SLEEPY)
+    sig = check(proc, d, ["stack: poll < <module>"])
+    assert ", waiting; stack:" in sig["message"]
+    repro = (d / "repro.py").read_text()
+    assert "noise" not in repro and "time.sleep(" in repro, repro
+
+
+def test_spinning_is_a_share_of_a_core_while_quiet():
+    from reducer.run.runner import _spinning
+    assert _spinning(0.9, 1.0) and _spinning(0.3, 1.0)     # a busy loop, even on a loaded machine
+    assert not _spinning(0.01, 1.0) and not _spinning(0.0, 0.0)
+    dump = 'Thread 0x01 (most recent call first):\n  File "s.py", line 3 in poll\n  File "s.py", line 5 in <module>\n'
+    assert hang_record(dump, 1, spinning=True).message == "no progress for 1s, spinning a core; stack: poll < <module>"
+    assert hang_record(dump, 1, spinning=False).message == "no progress for 1s, waiting; stack: poll < <module>"

@@ -129,23 +129,31 @@ class _ColdChild:
         return self.proc.returncode
 
 
-def group_rss(pgid: int) -> int:
-    """Resident memory of every live process in a process group, in bytes (Linux /proc)."""
-    total = 0
+def group_usage(pgid: int) -> tuple[int, float]:
+    """Resident memory (bytes) and CPU time so far (seconds) of every live process in a process
+    group (Linux /proc; nothing elsewhere)."""
+    rss, cpu = 0, 0.0
     for entry in pids():
         try:
             with open(f"/proc/{entry}/stat", "rb") as fh:
                 stat = fh.read()
-            # Fields after the parenthesised command name: state ppid pgrp ...; rss is field 24.
+            # Fields after the parenthesised command name: state ppid pgrp ...; utime and stime
+            # are fields 14 and 15, rss field 24.
             fields = stat[stat.rindex(b")") + 2:].split()
             if int(fields[2]) != pgid:
                 continue
-            total += int(fields[21]) * _PAGE
+            rss += int(fields[21]) * _PAGE
+            cpu += (int(fields[11]) + int(fields[12])) / _TICKS
         except (OSError, ValueError, IndexError):
             continue
-    return total
+    return rss, cpu
 
 
+def group_rss(pgid: int) -> int:
+    return group_usage(pgid)[0]
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _MEMORY_POLL = 0.25
 
@@ -288,6 +296,15 @@ _RUN_VARIABLES = {"TMPDIR", "TEMP", "TMP", "PYTHONPATH", "PATH", "HOME", "CUDA_V
 _TRACE_OUT, _TRACE_LAUNCHER, _TRACE_SCRIPT = "REPROBOT_TRACE_OUT", "REPROBOT_TRACE_LAUNCHER", "REPROBOT_TRACE_SCRIPT"
 
 _DUMP_WAIT = 1.0     # seconds the processes of a hung run get to write their stacks
+
+
+# Above this share of one core while quiet, a run is spinning; a sleeping or blocked loop uses
+# about none. Low enough that a busy loop on a loaded 2-core machine still reads as spinning.
+SPIN_SHARE = 0.25
+
+
+def _spinning(cpu_seconds: float, quiet_seconds: float) -> bool:
+    return quiet_seconds > 0 and cpu_seconds / quiet_seconds >= SPIN_SHARE
 
 
 def dump_stacks(pgid: int) -> None:
@@ -558,6 +575,10 @@ class Runner:
         hang_after = float(env.get(HANG_ENV) or 0) or None
         last_output, last_version, dumped_at = start, 0, None
         hung = False
+        # CPU time of the group at the last poll and when output last changed: a run that went
+        # quiet while spinning a core is not the same hang as one that went quiet waiting.
+        cpu_polled = cpu_at_output = 0.0
+        spinning: bool | None = None
         try:
             while True:
                 if proc.wait(0.05):
@@ -566,9 +587,10 @@ class Runner:
                     now = time.monotonic()
                     version = out.version + err.version
                     if version != last_version:
-                        last_version, last_output = version, now
+                        last_version, last_output, cpu_at_output = version, now, cpu_polled
                     if dumped_at is None and now - last_output > hang_after:
                         dumped_at = now
+                        spinning = _spinning(group_usage(proc.pid)[1] - cpu_at_output, now - last_output)
                         dump_stacks(proc.pid)
                     elif dumped_at is not None and now - dumped_at > _DUMP_WAIT:
                         hung = True
@@ -582,7 +604,8 @@ class Runner:
                     break
                 if now >= next_poll:
                     next_poll = now + _MEMORY_POLL
-                    peak_rss = max(peak_rss, group_rss(proc.pid))
+                    rss, cpu_polled = group_usage(proc.pid)
+                    peak_rss = max(peak_rss, rss)
                     if max_rss is not None and peak_rss > max_rss:
                         # A candidate that made the model far bigger is rejected, not waited on:
                         # on a 24 GiB box two of them would take the machine down.
@@ -617,7 +640,7 @@ class Runner:
         records = self._records(stdout, stderr, cwd, env, clean=False)
         timeout_reason = "wall clock" if timed_out else None
         if hung:
-            record = hang_record(stderr, hang_after or 0.0)
+            record = hang_record(stderr, hang_after or 0.0, spinning=spinning)
             records = [r for r in records if r.kind != "crash"] + ([record] if record is not None else [])
             returncode, timed_out, timeout_reason = None, True, f"no progress for {hang_after:g}s"
         hangs = [r for r in records if _NCCL_TIMEOUT.search(r.message)]
