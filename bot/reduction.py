@@ -15,9 +15,9 @@ from bot.progress import ReductionProgress
 from bot.scrub import scrub
 from bot.standalone import make_self_contained
 from bot.targets.registry import recipe_files
-from bot.store import ReproDir, write_json_atomic, write_text_atomic
+from bot.store import ReproDir, record_failure, write_json_atomic, write_text_atomic
 from reducer.errors import DeadlineReached, ExitCode, ReprobotError
-from reducer.failure import Failure
+from reducer.failure import Failure, remeasure
 from reducer.flaky import Rate, seed_calls
 from reducer.run.gpu import GpuPool, parse_gpus
 from reducer.oracle import Oracle, Verdict, candidate_memory, candidate_timeout
@@ -85,7 +85,7 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
         start_source, seen, stats = resume(repro, oracle, opts)
     except DeadlineReached:
         raise time_limit(repro)
-    warm = warm_up(failure, oracle, opts)
+    warm = warm_up(failure, oracle, opts, repro)
     trace = trace_data(failure, repro, start_source is not None, oracle) if opts.trace else None
     saver = Saver(repro, oracle, pool, warm, opts.jobs)
     saver.plan = failure.gpu
@@ -246,9 +246,9 @@ def stop_leftovers() -> None:
         console.print(f"[yellow]stopped {left} process(es) an earlier, killed reprobot had left running[/]")
 
 
-def warm_up(failure: Failure, oracle: Oracle, opts: Options) -> WarmReport:
+def warm_up(failure: Failure, oracle: Oracle, opts: Options, repro: ReproDir | None = None) -> WarmReport:
     """Warm runs if --cold does not forbid them and the original allows them; says which it is."""
-    warm = start_warm(failure, oracle) if opts.warm else WarmReport(why_not="--cold")
+    warm = start_warm(failure, oracle, repro) if opts.warm else WarmReport(why_not="--cold")
     if warm.enabled:
         z = warm.zygote
         console.print(f"warm start: {len(z.get('imported', []))} modules imported once "
@@ -271,7 +271,7 @@ def _children_note(children: dict[str, Any]) -> str:
     return note
 
 
-def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
+def start_warm(failure: Failure, oracle: Oracle, repro: ReproDir | None = None) -> WarmReport:
     """Warm interpreters for the runs, if the original fails the same way warm as cold.
 
     The original was already run cold to establish the failure; here it runs once warm. A
@@ -305,6 +305,16 @@ def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
         report.original_warm_seconds = round(verdict.outcome.wall_time, 3)
         report.zygote = pool.info.to_dict() if pool.info else {}
         report.zygote["children"] = pool.children()
+        if not verdict.interesting and _first_pass(failure, verdict.outcome) and not runner.warm_fallbacks:
+            measured = remeasure(failure, lambda m: console.print(f"[dim]{escape(m)}[/]"))
+            if measured is not None:
+                # The pass was the failure's rate showing, not the warm start: it is reduced as
+                # flaky, with the oracle, the stored record and a new warm check saying so.
+                adopt_rate(failure, measured, oracle, repro)
+                oracle.max_rss = cold_cap
+                pool.stop()
+                runner.zygotes = None
+                return start_warm(failure, oracle, repro)
         differs = _warm_differs(failure, verdict.outcome)
         if runner.warm_fallbacks:
             report.why_not = "the warm interpreter died on the original"
@@ -323,6 +333,23 @@ def start_warm(failure: Failure, oracle: Oracle) -> WarmReport:
     pool.stop()
     runner.zygotes = None
     return report
+
+
+def _first_pass(failure: Failure, outcome) -> bool:
+    """A clean pass of an original that failed in every run so far (no seed fixed it)."""
+    clean = outcome.returncode == 0 and not outcome.tracebacks and not outcome.timed_out
+    return clean and failure.rate is not None and failure.rate.deterministic and failure.seed is None
+
+
+def adopt_rate(failure: Failure, measured: Failure, oracle: Oracle, repro: ReproDir | None) -> None:
+    """``measured`` (reducer/failure.py:remeasure) is the same failure with its rate: the run in
+    flight takes it (the oracle's rate and the seed every candidate keeps) and the folder's
+    signature.json, original.py and seeded.py say it."""
+    failure.outcomes, failure.rate, failure.seed = measured.outcomes, measured.rate, measured.seed
+    oracle.set_rate(failure.rate.value if failure.flaky else 1.0,
+                    tuple(seed_calls(failure.spec.source, failure.seed)) if failure.seed is not None else ())
+    if repro is not None:
+        record_failure(failure, repro.path.parent)
 
 
 def _warm_differs(failure: Failure, warm) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import tempfile
@@ -367,18 +368,7 @@ def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None)
             raise ReprobotError(f"{spec.script}: flaky: run 1 failed with {signature.one_line()[:150]} "
                                 f"but run {n} {_describe(again)}{hint}", ExitCode.FLAKY)
     rate = Rate(sum(hits), len(hits))
-    seed = None
-    if not rate.deterministic:
-        say(f"{spec.script.name} {rate.words()}: trying fixed seeds")
-        seed = _deterministic_seed(runner, spec, signature, record, plan, outcomes)
-        if seed is not None:
-            # spec.source stays the user's script (original.py); Failure.source is what is reduced
-            say(f"with random seed {seed} it fails every time: reducing that")
-        elif too_rare(rate.value):
-            raise ReprobotError(
-                f"{spec.script}: flaky: {rate.words()} ({rate.value:.0%}), with fixed seeds too: too rare to "
-                f"reduce (each candidate would need over {MAX_CANDIDATE_RUNS} runs); make it fail more often, "
-                f"or raise --runs to measure the rate better", ExitCode.FLAKY)
+    seed = _seed_if_flaky(runner, spec, signature, record, plan, outcomes, rate, say)
     as_itself = all(find_match(o.tracebacks, signature, spec.options, as_itself=True,
                                raised=record.origin == RAISED) is not None
                     for o in outcomes)
@@ -388,6 +378,62 @@ def find_failure(spec: FailureSpec, notify: Callable[[str], None] | None = None)
         say(f"checking whether it fails on one GPU ({plan.set[0]} of {visible_value(plan.set)})")
         check_one_gpu(failure)
     return failure
+
+
+def _seed_if_flaky(runner: Runner, spec: FailureSpec, signature: Signature, record: TracebackRecord,
+                   plan: GpuPlan, outcomes: list[Outcome], rate: Rate, say: Callable[[str], None]) -> int | None:
+    """A flaky original: the seed that makes it fail every time, or None; too rare to reduce
+    is one line and exit 7."""
+    if rate.deterministic:
+        return None
+    say(f"{spec.script.name} {rate.words()}: trying fixed seeds")
+    seed = _deterministic_seed(runner, spec, signature, record, plan, outcomes)
+    if seed is not None:
+        # spec.source stays the user's script (original.py); Failure.source is what is reduced
+        say(f"with random seed {seed} it fails every time: reducing that")
+    elif too_rare(rate.value):
+        raise ReprobotError(
+            f"{spec.script}: flaky: {rate.words()} ({rate.value:.0%}), with fixed seeds too: too rare to "
+            f"reduce (each candidate would need over {MAX_CANDIDATE_RUNS} runs); make it fail more often, "
+            f"or raise --runs to measure the rate better", ExitCode.FLAKY)
+    return seed
+
+
+# After a clean pass elsewhere (the warm check), this many more cold runs decide between "flaky"
+# and "the warm start changes it": a script that fails half the time fails 2 + 3 runs in a row
+# once in 32.
+RECHECK_RUNS = 3
+
+
+def remeasure(failure: Failure, say: Callable[[str], None] | None = None) -> Failure | None:
+    """A run of the original passed where every confirmation run failed: evidence about the
+    failure's rate before it is evidence about anything else. Run it cold ``RECHECK_RUNS`` more
+    times; when all of them fail too, None (the pass came from what differed, e.g. a warm start).
+    When one passes, the rate is measured as for any flaky original (to ``--runs``/the cap, then
+    the seeds) and the failure comes back with it."""
+    say = say or (lambda _msg: None)
+    spec, runner = failure.spec, failure.runner
+    raised = failure.record.origin == RAISED
+    outcomes = list(failure.outcomes)
+    hits = [True] * len(outcomes)
+
+    def one_more(n: int) -> bool:
+        say(f"a clean pass: running {spec.script.name} cold again (run {n}), to tell flakiness from a warm-start "
+            f"difference")
+        again = _timed_run(runner, spec, failure.gpu.env())
+        hit = find_match(again.tracebacks, failure.signature, spec.options, raised=raised) is not None
+        if hit:
+            outcomes.append(again)
+        hits.append(hit)
+        return hit
+
+    if all(one_more(len(hits) + 1) for _ in range(RECHECK_RUNS)):
+        return None
+    while len(hits) < max(spec.runs, spec.flaky_runs):
+        one_more(len(hits) + 1)
+    rate = Rate(sum(hits), len(hits))
+    seed = _seed_if_flaky(runner, spec, failure.signature, failure.record, failure.gpu, outcomes, rate, say)
+    return dataclasses.replace(failure, outcomes=outcomes, rate=rate, seed=seed)
 
 
 def _deterministic_seed(runner: Runner, spec: FailureSpec, signature: Signature, record: TracebackRecord,

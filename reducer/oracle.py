@@ -55,15 +55,7 @@ class Oracle:
                  allow_hang: bool = False, stop_grace: float = 2.0, as_itself: bool = False,
                  raised: bool = False, rate: float = 1.0, required: tuple[str, ...] = ()) -> None:
         self.runner = runner
-        # Text every candidate must keep (the fixed seed a flaky failure is deterministic with):
-        # a candidate without it is refused without a run; it would only fail by luck.
-        self.required = tuple(required)
-        # The original's failure rate (reducer/flaky.py): below 1, a clean pass is a draw, not a verdict.
-        self.rate = rate
-        self.refuse_after = clean_runs_to_refuse(rate)
-        # a failure in every run is told from the original's rate only when that takes few runs
-        high = clean_runs_to_refuse(1.0 - rate) if rate < 1.0 else None
-        self.fails_to_refuse = high if high is not None and high <= MAX_CANDIDATE_RUNS else None
+        self.set_rate(rate, required)
         # The original reported the target as itself: a candidate must too (see find_match);
         # the original raised it: printed text that looks like it is not enough.
         self.as_itself = as_itself
@@ -98,6 +90,18 @@ class Oracle:
         # where each recent interesting candidate failed (its own lines), for the slicing pass
         self._failure_lines: OrderedDict[str, tuple[int, ...]] = OrderedDict()
 
+    def set_rate(self, rate: float, required: tuple[str, ...] = ()) -> None:
+        """The original's failure rate (reducer/flaky.py) and the text every candidate must keep
+        (the fixed seed a flaky failure is deterministic with: without it a candidate would only
+        fail by luck, so it is refused unrun). Set again when a later run showed the failure to
+        be flaky (reducer/failure.py:remeasure)."""
+        self.required = tuple(required)
+        # below 1, a clean pass is a draw, not a verdict
+        self.rate = rate
+        self.refuse_after = clean_runs_to_refuse(rate)
+        # a failure in every run is told from the original's rate only when that takes few runs
+        high = clean_runs_to_refuse(1.0 - rate) if rate < 1.0 else None
+        self.fails_to_refuse = high if high is not None and high <= MAX_CANDIDATE_RUNS else None
     def _collided(self, outcome: Outcome) -> bool:
         if self._target_is_collision:
             return False

@@ -180,3 +180,38 @@ def test_resume_keeps_the_rate(tmp_path):
     d = folder_of(tmp_path / "s")
     flaky = json.loads((d / "reduction.json").read_text())["flaky"]
     assert flaky["original"] == {"failed": 5, "runs": 10} and 0 < flaky["repro"]["failed"] < 10
+
+
+PASSES_THIRD = '''\
+from flakycount import attempt
+
+
+def noise(k):
+    return sum(range(k))
+
+
+print(noise(4))
+n = attempt()
+if n % 3 != 2:      # runs 1 and 2 fail, run 3 (the warm check) passes, and so on
+    raise RuntimeError("bad luck")
+'''
+
+
+def test_a_pass_at_the_warm_check_is_read_as_the_rate_first(tmp_path):
+    """Both confirmation runs failed by chance and the warm check's run passed: that pass is
+    evidence about the rate before it is evidence about the warm start. More cold runs show the
+    rate (8 of 10), it is stored and stated, and the reduction runs as flaky (#40)."""
+    (tmp_path / "third.py").write_text(PASSES_THIRD)
+    proc = reprobot("reduce", "third.py", "--out", "s", "--no-env", "--jobs", "1", cwd=tmp_path,
+                    env=counter_env(tmp_path))
+    out = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == 0, out
+    assert "does not fail the same way when started warm" not in out
+    assert "a clean pass: running third.py cold again" in out
+    d = folder_of(tmp_path / "s")
+    sig = json.loads((d / "signature.json").read_text())
+    assert sig["rate"] == {"failed": 8, "runs": 10} and sig["seed"] is None
+    flaky = json.loads((d / "reduction.json").read_text())["flaky"]
+    assert flaky["original"] == {"failed": 8, "runs": 10}
+    assert "flaky: the repro fails in" in out
+    assert "raise RuntimeError" in (d / "repro.py").read_text()
