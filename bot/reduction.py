@@ -16,6 +16,7 @@ from bot.scrub import scrub
 from bot.standalone import make_self_contained
 from bot.targets.registry import recipe_files
 from bot.store import ReproDir, record_failure, write_json_atomic, write_text_atomic
+from bot.verified import record_verified, verification
 from reducer.errors import DeadlineReached, ExitCode, ReprobotError
 from reducer.failure import Failure, remeasure
 from reducer.flaky import Rate, seed_calls
@@ -118,6 +119,8 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
         raise time_limit(repro, result) from None
     write_text_atomic(repro.traceback_txt, record.text + "\n")
     record_repro_run(repro, record, outcome, failure)
+    # the repro.py this cold check verified: `file --submit` files no other (bot/verified.py)
+    record_verified(repro, best)
     flaky_line = confirm_rate(failure, repro, oracle, best)
     if opts.pin_env:
         capture_environment(failure, repro, oracle)
@@ -394,11 +397,17 @@ def _describe(outcome) -> str:
 
 def finished(repro: ReproDir) -> bool:
     """A reduction that reached its fixpoint and was confirmed cold has nothing to resume: say so
-    rather than spend the GPU time of a second search that can only end where this one did."""
+    rather than spend the GPU time of a second search that can only end where this one did. A
+    repro.py that is not the one it verified (edited since, or a folder from before the digest)
+    is not finished: --resume starts again from the original, with the runs it already made."""
     if not repro.reduction_json.is_file() or not repro.repro.is_file():
         return False
     saved = repro.read_json(repro.reduction_json)
     if saved.get("status") != "done":
+        return False
+    if not verification(repro).ok:
+        console.print("[yellow]repro.py is not the one the reduction verified: reducing again from the original "
+                      "(the runs already made are reused)[/]")
         return False
     n = saved.get("statements_after")
     console.print(f"{repro.path} is already reduced (repro.py" + (f", {n} statements" if n is not None else "")

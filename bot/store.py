@@ -134,6 +134,9 @@ def record_failure(failure: "Failure", root: Path = DEFAULT_ROOT) -> ReproDir:
                     " ".join(["python", script_argument(failure.spec.script.name), *failure.spec.args])),
         # the launch line every run used (torchrun, accelerate launch, python -m), as typed
         **({"launch": launch.to_dict()} if launch is not None else {}),
+        # what every run set (the hang watch): with script, args and launch, the folder's run
+        # recipe (bot/run_recipe.py) every later step runs the repro by
+        "run_env": dict(failure.spec.env),
         "runs": [{"wall_time": round(o.wall_time, 3), "returncode": o.returncode,
                   "timed_out": o.timed_out, "peak_rss": o.peak_rss} for o in failure.outcomes],
         "choices": [s.to_dict() for s, _ in failure.choices],

@@ -24,6 +24,7 @@ class ExitCode:
     TOO_LARGE = 16         # the script is over --max-script-size / --max-statements: refused before any analysis
     NOTHING_TO_FILE = 17   # the failure routes to no repository (the user's own code or environment)
     BUSY = 18              # another `file --submit` holds the folder's filing lock
+    RUN_LIMIT = 19         # the original hit a run limit (--max-processes, --max-disk, --max-file-size)
     INTERRUPTED = 130
     TERMINATED = 143       # SIGTERM: as INTERRUPTED, the best result so far is saved
 
@@ -48,6 +49,7 @@ MEANINGS: dict[int, str] = {
     ExitCode.TOO_LARGE: "script too large",
     ExitCode.NOTHING_TO_FILE: "nothing to file upstream",
     ExitCode.BUSY: "another filing holds the folder",
+    ExitCode.RUN_LIMIT: "the original hit a run limit",
     ExitCode.INTERRUPTED: "interrupted",
     ExitCode.TERMINATED: "terminated (SIGTERM; best result kept)",
 }

@@ -1,10 +1,12 @@
 """Establish the target failure: the script parses, fails, and fails the same way again."""
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import os
 import re
+import sys
 import tempfile
 import threading
 import time
@@ -41,6 +43,8 @@ def load_script(path: Path) -> str:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ReprobotError(f"{path}: not a Python script (not UTF-8 text)", ExitCode.NOT_PYTHON) from None
+    from reducer.notebook import refuse_json
+    refuse_json(path, text)     # JSON compiles as Python (`null` is a name): never run it (issue #43)
     try:
         compile(text, str(path), "exec", dont_inherit=True)
     except SyntaxError as e:
@@ -48,12 +52,51 @@ def load_script(path: Path) -> str:
         raise ReprobotError(f"{path}: does not parse ({where}: {e.msg})", ExitCode.NOT_PYTHON) from None
     except ValueError as e:  # e.g. "source code string cannot contain null bytes"
         raise ReprobotError(f"{path}: does not parse ({e})", ExitCode.NOT_PYTHON) from None
+    except (RecursionError, MemoryError):  # Python's own compiler gives up (a 6,000-term expression)
+        raise ReprobotError(_too_deep(path), ExitCode.TOO_LARGE) from None
     try:
         cst.parse_module(text)
     except cst.ParserSyntaxError as e:
         raise ReprobotError(f"{path}: libcst cannot parse it (line {e.raw_line}: {e.message})",
                             ExitCode.NOT_PYTHON) from None
+    except (RecursionError, MemoryError):
+        raise ReprobotError(_too_deep(path), ExitCode.TOO_LARGE) from None
+    check_nesting(text, path)
     return text
+
+
+# libcst's visitors and code generation recurse once per level of the syntax tree, several Python
+# frames a level: a script nested deeper than this crashed the reduction with reprobot's own
+# RecursionError (a 600-term sum, 600 levels). A real script nests a few dozen levels.
+MAX_NESTING = 100
+
+
+def nesting_depth(source: str) -> int:
+    """The deepest level of ``source``'s syntax tree, counted without recursion; a tree too deep for
+    Python's own parser counts as deeper than any cap."""
+    try:
+        tree = ast.parse(source)
+    except (RecursionError, MemoryError):
+        return sys.maxsize
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def _too_deep(where: object, depth: int | None = None) -> str:
+    levels = f"{depth:,} levels" if depth is not None and depth != sys.maxsize else "too many levels"
+    return (f"{where}: nested {levels} deep (a long chain such as a 600-term sum, or deeply nested calls): "
+            f"over the {MAX_NESTING}-level cap of reprobot's syntax-tree passes; nothing to reduce")
+
+
+def check_nesting(source: str, where: object = "the script") -> None:
+    """One line of error (ExitCode.TOO_LARGE) for a script nested deeper than MAX_NESTING."""
+    depth = nesting_depth(source)
+    if depth > MAX_NESTING:
+        raise ReprobotError(_too_deep(where, depth), ExitCode.TOO_LARGE)
 
 
 @dataclass
@@ -207,7 +250,16 @@ def _timed_run(runner: Runner, spec: FailureSpec, extra_env: dict[str, str] | No
         raise ReprobotError("stopped at the time limit (--max-time) before the failure was confirmed",
                             ExitCode.TIME_LIMIT)
     _refuse_out_of_memory(spec, outcome, cap)
+    _refuse_over_limit(spec, outcome)
     return outcome
+
+
+def _refuse_over_limit(spec: FailureSpec, outcome: Outcome) -> None:
+    """A run limit the original itself hits is the machine's guard, not a bug to report upstream."""
+    if outcome.limit:
+        raise ReprobotError(f"{spec.script}: {outcome.limit.replace('the run hit', 'hit', 1)}; "
+                            "nothing to reduce: raise the limit if the script needs that much",
+                            ExitCode.RUN_LIMIT)
 
 
 MEMORY_ENV = "REPROBOT_MAX_RSS"
@@ -247,7 +299,8 @@ def _refuse_out_of_memory(spec: FailureSpec, outcome: Outcome, cap: int | None) 
 def make_runner(spec: FailureSpec) -> Runner:
     return Runner(RunSpec(script=spec.script, python=spec.python, args=spec.args,
                           timeout=spec.timeout, env=dict(spec.env), gpu=spec.gpu,
-                          clean_env=spec.clean_env, limits=spec.limits.resolved(), launch=spec.launch))
+                          clean_env=spec.clean_env, limits=spec.limits.resolved(), quota=spec.limits.quota(),
+                          launch=spec.launch))
 
 
 def stored_failure(spec: FailureSpec, signature: Signature, record: TracebackRecord,

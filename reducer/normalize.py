@@ -50,7 +50,8 @@ def package_of(path: str) -> str | None:
     return top[:-3] if top.endswith(".py") else top
 
 
-_MULTILINE_REPR = re.compile(r"\b([A-Za-z_][\w.]*)\(\n")
+# (a name is read from its start: \b also starts one after each ".", so "a.a.a..." was quadratic)
+_MULTILINE_REPR = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*+)\(\n")
 _MODULE_REPR = re.compile(r"<module '([^']+)'(?: from '[^']*')?>")
 _OBJ_AT = re.compile(r" at 0x[0-9a-fA-F]+>")
 _HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
@@ -88,6 +89,23 @@ def _collapse_multiline_reprs(message: str) -> str:
         i = j
 
 
+# A set of strings as Python prints it ({'q_proj', 'v_proj'}): its order follows the run's hash
+# seed, so two runs of one failure print it differently (peft's "Target modules {...} not found").
+_QUOTED = r"""(?:'[^'\n]*'|"[^"\n]*")"""
+_STR_SET = re.compile(r"\{\s*" + _QUOTED + r"(?:\s*,\s*" + _QUOTED + r")+\s*\}")
+
+
+def _sorted_set(m: re.Match[str]) -> str:
+    import ast
+    try:
+        value = ast.literal_eval(m.group())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return m.group()
+    if not isinstance(value, set) or not all(isinstance(v, str) for v in value):
+        return m.group()
+    return "{" + ", ".join(repr(v) for v in sorted(value)) + "}"
+
+
 def normalize_message(message: str, keep_devices: bool = True) -> str:
     """The message with run-specific parts replaced, on one line.
 
@@ -96,6 +114,7 @@ def normalize_message(message: str, keep_devices: bool = True) -> str:
     ``'_is_hf_initialized'`` are kept because they say which bug it is.
     """
     msg = _collapse_multiline_reprs(message.strip())
+    msg = _STR_SET.sub(_sorted_set, msg)
     msg = _MODULE_REPR.sub(r"<module '\1'>", msg)
     msg = _OBJ_AT.sub(" at <ADDR>>", msg)
     msg = _HEX.sub("<ADDR>", msg)

@@ -97,6 +97,7 @@ class Outcome:
     pid: int | None = None  # the run's process (group) id, to check its GPU memory is released
     peak_rss: int = 0        # the process group's peak resident memory, sampled, in bytes
     over_memory: bool = False  # killed for using far more memory than the original run
+    limit: str | None = None   # the run limit it hit, in one line (reducer/run/guard.py)
     tracebacks: list[TracebackRecord] = field(default_factory=list)
 
     @property
@@ -113,5 +114,6 @@ class Outcome:
             "timeout_reason": self.timeout_reason,
             "peak_rss": self.peak_rss,
             "over_memory": self.over_memory,
+            "limit": self.limit,
             "tracebacks": [t.to_dict() for t in self.tracebacks],
         }

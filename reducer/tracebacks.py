@@ -16,8 +16,10 @@ from reducer.outcome import Frame, TracebackRecord
 
 _HEADER = "Traceback (most recent call last):"
 _Q = "[\"\u201c\u201d\u2018\u2019']"  # straight and curly quotes, as forums reprint them
-_FRAME = re.compile(rf"^(?P<indent>\s*)File {_Q}(?P<path>.+?){_Q}, line (?P<lineno>\d+), in (?P<func>.+?)\s*$")
-_FAULT_FRAME = re.compile(rf"^\s*File {_Q}(?P<path>.+?){_Q}, line (?P<lineno>\d+) in (?P<func>.+?)\s*$")
+# A name or message runs to its last non-space character (".+?\s*$" tried the trailing "\s*$" at
+# every character of a line: quadratic on a printed line ending in a million spaces and a letter).
+_FRAME = re.compile(rf"^(?P<indent>\s*)File {_Q}(?P<path>.+?){_Q}, line (?P<lineno>\d+), in (?P<func>.*\S)\s*$")
+_FAULT_FRAME = re.compile(rf"^\s*File {_Q}(?P<path>.+?){_Q}, line (?P<lineno>\d+) in (?P<func>.*\S)\s*$")
 _CARETS = re.compile(r"^\s*[\^~\-]+\s*$")
 _REPEATED = re.compile(r"^\s*\[?Previous line repeated \d+ more times?\]?")
 # Exception names are capitalised, except a few of the standard library's module-level ones
@@ -27,7 +29,7 @@ _EXC = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*_*[A-Z]\w*|(?:[A-Za-z_]\w*\.)+(
 _CHAIN = re.compile(
     r"^\s*(During handling of the above exception, another exception occurred:"
     r"|The above exception was the direct cause of the following exception:)\s*$")
-_FATAL = re.compile(r"^\s*Fatal Python error: (?P<msg>.+?)\s*$")
+_FATAL = re.compile(r"^\s*Fatal Python error: (?P<msg>.*\S)\s*$")
 _THREAD = re.compile(r"^\s*(Current thread|Thread) 0x[0-9a-fA-F]+ .*\(most recent call first\):\s*$")
 _TERMINATE = re.compile(r"^\s*terminate called after throwing an instance of '(?P<type>[^']+)'\s*$")
 _WHAT = re.compile(r"^\s*what\(\):\s*(?P<msg>.*)$")

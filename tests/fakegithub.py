@@ -86,6 +86,12 @@ class Discussion:
     title: str
     body: str
     comments: list[dict[str, Any]] = field(default_factory=list)
+    # GraphQL's Discussion times (ISO, Z): createdAt, updatedAt, and lastEditedAt (null until
+    # the body is edited); userContentEdits holds one entry per edit, newest first as GitHub lists it.
+    created_at: str = "2026-11-20T10:00:00Z"
+    updated_at: str = "2026-11-20T10:00:00Z"
+    last_edited_at: str | None = None
+    edits: list[dict[str, Any]] = field(default_factory=list)
 
 
 class FakeGitHub:
@@ -241,11 +247,25 @@ class FakeGitHub:
         """``permission`` is one of admin, maintain, write, triage, read, none."""
         self.permissions[(repo.lower(), user.lower())] = permission
 
-    def add_discussion(self, repo: str, *, number: int, title: str = "", body: str = "") -> str:
+    def add_discussion(self, repo: str, *, number: int, title: str = "", body: str = "",
+                       created_at: datetime | str = "2026-11-20T10:00:00Z") -> str:
         with self._lock:
             node_id = f"D_kwDOfake{next(self._ids)}"
-            self.discussions[node_id] = Discussion(node_id, repo, number, title, body)
+            when = iso(created_at) or ""
+            self.discussions[node_id] = Discussion(node_id, repo, number, title, body, created_at=when,
+                                                   updated_at=when)
             return node_id
+
+    def edit_discussion(self, node_id: str, body: str, *, at: datetime | str, editor: str = "alice") -> None:
+        """The author (or anyone allowed) edits the body at ``at``: lastEditedAt and updatedAt move,
+        and the edit is listed in userContentEdits, as GitHub does."""
+        with self._lock:
+            d = self.discussions[node_id]
+            when = iso(at) or ""
+            d.edits.insert(0, {"id": f"UCE_fake{next(self._ids)}", "editedAt": when, "createdAt": when,
+                               "updatedAt": when, "deletedAt": None, "editor": {"login": editor},
+                               "diff": body})
+            d.body, d.last_edited_at, d.updated_at = body, when, when
 
     def add_discussion_comment(self, discussion_id: str, body: str, *, author: str = "octocat") -> dict[str, Any]:
         with self._lock:
@@ -635,6 +655,10 @@ class FakeGitHub:
         nodes = [self._gql_comment(c, viewer) for c in d.comments]
         return {"__typename": "Discussion", "id": d.node_id, "number": d.number, "title": d.title, "body": d.body,
                 "url": f"https://github.com/{d.repo}/discussions/{d.number}",
+                "createdAt": d.created_at, "updatedAt": d.updated_at, "lastEditedAt": d.last_edited_at,
+                "includesCreatedEdit": bool(d.edits),
+                "userContentEdits": {"totalCount": len(d.edits), "nodes": list(d.edits),
+                                     "pageInfo": {"hasNextPage": False, "endCursor": None}},
                 "comments": {"totalCount": len(nodes), "nodes": nodes,
                              "pageInfo": {"hasNextPage": False, "endCursor": None}}}
 

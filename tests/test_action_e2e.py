@@ -57,6 +57,8 @@ class Workflow:
         data["discussion"]["node_id"] = node
         if body is not None:
             data["discussion"]["body"] = body
+        # GitHub shows the post the event was written from (the gate and publish compare them).
+        self.server.discussions[node].body = data["discussion"]["body"] or ""
         path = self.tmp / f"event-{name}"
         path.write_text(json.dumps(data))
         return path

@@ -27,9 +27,10 @@ def test_largest_block_wins_and_a_marked_block_beats_it() -> None:
     assert ex.status == "ok" and ex.block == 2 and "import b" in ex.script
     assert ex.why == "the largest of 2 Python code blocks"
 
+    # GitHub does not show an info string: "reprobot" there chooses nothing, and is reported.
     marked_info = "```python reprobot\nimport a\n```\n"
     ex = extract(large + "\n" + marked_info)
-    assert ex.block == 2 and ex.marked and ex.script == "import a\n"
+    assert ex.block == 1 and not ex.marked and "import b" in ex.script and ex.info_marker == 2
 
     marked_comment = "```python\n# reprobot: main\nimport c\n```\n"
     ex = extract(large + "\n" + marked_comment)

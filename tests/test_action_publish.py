@@ -23,7 +23,9 @@ REPO = "octo/widgets"
 def gh(fake_github: FakeGitHub):
     fake_github.add_repo(REPO)
     fake_github.set_permission(REPO, "maint", "triage")
-    node = fake_github.add_discussion(REPO, number=7, title="t", body="b")
+    # The post as the labelled event carries it: the gate and publish compare the two.
+    body = load_event(EVENTS / "labeled_failing.json").body
+    node = fake_github.add_discussion(REPO, number=7, title="t", body=body)
     return fake_github, node, github_client(api_url=fake_github.url, write=True)
 
 

@@ -24,13 +24,15 @@ import pytest
 
 from bot.action.event import load_event
 from bot.action.reproduce import ReproduceOptions, reproduce
-from bot.action.sandbox import Limits, probe
+from bot.action.sandbox import Limits
+from tests.sandbox_support import needs_userns
 
 EVENTS = Path(__file__).parent / "data" / "events"
 # In the runner's files only, never in the script: whatever of it reaches the artifact was read.
 PLANT = "reprobot-plant-" + hashlib.sha256(b"trust").hexdigest()[:12]
-ISO = probe()
-needs_namespaces = pytest.mark.skipif(ISO.mode != "namespaces", reason=f"no namespaces here: {ISO.reason}")
+# Skipped only where the kernel refuses user namespaces: a sandbox reprobot fails to build
+# elsewhere fails these tests ("not-isolated" ran nothing, so no attack would land).
+needs_namespaces = needs_userns
 COMMAND_FILES = ("set_env_1", "add_path_1", "set_output_1", "step_summary_1", "save_state_1")
 ROUTE = Path(__file__).resolve().parents[1] / "bot" / "commands" / "route.py"
 
@@ -207,6 +209,8 @@ def test_without_isolation_the_same_attacks_land(tmp_path: Path) -> None:
     assert not (artifact / "index.html").exists() and not any(p.is_symlink() for p in artifact.rglob("*"))
 
 
+# The disk limit stops the run that reaches it (tests/test_action_limits.py), so this one only
+# looks at the limits a script meets as errors of its own.
 LIMITED = r'''
 import os, resource, shutil, tempfile
 out = []
@@ -217,15 +221,6 @@ try:
     out.append("fsize=ok")
 except OSError as e:
     out.append("fsize=%s" % e.strerror.replace(" ", "-"))
-written = 0
-try:
-    for i in range(40):
-        with open(d + "/fill%d" % i, "wb") as fh:
-            fh.write(b"x" * (1 << 20))
-        written += 1
-    out.append("disk=ok")
-except OSError as e:
-    out.append("disk=%s" % e.strerror.replace(" ", "-"))
 shutil.rmtree(d)
 out.append("nproc=%d" % resource.getrlimit(resource.RLIMIT_NPROC)[0])
 raise RuntimeError("limits " + " ".join(out))
@@ -233,19 +228,18 @@ raise RuntimeError("limits " + " ".join(out))
 
 
 @needs_namespaces
-def test_candidates_get_file_size_disk_and_process_limits(tmp_path: Path) -> None:
+def test_candidates_get_file_size_and_process_limits(tmp_path: Path) -> None:
     ev = dataclasses.replace(load_event(EVENTS / "labeled_failing.json"), body=f"```python\n{LIMITED}```\n")
     limits = Limits(procs=200, file_size=2 << 20, disk=24 << 20, shm=8 << 20)
     opts = ReproduceOptions(out=tmp_path / "artifact", scratch_root=tmp_path / "scratch", max_time=25, runs=1,
                             limits=limits)
     result = reproduce(ev, opts, environ={**os.environ, "REPROBOT_GATE_ALLOWED": "true"})
     blob = "\n".join(p.read_text(errors="replace") for p in (tmp_path / "artifact").rglob("*") if p.is_file())
-    m = re.search(r"limits fsize=(\S+) disk=(\S+) nproc=(\d+)", blob)
+    m = re.search(r"limits fsize=(\S+) nproc=(\d+)", blob)
     assert m, (result.status, result.detail)
     assert m.group(1) == "File-too-large", m.group(0)
-    assert m.group(2) == "No-space-left-on-device", m.group(0)
     # RLIMIT_NPROC counts the user's processes now plus the budget (root is exempt from it).
-    assert 200 < int(m.group(3)) < 200 + 100_000, m.group(0)
+    assert 200 < int(m.group(2)) < 200 + 100_000, m.group(0)
 
 
 GPU_SCRIPT = r'''

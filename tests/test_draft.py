@@ -258,7 +258,7 @@ def test_file_dry_run_shows_what_was_scrubbed(repro: Path, capsys: pytest.Captur
 
 
 def test_file_needs_a_repo_when_routing_is_absent(repro: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["file", str(repro), "--dry-run"]) == ExitCode.USAGE
+    assert main(["file", str(repro), "--dry-run"]) == ExitCode.NOTHING_TO_FILE
     add_route_and_related(repro, target="huggingface/peft")
     assert main(["file", str(repro), "--dry-run"]) == 0
     assert "huggingface/peft: issue preview" in capsys.readouterr().out

@@ -69,6 +69,10 @@ def _run(cmd: list[str], env: dict[str, str]) -> str:
 @pytest.mark.skipif(not (BIN / "accelerate").exists(), reason="accelerate not installed")
 def test_accelerate_block_matches_accelerate_env(real_env: dict, hf_home: dict[str, str]) -> None:
     real = fields(_run([str(BIN / "accelerate"), "env"], hf_home))
+    # Where the command lives is said by the kind of environment (bot/env/privacy.py), never its path.
+    kind = "<venv>" if sys.prefix != sys.base_prefix else "<system python>"
+    real["`accelerate` bash location"] = real["`accelerate` bash location"].replace(sys.prefix, kind)
+    assert real["`accelerate` bash location"] == f"{kind}/bin/accelerate"
     ours_text = system_info(real_env, "accelerate")
     ours = fields(ours_text)
     assert len(real) >= 9
@@ -188,22 +192,29 @@ def test_transformers_block_on_a_gpu_machine() -> None:
     assert f["GPU type"] == "Tesla T4"
     assert f["Accelerate config"] == "\tnot found"
     assert f["DeepSpeed version"] == "not installed"
-    # What the command does not say and the seeds needed: accelerate came from git.
-    assert f["accelerate installed from"] == "git+https://github.com/huggingface/accelerate@0123456789abcdef0123"
+    # What the command does not say: accelerate came from git, named without the URL a maintainer
+    # would otherwise be told to install from.
+    assert f["accelerate installed from"] == ("a private source (a VCS checkout), version 1.14.0.dev0; "
+                                              "not installable from here")
     assert f["PyTorch built with"] == "CUDA 12.8, cuDNN 91002"
     assert f["NVIDIA driver"] == "550.54.15"
 
 
 def test_a_local_wheel_or_checkout_is_named_without_where_it_sits() -> None:
     """A bitsandbytes wheel carried onto a machine (file:///work/main/.whl/...) showed its folder in
-    the GPU example's draft: a maintainer needs the file's name, never the user's folders."""
+    the GPU example's draft: a maintainer needs to know it is not an index release, never where
+    it sits (nor its file name, which is the reporter's too)."""
     env = json.loads(json.dumps(CUDA_ENV))
     env["packages"]["bitsandbytes"].update(kind="archive", url="file:///srv/alice-team/.whl/bitsandbytes-0.50.2-py3-none-any.whl")
     env["packages"]["peft"].update(kind="editable", url="file:///srv/alice-team/src/peft")
     f = fields(system_info(env, "transformers"))
-    assert f["bitsandbytes installed from"] == "a local archive (bitsandbytes-0.50.2-py3-none-any.whl)"
-    assert f["peft installed from"] == "editable checkout of a local folder (peft)"
-    assert "alice" not in system_info(env, "transformers")
+    assert f["bitsandbytes installed from"] == ("a private source (an archive), version 0.49.2; "
+                                                "not installable from here")
+    assert f["peft installed from"] == "a private source (an editable folder), version 0.19.1; not installable from here"
+    assert "alice" not in system_info(env, "transformers") and ".whl" not in system_info(env, "transformers")
+    # The index's own release carried as a file (same name and version) is no private source.
+    env["packages"]["bitsandbytes"].update(version="0.50.2")
+    assert "bitsandbytes installed from" not in fields(system_info(env, "transformers"))
 
 
 def test_accelerate_block_on_a_gpu_machine() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.env.lockfile import (MODULES_ENV, Dist, Environment, find_imported_modules, modules_launcher_source,
+from bot.env.lockfile import (MODULES_ENV, Dist, Environment, find_imported_modules,
                           torch_index)
 from reducer.errors import ExitCode, ReprobotError
 
@@ -20,27 +20,28 @@ MARKERS_311 = {"implementation_name": "cpython", "implementation_version": "3.11
 
 
 def test_pins_per_install_kind() -> None:
+    """Only an index release is installable; a VCS reference, an archive URL or a local folder or
+    file the reporter chose is named (name and version), never written as a line pip would follow."""
+    private = "installed from a private source: not installable from here"
     assert Dist("numpy", "2.0.2").pin() == "numpy==2.0.2"
     vcs = Dist("accelerate", "1.14.0.dev0", kind="vcs", vcs="git", url="https://github.com/huggingface/accelerate",
                commit="a" * 40)
-    assert vcs.pin() == f"accelerate @ git+https://github.com/huggingface/accelerate@{'a' * 40}"
-    assert not vcs.hashable
+    assert vcs.pin() == f"# accelerate==1.14.0.dev0  ({private})"
+    assert not vcs.hashable and vcs.private_source
     sub = Dist("pkg", "1", kind="vcs", vcs="git", url="https://example.org/r.git", commit="b" * 40,
                subdirectory="python")
-    assert sub.pin().endswith("@" + "b" * 40 + "#subdirectory=python")
-    remote = Dist("wheelpkg", "1.0", kind="archive", url="https://example.org/wheelpkg-1.0-py3-none-any.whl")
-    assert remote.pin() == "wheelpkg @ https://example.org/wheelpkg-1.0-py3-none-any.whl"
+    assert sub.pin() == f"# pkg==1  ({private})"
+    remote = Dist("wheelpkg", "1.0", kind="archive", url="https://wheels.evil.example/wheelpkg-1.0-py3-none-any.whl")
+    assert remote.pin() == f"# wheelpkg==1.0  ({private})" and not remote.hashable
     edit = Dist("peft", "0.20.0.dev0", kind="editable", url="file:///home/alice/src/peft")
-    assert edit.pin() == ("# peft==0.20.0.dev0  (editable install from a local folder (peft): "
-                          "not reproducible elsewhere)")
+    assert edit.pin() == f"# peft==0.20.0.dev0  ({private})"
     # A release wheel carried onto a machine without network (bitsandbytes on the GPU device): the
     # index has the same file, so it is pinned as a release, and its folder is never shown.
     carried = Dist("bitsandbytes", "0.50.2", kind="archive",
                    url="file:///work/main/.whl/bitsandbytes-0.50.2-py3-none-manylinux_2_24_x86_64.whl")
-    assert carried.pin() == "bitsandbytes==0.50.2" and carried.hashable
+    assert carried.pin() == "bitsandbytes==0.50.2" and carried.hashable and not carried.private_source
     built = Dist("bitsandbytes", "0.50.2", kind="archive", url="file:///tmp/dist/bitsandbytes-0.51.0.dev0-py3-none-any.whl")
-    assert built.pin() == ("# bitsandbytes==0.50.2  (archive install from a local file "
-                           "(bitsandbytes-0.51.0.dev0-py3-none-any.whl): not reproducible elsewhere)")
+    assert built.pin() == f"# bitsandbytes==0.50.2  ({private})"
     assert not built.hashable
     assert Dist("x", "1", kind="conda", installer="conda").hashable
 
@@ -89,32 +90,29 @@ def test_roots_are_the_imported_distributions() -> None:
     assert [d.name for d in roots] == ["numpy", "PyYAML"]
 
 
-def _launch(tmp_path: Path, script: str, extra: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, list]:
+def test_every_run_records_its_modules_and_keeps_the_failure(tmp_path: Path) -> None:
+    """The recorder rides along any run (reducer/run/exception_hook/sitecustomize.py): the
+    script's own failure and exit are unchanged, its top-level modules are written at exit."""
     (tmp_path / "helper_mod.py").write_text("VALUE = 1\n")
-    (tmp_path / "main.py").write_text(script)
-    launcher = tmp_path / "launcher.py"
-    launcher.write_text(modules_launcher_source())
-    out = tmp_path / "mods.json"
-    env = dict(os.environ, **{MODULES_ENV: str(out)}, **(extra or {}))
-    proc = subprocess.run([sys.executable, str(launcher), str(tmp_path / "main.py"), "arg1"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=60)
-    return proc, json.loads(out.read_text())
-
-
-def test_launcher_records_modules_and_keeps_the_failure(tmp_path: Path) -> None:
-    proc, mods = _launch(tmp_path, "import sys, email.parser, helper_mod\nprint(sys.argv[1:], __name__)\n"
-                                   "raise KeyError(22)\n")
-    assert proc.returncode == 1
-    assert "['arg1'] __main__" in proc.stdout
-    assert proc.stderr.rstrip().endswith("KeyError: 22")
+    script = tmp_path / "main.py"
+    script.write_text("import sys, email.parser, helper_mod\nprint(sys.argv[1:], __name__)\nraise KeyError(22)\n")
+    mods = find_imported_modules(sys.executable, script, ("arg1",))
     assert "email" in mods and "helper_mod" in mods
     assert "email.parser" not in mods  # top-level names only
     assert mods == sorted(mods)
+    from reducer.run.runner import Runner, RunSpec
+    from reducer.signature import distinct_failures
+    runner = Runner(RunSpec(script=script, args=("arg1",), timeout=60))
+    plain = runner.run(script.read_text())
+    recorded = runner.run(script.read_text(), extra_env={MODULES_ENV: str(tmp_path / "m.jsonl")})
+    assert "['arg1'] __main__" in recorded.stdout and recorded.returncode == plain.returncode == 1
+    assert distinct_failures(plain)[0][0] == distinct_failures(recorded)[0][0]
 
 
-def test_launcher_writes_on_sys_exit(tmp_path: Path) -> None:
-    proc, mods = _launch(tmp_path, "import json\nraise SystemExit(3)\n")
-    assert proc.returncode == 3 and "json" in mods
+def test_a_script_that_exits_records_its_modules(tmp_path: Path) -> None:
+    script = tmp_path / "r.py"
+    script.write_text("import json\nraise SystemExit(3)\n")
+    assert "json" in find_imported_modules(sys.executable, script)
 
 
 def test_find_imported_modules_runs_a_scratch_copy(tmp_path: Path) -> None:
@@ -137,24 +135,6 @@ def test_find_imported_modules_sees_a_package_on_pythonpath(tmp_path: Path, monk
     script = tmp_path / "work" / "repro.py"
     script.write_text("import targetpkg\nraise ValueError('boom')\n")
     assert "targetpkg" in find_imported_modules(sys.executable, script)
-
-
-def test_launcher_rides_along_a_runner_run_without_changing_the_signature(tmp_path: Path) -> None:
-    # The launcher goes through Runner.run's launcher= argument, so the modules can be recorded on
-    # a run the reducer makes anyway, without a run of its own.
-    from reducer.run.runner import Runner, RunSpec
-    from reducer.signature import distinct_failures
-    script = tmp_path / "r.py"
-    script.write_text("import json\njson.loads('{')\n")
-    launcher = tmp_path / "launcher.py"
-    launcher.write_text(modules_launcher_source())
-    out = tmp_path / "mods.json"
-    runner = Runner(RunSpec(script=script, timeout=60))
-    plain = distinct_failures(runner.run(script.read_text()))
-    launched = distinct_failures(runner.run(script.read_text(), launcher=[str(launcher)],
-                                            extra_env={MODULES_ENV: str(out)}))
-    assert plain[0][0] == launched[0][0]
-    assert "json" in json.loads(out.read_text())
 
 
 def test_find_imported_modules_errors(tmp_path: Path) -> None:

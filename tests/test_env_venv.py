@@ -133,7 +133,7 @@ def user_env(user_venv: UserVenv) -> dict:
 
 def test_probe_runs_in_the_users_interpreter(user_venv: UserVenv, user_env: dict) -> None:
     assert Path(user_venv.python).parent.parent.name == "venv"
-    assert user_env["python"]["prefix"] != sys.prefix
+    assert user_env["python"]["environment"] == "venv" and "prefix" not in user_env["python"]
     assert user_env["python"]["virtualenv"] is True
     # reprobot's own venv has torch, transformers, peft; the user's has none of them.
     for name in ("torch", "transformers", "peft", "accelerate", "huggingface_hub"):
@@ -290,28 +290,28 @@ def test_lock_installs_into_a_fresh_venv_and_reproduces_the_signature(user_venv:
     assert rebuilt == original
 
 
-def test_vcs_install_is_pinned_to_its_commit_outside_the_hashed_part(user_venv: UserVenv,
-                                                                      tmp_path: Path) -> None:
+def test_vcs_install_is_named_never_installable(user_venv: UserVenv, tmp_path: Path) -> None:
+    """A package installed from a VCS URL (or an editable folder) is a source the reporter chose:
+    the lock names it as installed from a private source, outside the hashed part, and no line
+    anywhere tells pip where to fetch it; its dependencies are still pinned and hashed."""
     repro = _repro_dir(tmp_path)
     result = write_lock(repro, user_venv.python, ["tinyvcs", "dateutil", "tinyedit", "os", "sys"])
     assert result.mode == "compiled", result.reason
     assert result.roots == ["python-dateutil", "tinyedit", "tinyvcs"]
     assert result.unhashable == ["tinyedit", "tinyvcs"]
-    pin = f"tinyvcs @ git+file://{user_venv.git_repo}@{user_venv.commit}"
+    private = "installed from a private source: not installable from here"
     req_in = repro.requirements_in.read_text().splitlines()
-    assert pin in req_in
-    assert any(ln.startswith("# tinyedit==0.1.0  (editable install") for ln in req_in)
+    assert "# tinyvcs==0.1.0  (" + private + ")" in req_in
+    assert "# tinyedit==0.1.0  (" + private + ")" in req_in
     lock = repro.requirements_lock.read_text()
     hashed, _, block = lock.partition("# ---- Not hash-pinnable")
     # six is tinyvcs's dependency: pinned and hashed although the VCS package itself cannot be.
     assert re.search(r"^six==[\d.]+ \\\n    --hash=sha256:", hashed, re.M)
     assert "tinyvcs" not in hashed.split("# Install:")[1]
-    assert f'#   python -m pip install --no-deps "{pin}"' in block.splitlines()
-    # The kept line really names that commit: pip can fetch and build it.
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-build-isolation",
-                           "-d", str(tmp_path / "dl"), pin], capture_output=True, text=True, env=_pip_env())
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert [p.name for p in (tmp_path / "dl").iterdir()] == ["tinyvcs-0.1.0.zip"]
+    assert "# tinyvcs==0.1.0  (" + private + ")" in block.splitlines()
+    for text in (lock, "\n".join(req_in)):
+        assert "git+" not in text and "file:" not in text and str(user_venv.git_repo) not in text
+        assert user_venv.commit not in text and "pip install --no-deps" not in text
 
 
 def test_ambient_pip_configuration_does_not_leak(user_venv: UserVenv, tmp_path: Path,
@@ -342,8 +342,10 @@ def test_snapshot_when_the_index_is_unreachable(user_venv: UserVenv, tmp_path: P
     assert lines[0].startswith("# requirements.lock — SNAPSHOT, NOT COMPILED:")
     assert f"python-dateutil=={DATEUTIL}" in lines
     assert any(re.fullmatch(r"six==[\d.]+", ln) for ln in lines)
-    assert f"tinyvcs @ git+file://{user_venv.git_repo}@{user_venv.commit}" in lines
-    assert any(ln.startswith("# tinyedit==0.1.0  (editable install") for ln in lines)
+    assert "# tinyvcs==0.1.0  (installed from a private source: not installable from here)" in lines
+    assert "# tinyedit==0.1.0  (installed from a private source: not installable from here)" in lines
+    # the reporter's unreachable index is said in the result, never written into the file
+    assert not any("127.0.0.1" in ln or "git+" in ln for ln in lines)
     assert not any("--hash" in ln for ln in lines)
 
 
@@ -353,7 +355,9 @@ def test_cli_env_writes_and_checks(user_venv: UserVenv, tmp_path: Path, capsys: 
     out = capsys.readouterr().out
     assert "env.json" in out and "snapshot" in out
     stored = json.loads(repro.env_json.read_text())
-    assert stored["distributions"]["tinyvcs"] == "0.1.0"
+    # tinyvcs came from a git+file:// URL: env.json names it only as private (bot/env/privacy.py)
+    private = {k: v for k, v in stored["distributions"].items() if k.startswith("private package (not on PyPI)")}
+    assert "tinyvcs" not in stored["distributions"] and "0.1.0" in private.values()
     assert f"python-dateutil=={DATEUTIL}" in repro.requirements_in.read_text().splitlines()
     assert repro.requirements_lock.read_text().startswith("# requirements.lock — SNAPSHOT")
     # Same interpreter: nothing differs.
@@ -364,7 +368,8 @@ def test_cli_env_writes_and_checks(user_venv: UserVenv, tmp_path: Path, capsys: 
     assert main(["env", "--check", str(repro.path), "--python", other, "--json"]) == 1
     diffs = json.loads(capsys.readouterr().out)["differences"]
     by_field = {d["field"]: d for d in diffs}
-    assert by_field["tinyvcs"] == {"group": "distributions", "field": "tinyvcs", "stored": "0.1.0", "current": None}
+    assert any(d["group"] == "distributions" and d["field"] in private and d["stored"] == "0.1.0"
+               and d["current"] is None for d in diffs)
     assert by_field["bitsandbytes"] == {"group": "stack", "field": "bitsandbytes", "stored": "0.0.1 (local-dir)",
                                         "current": None}
     assert by_field["python-dateutil"]["stored"] == DATEUTIL

@@ -183,8 +183,13 @@ def _same_issue_body() -> str:
 
 
 def test_with_a_token_related_issues_are_searched_and_a_duplicate_stops_filing(
-        reduced: Path, offline: Path, fake_github: FakeGitHub, capsys: pytest.CaptureFixture[str]) -> None:
+        reduced: Path, offline: Path, fake_github: FakeGitHub, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     folder = fresh(reduced, offline)
+    # --submit runs the repro once more where it failed: with the fake peft importable.
+    work = reduced.parent.parent
+    site = work.parent / (work.name + "-venv") / "lib" / "python3" / "site-packages"
+    monkeypatch.setenv("PYTHONPATH", f"{ROOT}{os.pathsep}{site}")
     fake_github.add_repo("huggingface/peft")
     fake_github.add_issue("huggingface/peft", number=3129, title="ClippableLinear is not supported by LoRA",
                           body=_same_issue_body())

@@ -150,6 +150,18 @@ def test_a_sleeping_loop_is_not_reduced_to_a_busy_one(tmp_path):
     assert ", waiting; stack:" in sig["message"]
     repro = (d / "repro.py").read_text()
     assert "noise" not in repro and "time.sleep(" in repro, repro
+    # a later step (versions, contrast, watch) runs it by the folder's recipe: with the hang
+    # watch on, so the repro hangs the same way there too, instead of running into the wall clock
+    from bot.rerun.repro_run import ReproRunner, StoredRepro
+    from bot.rerun.verdict import Kind
+    from bot.store import ReproDir
+    stored = StoredRepro.load(ReproDir(d))
+    assert stored.recipe.env == {"REPROBOT_HANG_AFTER": "1"}
+    runner = ReproRunner(stored, sys.executable)
+    try:
+        assert runner.verdict().kind is Kind.SAME
+    finally:
+        runner.close()
 
 
 def test_spinning_is_a_share_of_a_core_while_quiet():

@@ -134,9 +134,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("engine", ("reducer",)),
     # the registry imports nothing of bot's: the scrubber and the store may read it
     ("targets", ("bot.targets",)),
-    ("core", ("bot", "bot.store", "bot.scrub", "bot.output", "bot.progress")),
+    ("core", ("bot", "bot.store", "bot.run_recipe", "bot.scrub", "bot.output", "bot.progress")),
     ("stages", ("bot.env", "bot.upstream", "bot.issue")),
-    ("drivers", ("bot.rerun", "bot.action", "bot.prepare", "bot.reduction", "bot.standalone")),
+    ("drivers", ("bot.rerun", "bot.action", "bot.prepare", "bot.reduction", "bot.standalone", "bot.notebook")),
     ("cli", ("bot.commands", "bot.cli", "bot.__main__")),
 )
 

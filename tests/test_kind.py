@@ -221,8 +221,13 @@ def _copy(folder: Path, tmp_path: Path) -> Path:
 
 
 def test_preview_says_usage_error_first_and_submit_needs_anyway(
-        usage_folder: Path, offline: Path, fake_github: FakeGitHub, capsys: pytest.CaptureFixture[str]) -> None:
+        usage_folder: Path, offline: Path, fake_github: FakeGitHub, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     folder = _copy(usage_folder, offline)
+    # --submit runs the repro once more where it failed: with the fake peft importable.
+    work = usage_folder.parent.parent
+    site = work.parent / (work.name + "-venv") / "lib" / "python3" / "site-packages"
+    monkeypatch.setenv("PYTHONPATH", f"{Path(__file__).resolve().parents[1]}{os.pathsep}{site}")
     fake_github.add_repo("huggingface/peft")
     assert main(["file", str(folder), "--dry-run"]) == 0
     out = " ".join(capsys.readouterr().out.split())

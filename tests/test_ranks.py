@@ -427,10 +427,17 @@ def test_a_stored_repro_runs_again_through_its_launch_line(tmp_path):
     (folder,) = (tmp_path / "store").iterdir()
     (folder / "repro.py").write_text((folder / "original.py").read_text())     # --no-reduce: the repro is it
     repro = StoredRepro.load(ReproDir(folder))
-    assert repro.launch_tokens[:3] == ("torchrun", "--nproc_per_node", "2")
+    assert repro.recipe.launch[:3] == ("torchrun", "--nproc_per_node", "2")
     runner = ReproRunner(repro, PY)
     try:
         verdict = runner.verdict()
     finally:
         runner.close()
     assert verdict.kind is Kind.SAME, verdict
+    # the same recipe gives the draft its steps and environment pinning its run: a module only
+    # rank 1 imports is a root of the lock (a plain `python repro.py` has no rank 1)
+    assert repro.recipe.command("repro.py").startswith("torchrun --nproc_per_node 2 ") \
+        and repro.recipe.command("repro.py").endswith(" repro.py --lr 3")
+    (folder / "repro.py").write_text(ARGS_SCRIPT.replace('    raise ValueError', '    import csv\n    raise ValueError'))
+    from bot.env.lockfile import repro_modules
+    assert "csv" in repro_modules(ReproDir(folder), PY, 120)

@@ -488,3 +488,103 @@ def test_strip_controls() -> None:
     result = scrub(text, names=NO_NAMES, environ={})
     assert result.text == strip_controls(text) and kinds(result.findings) == ["control_characters"]
     assert scrub(result.text, names=NO_NAMES, environ={}).findings == []
+
+
+# --- issue #39: privacy beyond secrets, and what detect-secrets used to find ------------------
+@pytest.mark.parametrize("text,expected", [
+    ("remote=[gpu-node-17.acme-research.net]:29500", "remote=[<host>]:29500"),
+    ("MlflowException: API request to https://mlflow.acme-research.net/api/2.0/mlflow/runs/create failed",
+     "MlflowException: API request to https://<host>/api/2.0/mlflow/runs/create failed"),
+    ("MASTER_ADDR=gpu-node-17 MASTER_PORT=29500", "MASTER_ADDR=<host> MASTER_PORT=29500"),
+    ("{'MASTER_ADDR': '34.90.12.7'}", "{'MASTER_ADDR': '<ip>'}"),
+    ("ConnectionRefusedError: trainbox.acme-research.io:8265", "ConnectionRefusedError: <host>:8265"),
+    ("NCCL WARN Connect to gpu-node-18<45678> failed", "NCCL WARN Connect to <host><45678> failed"),
+    ("slurmstepd: error: *** JOB 42 ON gpu-node-017 CANCELLED AT 2025-01-01", "slurmstepd: error: *** JOB 42 ON <host> CANCELLED AT 2025-01-01"),
+    ("SLURM_JOB_NODELIST=gpu-node-[017-020]", "SLURM_JOB_NODELIST=<host>"),
+    ("wandb: View run at https://wandb.ai/okaforlab/gemma-lora/runs/x1y2", "wandb: View run at https://wandb.ai/<entity>/<project>/runs/x1y2"),
+    ("wandb: Currently logged in as: amara (okafor-team). Use", "wandb: Currently logged in as: <user> (<entity>). Use"),
+    ("https://www.comet.com/acme/llama-sft/0f3a", "https://www.comet.com/<workspace>/<project>/0f3a"),
+    ('wandb.init(entity="acme-ml", project="rlhf-internal")', 'wandb.init(entity="<entity>", project="<project>")'),
+    ("s3://acme-ckpt/llama/step-500", "s3://<bucket>/llama/step-500"),
+    ("gs://acme-data/chat.jsonl and az://acmeblob/ckpt", "gs://<bucket>/chat.jsonl and az://<bucket>/ckpt"),
+    ("https://acme-ckpt.s3.us-east-1.amazonaws.com/a.bin", "https://<bucket>.s3.us-east-1.amazonaws.com/a.bin"),
+    ("https://s3.amazonaws.com/acme-ckpt/a.bin", "https://s3.amazonaws.com/<bucket>/a.bin"),
+    ("https://storage.googleapis.com/acme-data/x.jsonl", "https://storage.googleapis.com/<bucket>/x.jsonl"),
+    ('s3.download_file(Bucket="acme-raw", Key="k")', 's3.download_file(Bucket="<bucket>", Key="k")'),
+    ("https://acmestore.blob.core.windows.net/c", "https://<tenant>.blob.core.windows.net/c"),
+    ("https://adb-123.azuredatabricks.net/api", "https://<tenant>.azuredatabricks.net/api"),
+    ("RefreshError for trainer@acme-prod.iam.gserviceaccount.com", "RefreshError for <service-account>"),
+    ("403 projects/acme-prod/secrets/hf-token/versions/1", "403 projects/<project>/secrets/hf-token/versions/1"),
+    ("OSError: acmeml/llama-ft is not a local folder and is not a valid model identifier",
+     "OSError: <private-org>/<model> is not a local folder and is not a valid model identifier"),
+    ("Can't load tokenizer for 'acmeml/llama-ft'.", "Can't load tokenizer for '<private-org>/<model>'."),
+    ("hub/models--acmeml--llama-ft/snapshots/main", "hub/models--<private-org>--<model>/snapshots/main"),
+])
+def test_where_a_persons_runs_live_is_scrubbed(text: str, expected: str) -> None:
+    result = scrub(text, names=NO_NAMES, environ={})
+    assert result.text == expected
+    assert result.findings and not result.secrets
+    assert scrub(result.text, names=NO_NAMES, environ={}).findings == []  # idempotent
+
+
+@pytest.mark.parametrize("text", [
+    "see https://wandb.ai/site and https://docs.wandb.ai/guides/track", "connect to api.wandb.ai:443",
+    "HTTPSConnectionPool(host='huggingface.co', port=443)", "https://cdn-lfs.hf.co/repos/x", "pypi.org:443",
+    "[INFO|trainer.py:2241] >> Running training", "accelerate.utils.other:123 warning", "torch/nn/functional.py:2233",
+    "client = Client(host=args.host)", 'os.environ["MASTER_ADDR"] = args.master', "MASTER_ADDR: str = field()",
+    "MASTER_ADDR=localhost MASTER_PORT=29500", "x = model.to('cuda:0'); y = worker3.model.to",
+    "gpu0.memory.allocated grew", "hf://datasets/HuggingFaceFW/fineweb", "the bucket is empty", "project_dir = 'out'",
+    "https://s3.amazonaws.com", "~/.cache/huggingface/hub/models--google--gemma-3-1b-it/snapshots",
+    "OSError: google/gemma-3-1b-it is not a local folder", "You are logged in.", "db.example.com:5432",
+])
+def test_public_places_and_code_stay(text: str) -> None:
+    assert scrub(text, names=NO_NAMES, environ={}).text == text
+
+
+KEY40 = fake(HEX, 40)
+
+
+@pytest.mark.parametrize("text", [
+    f'wandb.login("{KEY40}")', f"$ wandb login --relogin {KEY40}", f"machine api.wandb.ai login x password {KEY40}",
+    f"wandb: {KEY40}", f"WANDB_API_KEY={KEY40}", f'{{"WANDB_API_KEY": "{KEY40}"}}', "wandb: " + KEY40[:16],
+])
+def test_a_wandb_key_is_a_secret_by_what_precedes_it(text: str) -> None:
+    result = scrub(text, names=NO_NAMES, environ={})
+    assert KEY40[:12] not in result.text and result.secrets
+
+
+@pytest.mark.parametrize("text", [
+    f"commit {KEY40}", f"HEAD is now at {KEY40[:7]} fix", f'snapshot_download("google/gemma", revision="{KEY40}")',
+    f"sha256 {KEY40}", f"Revision: {KEY40[:16]}",
+])
+def test_a_commit_or_a_revision_is_not_a_secret(text: str) -> None:
+    assert scrub(text, names=NO_NAMES, environ={}).text == text
+    assert find_secrets(text, environ={}) == [] and uncertain_strings(text) == []
+
+
+@pytest.mark.parametrize("text,value", [
+    ('db_password = "correct horse battery"', "correct horse battery"),
+    ('config = {"api_key": "plainvalue-xyz"}', "plainvalue-xyz"),
+    ("if 'letmein123' == password:", "letmein123"),
+    ('private_key "s3cr3t-value";', "s3cr3t-value"),
+    ("cloudant_password: " + fake(HEX, 64), None),
+    ("ibm_cloud_iam_api_key = " + fake(ALNUM + "_-", 44), None),
+    ('aws_key = "' + fake(ALNUM, 40) + '"', None),
+    ("//registry.npmjs.org/:_authToken=" + "0f3a9b2c-1d2e-4f5a-8b9c-0d1e2f3a4b5c", "0f3a9b2c-1d2e-4f5a-8b9c-0d1e2f3a4b5c"),
+    ("PuTTY-User-Key-File-2: ssh-rsa\nEncryption: none\nPrivate-Lines: 1\nAAAAgQC" + fake(ALNUM, 40) + "\n\nafter",
+     "AAAAgQC"),
+])
+def test_rules_that_were_detect_secrets_are_reprobots_own(text: str, value: str | None) -> None:
+    result = scrub(text, names=NO_NAMES, environ={})
+    assert result.secrets, text
+    secret = value or text.rsplit(" ", 1)[-1].strip('"')
+    assert secret not in result.text
+    assert find_secrets(result.text, environ={}) == []
+
+
+@pytest.mark.parametrize("text", [
+    'password = "<your password>"', "api_key = os.environ['API_KEY']", 'secret = ""', "if password == other:",
+    'tokenizer.pad_token = "<pad>"', "client_secret_file = args.path",
+])
+def test_keyword_look_alikes_stay(text: str) -> None:
+    assert scrub(text, names=NO_NAMES, environ={}).text == text

@@ -396,9 +396,10 @@ def test_a_values_are_planted_in_output_message_and_surviving_constants(run_a: R
 
 
 # Bare POSIX paths (homes, shared roots, a fork's checkout) and URLs: signatures read every path
-# as <PATH>, so the reduction may shorten them.
+# as <PATH>, so the reduction may shorten them; likewise a bare hex run, read as <HEX>.
 SHORTENABLE = frozenset({"linux_home", "macos_home", "wsl_home", "user_in_data_path", "user_in_mnt_home_path",
-                         "private_fork_path", "private_fork_git_url", "github_token_as_url_user"})
+                         "private_fork_path", "private_fork_git_url", "github_token_as_url_user",
+                         "comet_experiment_url", "s3_bucket", "s3_bucket_host", "wandb_key_after_name"})
 
 
 def test_a_nothing_private_in_the_preview_or_the_folder(run_a: Run) -> None:
@@ -489,6 +490,8 @@ def test_b_submit_files_a_body_without_any_value(run_b: Run, tmp_path: Path, fak
 
 
 # --- a draft a person edited: a surviving secret is refused, a private detail is replaced -----
+# (`file --submit` runs repro.py once more before filing, in the person's shell: script B's repro
+# reads every value from it, so these filings happen with kinds_env() set.)
 
 def paste(folder: Path, text: str) -> None:
     md = folder / "draft-peft.md"
@@ -516,7 +519,7 @@ def test_submit_replaces_private_details_a_person_pasted_into_the_draft(run_b: R
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
     folder = fresh(run_b.folder, tmp_path)
     paste(folder, "```\n" + "\n".join(k.appears for k in PRIVATE_KINDS) + "\n```")
-    code, said = submit(run_b, folder, fake_github, capsys, {})
+    code, said = submit(run_b, folder, fake_github, capsys, kinds_env())
     assert code == 0, said[-2000:]
     [issue] = fake_github.issues[REPO].values()
     assert "run by <user-or-host>" in issue["body"] and "MASTER_ADDR=<ip>" in issue["body"]
@@ -533,13 +536,13 @@ def test_submit_with_yes_refuses_an_uncertain_string_unless_told(run_b: Run, tmp
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     folder = fresh(run_b.folder, tmp_path)
     paste(folder, UNCERTAIN)
-    code, said = submit(run_b, folder, fake_github, capsys, {})
+    code, said = submit(run_b, folder, fake_github, capsys, kinds_env())
     assert code == ExitCode.UNSAFE, said[-2000:]
     assert re.search(r"not filed: the body line \d+ holds a string that may be a credential", said), said[-2000:]
     assert "9f3c2a71e4b8" not in said and fake_github.requests == []
     # The person says it is an id: filed, as written.
     capsys.readouterr()
-    with as_the_person(run_b, folder.parent, {}) as mp:
+    with as_the_person(run_b, folder.parent, kinds_env()) as mp:
         mp.setenv("REPROBOT_GITHUB_API", fake_github.url)
         mp.setenv("GITHUB_TOKEN", "test-token")
         code = main(["file", str(folder), "--submit", "--yes", "--not-a-secret", "--python", str(run_b.python)])
@@ -562,7 +565,7 @@ def test_submit_asks_about_an_uncertain_string_and_files_nothing_on_no(run_b: Ru
         asked.append(prompt)
         return "credential" not in prompt  # yes to everything else, no to the uncertain string
 
-    with as_the_person(run_b, folder.parent, {}) as mp:
+    with as_the_person(run_b, folder.parent, kinds_env()) as mp:
         mp.setenv("REPROBOT_GITHUB_API", fake_github.url)
         mp.setenv("GITHUB_TOKEN", "test-token")
         mp.setattr(file_cmd.sys.stdin, "isatty", lambda: True)

@@ -35,6 +35,17 @@ def test_keyerror_22_and_13_match():
     assert signature_of(a).message == "<N>"
 
 
+def test_a_set_printed_in_hash_seed_order_is_one_message():
+    """peft's "Target modules {'q_proj', 'v_proj'} not found" prints the set in the order of the
+    run's PYTHONHASHSEED: two runs of one failure must not read as two failures."""
+    a = normalize_message("Target modules {'v_proj', 'q_proj'} not found in the base model.")
+    assert a == normalize_message("Target modules {'q_proj', 'v_proj'} not found in the base model.")
+    assert "{'q_proj', 'v_proj'}" in a
+    # a dict, one element or mixed values keep their order: only a set of strings is sorted
+    assert normalize_message("{'b': 'x', 'a': 'y'}") == "{'b': 'x', 'a': 'y'}"
+    assert normalize_message("got {'b', 1}") == "got {'b', <N>}"
+
+
 def test_windows_and_posix_paths_give_one_signature():
     text = (DATA / "seed_meta_tensor.txt").read_text()
     (win,) = parse_tracebacks(text)

@@ -159,3 +159,19 @@ def test_issues_in_takes_owner_name_or_a_target_key(world, gh, capsys):
     assert watch(root, python, wheels, "--post-only", "--issues-in", "peft") == 0   # the key of huggingface/peft
     [c] = comments(gh, issue)
     assert c["body"].startswith("**reprobot watch:** the repro from this issue passes since fakelib 1.4.")
+
+
+def test_a_forged_filed_record_aims_no_comment(world, gh, capsys):
+    """filed.json names someone else's issue (no marker of the filing account's): `watch` reads
+    it back from GitHub, says why it is ignored and comments nowhere (#39)."""
+    root, wheels, python, folder = world
+    victim = gh.add_issue(REPO, title="unrelated", user="someone-else", body="nothing of ours")
+    (folder / "filed.json").write_text(json.dumps({"issues": [{
+        "repo": REPO, "number": victim["number"], "url": victim["html_url"], "signature_id": "x",
+        "title": "t", "filed_at": "2025-01-01T00:00:00Z", "created": True}]}))
+    release(wheels, "1.1", "1.4")
+    assert watch(root, python, wheels, "--dry-run") == 0        # a finding recorded
+    capsys.readouterr()
+    assert watch(root, python, wheels, "--post-only") == 0
+    assert comments(gh, victim) == [] and gh.requests_to("POST", COMMENTS) == []
+    assert "filed.json ignored: " in " ".join(capsys.readouterr().out.split())

@@ -117,12 +117,15 @@ def test_trigger_and_label_gate(wf: dict) -> None:
 def test_permissions_per_job(wf: dict) -> None:
     jobs = wf["jobs"]
     assert wf["permissions"] == {}
-    assert jobs["gate"]["permissions"] == {"contents": "read"}
+    assert jobs["gate"]["permissions"] == {"contents": "read", "discussions": "read"}
     assert jobs["reproduce"]["permissions"] == {}
     assert jobs["publish"]["permissions"] == {"discussions": "write"}
     assert jobs["reproduce"]["needs"] == "gate" and jobs["reproduce"]["if"] == "needs.gate.outputs.allowed == 'true'"
     assert "reproduce" in jobs["publish"]["needs"]
     assert "needs.gate.outputs.allowed == 'true'" in jobs["publish"]["if"] and "!cancelled()" in jobs["publish"]["if"]
+    # A post edited after the label: reproduce does not run, publish says so.
+    assert "needs.gate.outputs.edited == 'true'" in jobs["publish"]["if"]
+    assert jobs["gate"]["outputs"]["edited"] == "${{ steps.gate.outputs.edited }}"
 
 
 def test_reproduce_job_has_no_secret_and_no_token() -> None:
@@ -196,7 +199,7 @@ def test_reproduce_and_publish_steps_as_written(wf: dict, tmp_path: Path) -> Non
     with FakeGitHub() as server:
         server.add_repo("octo/widgets")
         server.set_permission("octo/widgets", "maint", "admin")
-        node = server.add_discussion("octo/widgets", number=14)
+        node = server.add_discussion("octo/widgets", number=14, body=event["discussion"]["body"])
         event["discussion"]["node_id"] = node
         (tmp_path / "event.json").write_text(json.dumps(event))
         runner = {"RUNNER_TEMP": str(tmp_path), "GITHUB_EVENT_PATH": str(tmp_path / "event.json"),

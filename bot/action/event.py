@@ -6,6 +6,7 @@ fields reprobot needs are kept, each type-checked, so a malformed payload is one
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -38,6 +39,20 @@ class DiscussionEvent:
     repository: str
     repository_node_id: str
     sender: str
+    # When GitHub wrote the payload's discussion: updated_at is at or after the last edit made
+    # before the label (bot/action/freshness.py compares it with lastEditedAt).
+    created_at: str = ""
+    updated_at: str = ""
+
+    @property
+    def body_sha256(self) -> str:
+        """The hash of the body this event carries: the one that runs, quoted in the reply."""
+        return body_sha256(self.body)
+
+
+def body_sha256(body: str) -> str:
+    """sha256 of a discussion body as UTF-8, line endings as GitHub stores them."""
+    return hashlib.sha256(body.encode("utf-8", "replace")).hexdigest()
 
 
 def configured_label(label: str | None = None) -> str:
@@ -85,6 +100,8 @@ def parse_event(payload: Any) -> DiscussionEvent:
         repository=_get(payload, "repository", "full_name"),
         repository_node_id=_get(payload, "repository", "node_id", default=""),
         sender=_get(payload, "sender", "login"),
+        created_at=_get(payload, "discussion", "created_at", default=""),
+        updated_at=_get(payload, "discussion", "updated_at", default=""),
     )
     # JSON may carry lone surrogates, which cannot be written out as UTF-8: replace them here once.
     ev = replace(ev, body=_utf8(ev.body), title=_utf8(ev.title))

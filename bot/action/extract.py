@@ -3,8 +3,12 @@
 Rules (docs/ACTION.md repeats them for users):
 - fenced blocks tagged ``python``/``py`` (```` ```python ````) are the candidates; when there are
   none, untagged blocks that parse as Python and import something are;
-- of several, the one marked (an info string with ``reprobot``, e.g. ```` ```python reprobot ````,
-  or a ``# reprobot: main`` line) wins, else the largest;
+- only blocks a reader sees count (bot/action/visible.py): a block inside a collapsed
+  ``<details>``, an HTML comment, ``<template>`` or anything else GitHub hides is never run,
+  and what is written in it chooses nothing;
+- of several, the one marked with a ``# reprobot: main`` line wins, else the largest. A
+  ``reprobot`` word in the info string (```` ```python reprobot ````) does not choose: GitHub
+  does not show the info string, and what decides what runs must be visible to the maintainer;
 - notebook lines (``!pip install x``, ``%matplotlib``) become comments so the script parses;
 - ``pip install`` lines and ```` ```requirements ```` blocks are recorded as dependency hints,
   each checked to be a plain PEP 508 requirement (no URLs, no pip options); they are only
@@ -12,7 +16,8 @@ Rules (docs/ACTION.md repeats them for users):
 - attachments (uploaded files) cannot be fetched: a body with one and no code block says so.
 
 The markdown is parsed with markdown-it-py (CommonMark), so ``~~~`` fences, longer backtick
-fences and indentation follow the same rules GitHub's renderer does.
+fences and indentation follow the same rules GitHub's renderer does. Dependency hints are read
+from the lines a reader sees only.
 """
 from __future__ import annotations
 
@@ -22,8 +27,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Literal
 
-from markdown_it import MarkdownIt
 from packaging.requirements import InvalidRequirement, Requirement
+
+from bot.action.visible import read as read_shown
 
 Status = Literal["ok", "no-script", "attachment-only", "syntax-error"]
 
@@ -44,10 +50,11 @@ MAX_REQUIREMENTS = 40
 
 @dataclass
 class Block:
-    index: int          # 1-based position among the body's fenced blocks
+    index: int          # 1-based position among the fenced blocks a reader sees
     info: str
     content: str
     line: int           # 1-based line of the opening fence
+    hidden: str | None = None   # why a reader does not see it (bot/action/visible.py)
 
     @property
     def tag(self) -> str:
@@ -55,7 +62,12 @@ class Block:
 
     @property
     def marked(self) -> bool:
-        return "reprobot" in self.info.lower().split() or bool(_MARK_LINE.search(self.content))
+        """A visible ``# reprobot: main`` line; the info string is not shown by GitHub."""
+        return bool(_MARK_LINE.search(self.content))
+
+    @property
+    def info_marked(self) -> bool:
+        return "reprobot" in self.info.lower().split()
 
 
 @dataclass
@@ -70,12 +82,16 @@ class Extraction:
     requirements: list[str] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)   # hints that are not plain requirements
     attachments: int = 0
+    hidden: int = 0                   # Python code blocks a reader does not see: never run
+    hidden_why: str = ""              # where the first of them is ("inside a collapsed <details>")
+    info_marker: int | None = None    # a visible block marked only in its info string (not honoured)
 
     def to_dict(self) -> dict[str, object]:
         return {"status": self.status, "block": self.block, "candidates": self.candidates,
                 "marked": self.marked, "why": self.why, "syntax_error": self.syntax_error,
                 "requirements": list(self.requirements), "rejected": list(self.rejected),
-                "attachments": self.attachments}
+                "attachments": self.attachments, "hidden": self.hidden, "hidden_why": self.hidden_why,
+                "info_marker": self.info_marker}
 
 
 # GitHub stores at most this many characters in an issue or discussion body: a longer "body"
@@ -83,19 +99,17 @@ class Extraction:
 MAX_BODY = 65_536
 
 
-def _block_parser() -> MarkdownIt:
-    # Only block structure decides where fences are. Inline parsing (links, emphasis) and link
-    # reference definitions are where crafted input ("[" repeated) turns quadratic.
-    return MarkdownIt("commonmark").disable(["inline", "reference"])
-
-
-def fenced_blocks(body: str) -> list[Block]:
-    tokens = _block_parser().parse(body)
-    out = []
-    for tok in tokens:
-        if tok.type == "fence":
-            out.append(Block(len(out) + 1, tok.info.strip(), tok.content, (tok.map[0] + 1) if tok.map else 0))
-    return out
+def fenced_blocks(body: str) -> tuple[list[Block], list[Block], str]:
+    """(the fences a reader sees, numbered among themselves; the hidden ones; the visible text)."""
+    shown = read_shown(body)
+    visible: list[Block] = []
+    hidden: list[Block] = []
+    for f in shown.fences:
+        if f.hidden is None:
+            visible.append(Block(len(visible) + 1, f.info, f.content, f.line))
+        else:
+            hidden.append(Block(0, f.info, f.content, f.line, f.hidden))
+    return visible, hidden, shown.visible_text(body)
 
 
 def _parses(source: str) -> bool:
@@ -172,6 +186,8 @@ def _checked(candidates: list[str]) -> tuple[list[str], list[str]]:
 
 
 def dependency_hints(body: str, blocks: list[Block]) -> tuple[list[str], list[str]]:
+    """Hints from ``body`` (the text a reader sees) and its ``blocks`` (the visible ones): an
+    install line hidden in a comment must not run either."""
     raw: list[str] = []
     rejected: list[str] = []
     for b in blocks:
@@ -191,25 +207,40 @@ def dependency_hints(body: str, blocks: list[Block]) -> tuple[list[str], list[st
     return ok, list(dict.fromkeys(rejected + bad))[:MAX_REQUIREMENTS]
 
 
+def _is_python(block: Block) -> bool:
+    return block.tag in _PY_TAGS or block.tag.startswith("python")
+
+
+def _candidates(blocks: list[Block]) -> list[Block]:
+    tagged = [b for b in blocks if _is_python(b)]
+    return tagged or [b for b in blocks if not b.tag and _looks_like_script(_decomment_notebook_lines(b.content))]
+
+
 def extract(body: str) -> Extraction:
     if len(body) > MAX_BODY:
         from reducer.errors import ExitCode, ReprobotError
         raise ReprobotError(f"the discussion body has {len(body):,} characters; GitHub allows {MAX_BODY:,}: "
                             "not a body GitHub sent", ExitCode.BAD_INPUT)
-    blocks = fenced_blocks(body)
-    requirements, rejected = dependency_hints(body, blocks)
+    blocks, hidden_blocks, visible_text = fenced_blocks(body)
+    requirements, rejected = dependency_hints(visible_text, blocks)
     attachments = len(_ATTACHMENT.findall(body))
-    tagged = [b for b in blocks if b.tag in _PY_TAGS or b.tag.startswith("python")]
-    candidates = tagged or [b for b in blocks if not b.tag and _looks_like_script(_decomment_notebook_lines(b.content))]
-    common = dict(requirements=requirements, rejected=rejected, attachments=attachments)
+    candidates = _candidates(blocks)
+    hidden = [b for b in hidden_blocks if _is_python(b) or _looks_like_script(_decomment_notebook_lines(b.content))]
+    info_marker = next((b.index for b in candidates if b.info_marked and not b.marked), None)
+    common = dict(requirements=requirements, rejected=rejected, attachments=attachments, hidden=len(hidden),
+                  hidden_why=(hidden[0].hidden or "") if hidden else "", info_marker=info_marker)
     if not candidates:
+        if hidden:
+            where = hidden[0].hidden
+            return Extraction("no-script", why=f"the Python code block{'s are' if len(hidden) > 1 else ' is'} hidden "
+                                               f"({where}); reprobot runs only code a reader sees", **common)
         if attachments:
             return Extraction("attachment-only", why="the script is an attachment; attachments are not fetched",
                               **common)
         return Extraction("no-script", why="no Python code block in the discussion", **common)
     marked = [b for b in candidates if b.marked]
     if marked:
-        chosen, why = marked[0], "the block marked for reprobot"
+        chosen, why = marked[0], "the block with a `# reprobot: main` line"
     elif len(candidates) == 1:
         chosen, why = candidates[0], "the only Python code block"
     else:

@@ -14,14 +14,15 @@ namespace and holds capabilities in its own user namespace only. It then:
    ``.credentials``) are not in it, and so no host UNIX socket is either;
 2. pivots into it and detaches the old root;
 3. runs each step with every capability dropped (``setpriv``), no new privileges, process-count,
-   file-size and core limits, its own wall time; the network goes away before the first step that
-   must not have it;
+   file-size and core limits, its own wall time, the scratch measured as it runs (full: said in
+   ``status.json``); the network goes away before the first step that must not have it;
 4. kills every process left in the namespace (``setsid`` daemons included) and only then copies
    the allow-listed regular files of the repro folder out, through a directory descriptor opened
    before the pivot: the export folder is never visible inside.
 
 With ``isolate`` false (``--isolation none``, a runner that is itself a sandbox) it does 3 and 4
-with process groups instead of a namespace.
+with process groups instead of a namespace, and stops a step whose scratch folder outgrows the
+disk limit (there is no tmpfs to cap it).
 """
 from __future__ import annotations
 
@@ -238,9 +239,45 @@ def kill_all(isolate: bool, pgid: int | None = None) -> None:
             pass
 
 
-def _wait(proc: subprocess.Popen, deadline: float, isolate: bool) -> int | None:
+FULL_MARGIN = 1 << 20          # a scratch within this of its size is full
+
+
+def _folder_bytes(top: str) -> int:
+    """Bytes the files under ``top`` take (allocated blocks, links not followed)."""
+    total, stack = 0, [top]
+    while stack:
+        try:
+            entries = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                total += max(st.st_blocks * 512, 4096)
+                if stat.S_ISDIR(st.st_mode):
+                    stack.append(entry.path)
+    return total
+
+
+def scratch_used(plan: dict) -> int:
+    """What the scratch holds: the tmpfs's own count inside the sandbox; with ``isolate`` off,
+    a plain folder of the runner, measured."""
+    if plan["isolate"]:
+        st = os.statvfs(plan["scratch"])
+        return (st.f_blocks - st.f_bfree) * st.f_frsize
+    return _folder_bytes(plan["scratch"])
+
+
+def _wait(proc: subprocess.Popen, deadline: float, plan: dict, hit: set) -> int | None:
     """The step's exit code, or None at its deadline. As PID 1 this also reaps the orphans the
-    posted code leaves (they would count against the process limit as zombies)."""
+    posted code leaves (they would count against the process limit as zombies). The scratch is
+    measured as it goes: full, "disk" goes into ``hit``; inside the sandbox the tmpfs's size is
+    the bound, without it (``--isolation none``) the step is stopped there (None)."""
+    isolate = plan["isolate"]
+    next_disk, cost = 0.0, 0.0
     while time.monotonic() < deadline:
         try:
             pid, status = os.waitpid(-1 if isolate else proc.pid, os.WNOHANG)
@@ -249,6 +286,15 @@ def _wait(proc: subprocess.Popen, deadline: float, isolate: bool) -> int | None:
         if pid == proc.pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
             return proc.returncode
+        now = time.monotonic()
+        if now >= next_disk:
+            used = scratch_used(plan)
+            cost = time.monotonic() - now
+            next_disk = now + max(0.5, 4 * cost)
+            if used >= plan["limits"]["disk"] - FULL_MARGIN:
+                hit.add("disk")
+                if not isolate:
+                    return None
         if pid == 0:
             time.sleep(0.05)
     return None
@@ -264,10 +310,11 @@ def run_step(step: dict, plan: dict, logs: str, repro: str | None) -> dict:
     with open(f"{logs}/{step['name']}.out", "wb") as out, open(err_path, "wb") as err:
         proc = subprocess.Popen(argv, cwd=plan["scratch"], env=plan["env"], stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=err, start_new_session=True, preexec_fn=_limits(plan["limits"]))
-        code = _wait(proc, start + step["wall"], plan["isolate"])
+        hit: set = set()
+        code = _wait(proc, start + step["wall"], plan, hit)
         kill_all(plan["isolate"], proc.pid)
     return {"name": step["name"], "exit": code, "seconds": round(time.monotonic() - start, 2),
-            "stderr_tail": _tail(err_path)}
+            "stderr_tail": _tail(err_path), "limits": sorted(hit)}
 
 
 def _repro_dir(store: str) -> str | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 import jinja2
 
 from bot.issue import markdown
+from bot.issue.hazards import find_hazards, hazard_context, said_before_code
 from bot.issue.templating import environment, templates_dir
 from bot.action.result import REPRO_SUBDIR, SILENT, ActionResult
 from bot.targets import REPO_KEYS, target_for_repo
@@ -146,10 +148,26 @@ class Reply:
     verdict: str = ""                     # route's one-line verdict, shown when there is no target
     draft: Draft | None = None
     draft_fenced: str | None = None
+    hazards: dict[str, Any] | None = None  # what not to run blind in the code shown (templates/partials/hazards.md.j2)
     requirements: list[str] = field(default_factory=list)
     detail: str = ""
     why: str = ""
     syntax_error: str = ""
+    hidden_why: str = ""                  # where the post's hidden Python blocks are (never run)
+    # The post this reply is about (bot/action/freshness.py), set by publish from the event and
+    # from GitHub, never from the artifact: the body's sha256 as labelled (what ran), as shown
+    # now when they differ, and when the post was last edited.
+    body_sha256: str = ""
+    current_sha256: str = ""
+    last_edited_at: str = ""
+
+    @property
+    def body_short(self) -> str:
+        return self.body_sha256[:12]
+
+    @property
+    def current_short(self) -> str:
+        return self.current_sha256[:12]
 
 
 def _signature(repro: Path) -> tuple[str | None, str | None, int | None]:
@@ -244,7 +262,7 @@ def load_reply(artifact: Path, node_id: str, result: ActionResult) -> Reply:
     reply = Reply(status=result.status, node_id=node_id, result=result,
                   requirements=[code_span(r, 120) for r in result.requirements[:20]],
                   detail=md_text(result.detail, 300), why=md_text(result.why, 120),
-                  syntax_error=md_text(result.syntax_error or "", 200))
+                  syntax_error=md_text(result.syntax_error or "", 200), hidden_why=md_text(result.hidden_why, 120))
     repro = artifact / REPRO_SUBDIR
     if not repro.is_dir() or repro.is_symlink():
         return reply
@@ -254,8 +272,10 @@ def load_reply(artifact: Path, node_id: str, result: ActionResult) -> Reply:
         reply.original = Size.of(original)
     if minimal is not None and minimal.strip():
         reply.reduced, reply.code, reply.minimal = Size.of(minimal), fence(minimal, "python"), True
+        reply.hazards = _hazards(repro, minimal, minimal=True)
     elif original is not None:
         reply.code = fence(original, "python")
+        reply.hazards = _hazards(repro, original, minimal=False)
     one_line, sig_id, first_runs = _signature(repro)
     if one_line:
         reply.signature, reply.signature_id = code_span(one_line), md_text(sig_id or "", 12)
@@ -267,8 +287,32 @@ def load_reply(artifact: Path, node_id: str, result: ActionResult) -> Reply:
         reply.verdict = md_text(_str(route, "verdict") or "", 240)
     reply.draft = _draft(repro, reply.target)
     if reply.draft is not None:
+        _warn_draft(reply.draft, reply.hazards)
         reply.draft_fenced = fence(reply.draft.body, "markdown", MAX_DRAFT)
     return reply
+
+
+_TOP_BLANKS = re.compile(r"\A(?:[ \t]*\n)+")
+
+
+def _hazards(repro: Path, code: str, *, minimal: bool) -> dict[str, Any] | None:
+    """The warning for the code the reply shows, found here from that code (line numbers as the
+    fence shows it): the artifact's own draft is not trusted to carry one."""
+    red = read_json(repro / "reduction.json")
+    done = minimal and isinstance(red, dict) and red.get("status") == "done"
+    return hazard_context(find_hazards(_TOP_BLANKS.sub("", code)), done)
+
+
+def _warn_draft(draft: Draft, hazards: dict[str, Any] | None) -> None:
+    """A draft of code with findings says so too: the warning goes on top of a draft that lacks
+    it, and a pre-filled link whose form would open without it is not offered."""
+    if hazards is None:
+        return
+    if not said_before_code(draft.body):
+        macros = _environment().get_template("partials/hazards.md.j2").module
+        draft.body = str(macros.warning(hazards)).strip() + "\n\n" + draft.body  # type: ignore[attr-defined]
+    if draft.url and draft.url_complete and not said_before_code(urllib.parse.unquote(draft.url)):
+        draft.url = None
 
 
 # --- rendering -------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from bot.action.extract import extract
 from bot.action.result import REPRO_SUBDIR, RESULT_FILE, ActionResult
 from bot.action.sandbox import Layout, Limits, Step
 from reducer.errors import ExitCode, ReprobotError
+from reducer.run.guard import enter as enter_cgroup
 from reducer.run.processes import kill_group
 
 DEFAULT_MAX_BODY = 1_000_000
@@ -115,8 +116,9 @@ def child_env(home: Path, pass_env: tuple[str, ...] = (), environ: dict[str, str
 
 
 def _run_bounded(cmd: list[str], *, cwd: Path, env: dict[str, str], wall: float,
-                 log_dir: Path, name: str) -> tuple[int | None, str, float]:
-    """Run ``cmd`` in its own process group; kill the group at ``wall`` seconds.
+                 log_dir: Path, name: str, cgroup: str | None = None) -> tuple[int | None, str, float]:
+    """Run ``cmd`` in its own process group (and in the pids cgroup whose ``cgroup.procs`` is
+    ``cgroup``, entered before it starts); kill the group at ``wall`` seconds.
 
     Returns (exit code or None when killed, tail of stderr, seconds). Output goes to files,
     not pipes, so a chatty child can neither fill memory nor block.
@@ -127,7 +129,7 @@ def _run_bounded(cmd: list[str], *, cwd: Path, env: dict[str, str], wall: float,
     start = time.monotonic()
     with out_path.open("wb") as out, err_path.open("wb") as err:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=(lambda: enter_cgroup(cgroup)) if cgroup else None)
         try:
             code: int | None = proc.wait(timeout=wall)
         except subprocess.TimeoutExpired:
@@ -168,6 +170,27 @@ def _steps_env(layout: "Layout", opts: ReproduceOptions, environ: dict[str, str]
     return env
 
 
+def run_limit_args(limits: Limits) -> list[str]:
+    """Each run's own limits inside the sandbox, so that the run that reaches one is stopped and
+    named (and the original reaching one is the reply's one line): its processes, the file size,
+    and half the scratch tmpfs, so that a run filling it is caught at its limit before reprobot's
+    own files have no room."""
+    return ["--max-processes", str(limits.procs), "--max-disk", str(limits.disk // 2),
+            "--max-file-size", str(limits.file_size)]
+
+
+# reduce's limit flags, as the maintainer sets them here (run_limit_args)
+_ACTION_FLAGS = {"--max-processes)": "--max-procs)", "--max-disk)": "half of --max-disk-mb)",
+                 "--max-file-size)": "--max-file-mb)"}
+
+
+def action_flags(line: str) -> str:
+    """A limit named in reduce's words, in the words of the Action's settings."""
+    for flag, ours in _ACTION_FLAGS.items():
+        line = line.replace(flag, ours)
+    return line
+
+
 def _steps(layout: "Layout", opts: ReproduceOptions, requirements: list[str], script_name: str) -> list["Step"]:
     from bot.action.sandbox import Step
 
@@ -181,7 +204,7 @@ def _steps(layout: "Layout", opts: ReproduceOptions, requirements: list[str], sc
                           wall=min(opts.max_time, 900.0), network=True))
     reduce = ["reduce", f"{layout.scratch}/input/{script_name}", "--out", f"{layout.scratch}/repros",
               "--python", opts.python, "--timeout", f"{opts.timeout:g}", "--max-time", f"{opts.max_time:g}",
-              "--runs", str(max(1, opts.runs))]
+              "--runs", str(max(1, opts.runs)), *run_limit_args(opts.limits)]
     if importlib.util.find_spec("bot.reduction") is None:
         reduce.append("--no-reduce")        # the reduction engine is not in this build: record only
     # The reduction bounds itself by --max-time plus its stated graces (a stopped result's cold
@@ -292,7 +315,7 @@ def reproduce(event: DiscussionEvent, opts: ReproduceOptions, *, environ: dict[s
     before = set(os.listdir(opts.out))
     body_bytes = len(event.body.encode("utf-8", "replace"))
     result = ActionResult(status="ignored", discussion=event.number, body_bytes=body_bytes, max_body=opts.max_body,
-                          max_time=opts.max_time, timeout=opts.timeout)
+                          max_time=opts.max_time, timeout=opts.timeout, body_sha256=event.body_sha256)
 
     def done(status: str, detail: str = "") -> ActionResult:
         result.status = status
@@ -322,6 +345,7 @@ def reproduce(event: DiscussionEvent, opts: ReproduceOptions, *, environ: dict[s
     result.block, result.candidates, result.marked, result.why = ex.block, ex.candidates, ex.marked, ex.why
     result.requirements, result.rejected_requirements = ex.requirements, ex.rejected
     result.attachments, result.syntax_error = ex.attachments, ex.syntax_error
+    result.hidden, result.hidden_why, result.info_marker = ex.hidden, ex.hidden_why, ex.info_marker
     if ex.status != "ok" or ex.script is None:
         return done(ex.status, ex.syntax_error or ex.why)
 
@@ -346,12 +370,21 @@ def reproduce(event: DiscussionEvent, opts: ReproduceOptions, *, environ: dict[s
         (work / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
         # The jail bounds each step; this is the backstop for when it cannot.
         wall = sum(s.wall for s in steps) + 60.0
-        code, stderr, seconds = _run_bounded(sandbox.command(layout, work / "plan.json"), cwd=work, env=env,
-                                             wall=wall, log_dir=work, name="sandbox")
+        cap = sandbox.process_cgroup(opts.limits)
+        try:
+            code, stderr, seconds = _run_bounded(sandbox.command(layout, work / "plan.json"), cwd=work, env=env,
+                                                 wall=wall, log_dir=work, name="sandbox",
+                                                 cgroup=cap.procs if cap is not None else None)
+        finally:
+            if cap is not None:
+                cap.kill()      # the jail ended them all; a process that left its namespace would not be
         status = sandbox.read_status(layout.export)
+        hit = sandbox.limits_hit(status, cap, opts.limits)
+        if cap is not None:
+            cap.remove()
         if status is None or code == sandbox.JAIL_FAILED:
             why = (status or {}).get("error") or _last_line(stderr, work / "input" / script_name) or f"exit {code}"
-            return done("error", f"the sandbox did not finish: {why}"[:300])
+            return done("error", "; ".join([f"the sandbox did not finish: {why}", *hit])[:300])
         ran = {s["name"]: s for s in status["steps"]}
         reduce_step = ran.get("reduce", {"exit": None, "stderr_tail": "", "seconds": seconds})
         repro = layout.export / REPRO_SUBDIR if status["repro"] else None
@@ -362,6 +395,10 @@ def reproduce(event: DiscussionEvent, opts: ReproduceOptions, *, environ: dict[s
         status_name = _status_of(reduce_step["exit"], repro)
         detail = (f"stopped at the {steps_wall(steps, 'reduce'):.0f}s limit" if reduce_step["exit"] is None
                   else _last_line(reduce_step["stderr_tail"], Path(layout.scratch) / "input" / script_name))
+        detail = action_flags(detail)
+        if hit:
+            # which of the sandbox's own limits the posted code reached, for the reply
+            detail = "; ".join([*hit, detail] if detail else hit)
         if status_name == "syntax-error" and not result.syntax_error:
             # Python parsed it but libcst did not (the reducer needs both): its words say where.
             result.syntax_error = detail[:200]

@@ -25,6 +25,7 @@ STATUSES = (
     "ignored",          # not the configured label: nothing ran, nothing is posted
     "not-allowed",      # the gate said no: nothing ran, nothing is posted
     "too-large",        # the body is over the size cap
+    "edited",           # the body changed after the label was added: not run (bot/action/freshness.py)
     "not-isolated",     # this runner cannot isolate the posted code, so it did not run it
     "no-script",        # no Python code block
     "attachment-only",  # the script is an attachment, which is not fetched
@@ -61,6 +62,10 @@ class ActionResult:
     detail: str = ""                    # one line from reprobot (scrubbed), e.g. why it stopped
     steps: dict[str, int | None] = field(default_factory=dict)   # route/dedup/draft exit codes
     isolation: str = ""                 # "namespaces" or "none" (bot/action/sandbox.py)
+    body_sha256: str = ""               # the body this run read (the event's), quoted in the reply
+    hidden: int = 0                     # Python code blocks a reader does not see (never run)
+    hidden_why: str = ""                # where the first of them is ("inside a collapsed <details>")
+    info_marker: int | None = None      # a block marked only in its info string (not honoured)
     schema: int = SCHEMA
 
     def to_dict(self) -> dict[str, Any]:
@@ -155,5 +160,6 @@ _CHECKS = {
     "syntax_error": _opt_text, "requirements": _texts, "rejected_requirements": _texts,
     "requirements_installed": _bool, "attachments": _int, "body_bytes": _int, "max_body": _int,
     "max_time": _num, "timeout": _num, "reduce_exit": _opt_int, "wall_time": _num, "detail": _text,
-    "steps": _steps, "isolation": _text,
+    "steps": _steps, "isolation": _text, "body_sha256": _text, "hidden": _int, "hidden_why": _text,
+    "info_marker": _opt_int,
 }

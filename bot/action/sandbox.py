@@ -186,6 +186,33 @@ def plan(layout: Layout, steps: list[Step], env: dict[str, str], script_name: st
     }
 
 
+# Processes and threads of reprobot's own in the sandbox (the jail, reduce and its output
+# threads, the warm interpreter), on top of the posted code's budget.
+RESERVED_TASKS = 256
+
+
+def process_cgroup(limits: Limits):
+    """The sandbox's pids cgroup, where one can be made here (cgroup v1's pids hierarchy, or a
+    delegated v2 subtree): every task in the sandbox, whoever runs it, at most ``limits.procs``
+    plus reprobot's own. The kernel applies it to root too, which RLIMIT_NPROC does not. None
+    where none can be made: the jail's RLIMIT_NPROC (not applied to root) and each run's own
+    count (reduce --max-processes) are the bounds then."""
+    from reducer.run.guard import PidsCgroup
+    return PidsCgroup.make(limits.procs + RESERVED_TASKS)
+
+
+def limits_hit(status: dict | None, cgroup, limits: Limits) -> list[str]:
+    """The sandbox-wide limits that were reached, one line each: its process cap (the cgroup
+    refused a fork) and its scratch (full, as the jail saw it during a step)."""
+    out = []
+    if cgroup is not None and cgroup.refused():
+        out.append(f"the sandbox hit its process limit ({limits.procs + RESERVED_TASKS} processes and threads, "
+                   "--max-procs)")
+    if status is not None and any("disk" in s.get("limits", []) for s in status["steps"]):
+        out.append(f"the sandbox's scratch filled up ({limits.disk >> 20} MiB, --max-disk-mb)")
+    return out
+
+
 def _nproc(budget: int) -> int:
     """RLIMIT_NPROC counts every process and thread of the user (on older kernels across the
     machine), so the limit is what the user runs now plus the budget."""
@@ -273,5 +300,8 @@ def read_status(export: Path) -> dict | None:
         return None
     steps = [s for s in status["steps"] if isinstance(s, dict) and isinstance(s.get("name"), str)
              and (s.get("exit") is None or isinstance(s.get("exit"), int)) and isinstance(s.get("stderr_tail", ""), str)]
+    for s in steps:
+        found = s.get("limits")
+        s["limits"] = [x for x in found if x in ("disk",)] if isinstance(found, list) else []
     return {"steps": steps, "error": str(status.get("error") or "")[:500],
             "repro": status.get("repro") if isinstance(status.get("repro"), str) else None}

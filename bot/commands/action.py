@@ -38,7 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--label", default=None,
                        help=f"label that triggers a run (default: $REPROBOT_LABEL, else {DEFAULT_LABEL})")
 
-    g = steps.add_parser("gate", help="may this event run? (writes allowed=true|false to $GITHUB_OUTPUT)")
+    g = steps.add_parser("gate", help="may this event run? (writes allowed=true|false to $GITHUB_OUTPUT, and "
+                                      "edited=true when the post changed after the label: nothing runs, publish "
+                                      "says so)")
     common(g)
     add_api_url(g)
     g.set_defaults(func=run_gate)
@@ -68,9 +70,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="share this host folder read-only with the sandbox (a model cache); the runner's own "
                         "folders stay hidden even inside it")
     r.add_argument("--max-procs", type=_positive(int), default=Limits.procs,
-                   help=f"processes and threads the posted code may add (default: {Limits.procs})")
+                   help=f"processes and threads the posted code may have at once: each run is stopped there, "
+                        f"and the whole sandbox holds at most this + 256 where a pids cgroup can be made "
+                        f"(default: {Limits.procs}); the reply names a limit that was hit")
     r.add_argument("--max-disk-mb", type=_positive(int), default=Limits.disk >> 20,
-                   help=f"scratch space for the runs, MiB (default: {Limits.disk >> 20})")
+                   help=f"scratch space for the runs, MiB: a tmpfs holding their folders, HOME and /tmp; "
+                        f"each run is stopped at half of it (default: {Limits.disk >> 20})")
     r.add_argument("--max-file-mb", type=_positive(int), default=Limits.file_size >> 20,
                    help=f"largest file a run may write, MiB (default: {Limits.file_size >> 20})")
     r.set_defaults(func=run_reproduce)
@@ -90,6 +95,8 @@ def run_gate(args: argparse.Namespace) -> int:
     event = load_event(args.event)
     decision = gate(event, github_client(api_url=args.api_url, require_token=True), args.label)
     set_output("allowed", "true" if decision.allowed else "false")
+    if decision.edited:
+        set_output("edited", "true")
     console.print(("allowed: " if decision.allowed else "not allowed: ") + escape(decision.reason))
     return 0
 

@@ -13,12 +13,15 @@ from rich.rule import Rule
 
 from bot.commands._options import add_api_url, add_db, add_no_search, add_python, add_repo
 from bot.issue.draft import Draft
-from bot.issue.filing import Problem, already_filed, draft_for_filing, preflight, submission_body, submit
+from bot.issue.filing import (Problem, confirm_filed, draft_for_filing, filed_entry, preflight, submission_body,
+                               submit)
 from bot.issue.forms import REPO_KEYS, get_form
 from bot.output import ask, console
 from bot.prepare import FolderSteps, duplicate_line, likely_duplicate, run_missing_steps, search_related
+from bot.rerun.recheck import check_verified, rerun
 from bot.scrub import Finding, high_entropy, strip_controls
 from bot.store import ReproDir, latest_repro, rerun_notes, shown_path
+from bot.verified import verification
 from reducer.errors import ExitCode, ReprobotError
 
 
@@ -44,8 +47,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "tell from a credential, such as a bare 40-hex id (with --yes)")
     p.add_argument("--anyway", action="store_true",
                    help="file even when reprobot reads the failure as a usage error or an environment problem "
-                        "rather than a bug (needed with or without --yes)")
-    add_python(p, "interpreter whose environment is captured if env.json is missing")
+                        "rather than a bug, or when the repro holds code a maintainer should not run blind (a "
+                        "shell command, network access, a write outside its folder, exec/eval of data, an "
+                        "unpickled file, trust_remote_code=True; the issue opens with a warning naming those "
+                        "lines; without --anyway --submit exits 12). Needed with or without --yes")
+    p.add_argument("--unverified", action="store_true",
+                   help="file a repro.py that is not the one `reduce` verified (edited since, or a folder from an "
+                        "earlier reprobot, whose reduction.json has no repro_sha256); without it --submit refuses "
+                        "such a folder (exit 9). It is still re-run before filing and must fail as recorded")
+    add_python(p, "interpreter the repro failed in: --submit runs repro.py once more in it before filing (and "
+                  "refuses, exit 5, when it no longer fails with the recorded signature); its environment is "
+                  "captured if env.json is missing")
     add_db(p)
     add_no_search(p)
     add_api_url(p)
@@ -85,6 +97,16 @@ def _step(text: str) -> None:
     console.print(f"[dim]{_safe(text)}[/]", soft_wrap=True)
 
 
+_said: set[str] = set()
+
+
+def _step_once(text: str) -> None:
+    """A step line said once per command (filing re-reads filed.json and would repeat itself)."""
+    if text not in _said:
+        _said.add(text)
+        _step(text)
+
+
 def _safe(text: str) -> str:
     """Text for the terminal: no escape sequence or bidi override of a draft, an issue title from
     GitHub or a note can restyle the terminal or reorder what the person reads."""
@@ -113,20 +135,37 @@ _STYLE = {"secret": "red", "placeholder": "red", "invalid": "red", "uncertain": 
 
 
 def _run(args: argparse.Namespace, repro: ReproDir) -> int:
-    # --submit sends nothing, not even a search, before the draft has passed its safety checks.
+    _said.clear()
+    # --submit sends nothing, not even a search, before the draft has passed its safety checks;
+    # and it runs nothing (environment pinning runs the repro) before repro.py is known to be the
+    # one the reduction verified.
+    if args.submit:
+        check_verified(repro, args.unverified, notify=_step)
     steps = run_missing_steps(repro, python=args.python, db=args.db, api_url=args.api_url,
                               search=args.dry_run and not args.no_search, notify=lambda line: _step(str(line)))
     key = pick_repo(repro, args.repo, steps)
     form = get_form(key)
     if args.submit:
-        prior = already_filed(repro, form.repo)
-        if prior is not None:
-            console.print(f"already filed: {prior.url}")
-            return 0
+        entry, why = filed_entry(repro, form.repo)
+        if entry is not None:
+            # Believed only once GitHub shows that issue: GETs, nothing is sent.
+            from bot.issue.github import github_client
+            entry, why = confirm_filed(entry, github_client(write=True), repro.signature().id)
+            if entry is not None:
+                console.print(f"already filed: {escape(entry.url)}")
+                return 0
+        if why is not None:
+            _step_once(f"filed.json ignored: {why}")
     draft, now, secrets = draft_for_filing(repro, key, notify=_step)
     problems = preflight(repro, draft, key, secrets)
     fixed = rerun_notes(repro).headline()
     if args.dry_run:
+        unverified = verification(repro)
+        if not unverified.ok and unverified.state != "missing":
+            console.print("[yellow]check:[/] repro.py is not the one the reduction verified"
+                          + (" (it changed after `reduce` wrote it)" if unverified.state == "changed" else
+                             " (reduction.json records none)")
+                          + ": --submit refuses it unless --unverified is given; `reprobot reduce --resume` verifies it")
         _preview(repro, key, draft, now, problems, steps, fixed)
         rules = {p.rule for p in problems}
         return ExitCode.UNSAFE if "secret" in rules else (ExitCode.BAD_INPUT if "invalid" in rules else 0)
@@ -135,6 +174,8 @@ def _run(args: argparse.Namespace, repro: ReproDir) -> int:
     for problem in problems:
         if problem.blocks(waived, yes=args.yes):
             raise ReprobotError(problem.refusal, problem.exit_code)
+    # The repro once more, as the folder records running it: it must still fail as recorded.
+    rerun(repro, args.python, notify=_step)
     from bot.issue.github import github_client
 
     client = github_client(write=True)  # one-line NO_TOKEN error without GITHUB_TOKEN
@@ -166,7 +207,7 @@ def _run(args: argparse.Namespace, repro: ReproDir) -> int:
         if not ask(f"File [bold]{escape(draft.title)}[/] on {escape(form.repo)}?"):
             console.print("not filed")
             return 0
-    result = submit(repro, draft, client)
+    result = submit(repro, draft, client, notify=_step_once)
     console.print(result.message)
     return 0
 
@@ -175,6 +216,11 @@ def _preview(repro: ReproDir, key: str, draft: Draft, now: list[Finding], proble
              steps: FolderSteps, fixed: str | None) -> None:
     """What --dry-run shows: what would stop --submit, the draft as it would be filed, the URL."""
     form = get_form(key)
+    for p in problems:
+        if p.rule == "hazard":  # said first: what a maintainer must not run blind, line by line
+            first, _, rest = p.preview.partition("\n")
+            console.print(f"[bold red]{_safe(first)}[/]")
+            console.print(f"[red]{_safe(rest)}[/]", soft_wrap=True)
     for p in problems:
         if p.rule == "not-a-bug":  # said first: a maintainer would close it as such
             first, _, rest = p.preview.partition("\n")

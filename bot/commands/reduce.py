@@ -10,11 +10,12 @@ from bot.commands._options import add_json, add_python, seconds, whole
 from bot.output import console, print_failure
 from bot.store import DEFAULT_ROOT, record_failure
 from reducer.errors import ExitCode, ReprobotError
-from reducer.failure import FailureSpec, find_failure, load_script
+from reducer.failure import MAX_NESTING, FailureSpec, check_nesting, find_failure, load_script
 from reducer.flaky import DEFAULT_CAP
 from reducer.tracebacks import HANG_ENV
-from reducer.run.limits import (DEFAULT_EXTRA_PROCESSES, DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_SCRIPT_BYTES,
-                            DEFAULT_MAX_STATEMENTS, RunLimits, check_script_bytes, check_statements)
+from reducer.run.limits import (DEFAULT_EXTRA_PROCESSES, DEFAULT_MAX_DISK, DEFAULT_MAX_FILE_SIZE,
+                            DEFAULT_MAX_SCRIPT_BYTES, DEFAULT_MAX_STATEMENTS, RunLimits, check_script_bytes,
+                            check_statements)
 from reducer.signature import DEFAULT_FRAMES, MatchOptions
 
 
@@ -25,9 +26,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "fails with the same signature. Arguments after `--` go to the script. Without "
                     "SCRIPT, what follows `--` is a launch line (`-- torchrun --nproc_per_node 2 train.py "
                     "ARGS`, `-- accelerate launch ... train.py ARGS`, `-- python -m pkg.mod ARGS`): the "
-                    "script it names is reduced, and every run uses the same line.")
+                    "script it names is reduced, and every run uses the same line. SCRIPT may be a Jupyter "
+                    "notebook (`reprobot reduce lora_explore.ipynb`): its code cells run in order as one "
+                    "script; `!pip install` lines are recorded, not run; timing and display magics are "
+                    "dropped (`%time STMT` and a `%%time` cell keep their code); any other magic or shell "
+                    "line is refused with the cell and line; the failing cell is reported and the repro "
+                    "is a plain repro.py.")
     p.add_argument("script", type=Path, nargs="?", default=None,
-                   help="the failing Python script (or none, and a launch line after `--`)")
+                   help="the failing Python script or Jupyter notebook (or none, and a launch line after `--`)")
     add_python(p, "interpreter that runs the script")
     p.add_argument("--out", type=Path, default=DEFAULT_ROOT, help="folder of the repros store (default: ./repros)")
     p.add_argument("--frames", type=whole("--frames", 0), default=DEFAULT_FRAMES,
@@ -72,12 +78,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-script-size", type=whole("--max-script-size", 0), default=DEFAULT_MAX_SCRIPT_BYTES, metavar="BYTES",
                    help=f"refuse a larger script (exit {ExitCode.TOO_LARGE}; default: {DEFAULT_MAX_SCRIPT_BYTES:,}; 0: no cap)")
     p.add_argument("--max-statements", type=whole("--max-statements", 0), default=DEFAULT_MAX_STATEMENTS, metavar="N",
-                   help=f"refuse a script with more statements (default: {DEFAULT_MAX_STATEMENTS:,}; 0: no cap)")
+                   help=f"refuse a script with more statements (default: {DEFAULT_MAX_STATEMENTS:,}; 0: no cap); "
+                        f"one nested more than {MAX_NESTING} levels deep (a 600-term sum) is always refused, exit "
+                        f"{ExitCode.TOO_LARGE}")
     p.add_argument("--max-processes", type=whole("--max-processes", 0), default=DEFAULT_EXTRA_PROCESSES, metavar="N",
-                   help="processes and threads a run may add to your current count (RLIMIT_NPROC; "
+                   help="processes and threads one run may have at once: a run that reaches N is stopped and "
+                        "counts as not the same failure (its own pids cgroup where one can be made, else its "
+                        "process group, counted while it runs; RLIMIT_NPROC at your current count + N too; "
                         f"default: {DEFAULT_EXTRA_PROCESSES}; 0: no limit)")
+    p.add_argument("--max-disk", type=whole("--max-disk", 0), default=DEFAULT_MAX_DISK, metavar="BYTES",
+                   help="bytes one run may write in its own folder (its copy of the script's folder, its TMPDIR "
+                        "and its HOME), measured every second and at its end; past it the run is stopped and "
+                        f"counts as not the same failure (default: {DEFAULT_MAX_DISK} = 4 GiB; 0: no limit). "
+                        "Elsewhere only --max-file-size bounds a write")
     p.add_argument("--max-file-size", type=whole("--max-file-size", 0), default=DEFAULT_MAX_FILE_SIZE, metavar="BYTES",
-                   help=f"largest file a run may write (RLIMIT_FSIZE; default: {DEFAULT_MAX_FILE_SIZE} = 1 GiB; 0: no limit)")
+                   help=f"largest file a run may write anywhere (RLIMIT_FSIZE; default: {DEFAULT_MAX_FILE_SIZE} "
+                        f"= 1 GiB; 0: no limit). When the original run hits any of these limits, reduce stops with one "
+                        f"line naming it (exit {ExitCode.RUN_LIMIT}). Every run also gets its own HOME and XDG "
+                        f"folders in its scratch folder (your caches, such as HF_HOME, stay yours)")
     p.add_argument("--resume", action="store_true",
                    help="continue an interrupted reduction of this script (its stored failure is trusted)")
     p.add_argument("--no-trace", action="store_true", help="skip the trace-guided first cut")
@@ -89,6 +107,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="afterwards, re-run the repro against the latest releases (`reprobot versions`)")
     p.add_argument("--contrast", action="store_true",
                    help="afterwards, try one change at a time to see what makes it pass (`reprobot contrast`)")
+    p.add_argument("--from-outputs", action="store_true",
+                   help="a notebook: report the failure its saved error output shows (the cell, the exception) "
+                        "before any run, then confirm it by running; says plainly when the run does not")
+    p.add_argument("--as-notebook", action="store_true",
+                   help="a notebook: also write repro.ipynb, one code cell holding repro.py")
     p.set_defaults(func=run)
 
 
@@ -127,15 +150,24 @@ def _run(args: argparse.Namespace):
         args.script, script_args = launch.script, list(launch.args)
         if not launch.needs_launcher:
             launch = None        # `-- python train.py ARGS`: the same as `train.py -- ARGS`
+    from bot.notebook import load_notebook
+    # A notebook's code cells, exported to one script (bot/notebook.py); anything else is a script.
+    # A notebook's saved outputs (plots) do not count against --max-script-size: its code does.
+    notebook = args.notebook = load_notebook(args.script, args.max_script_size)
     if args.script.is_file():
-        check_script_bytes(args.script.stat().st_size, args.max_script_size)
-    source = load_script(args.script)
+        check_script_bytes(len(notebook.script.encode()) if notebook is not None else args.script.stat().st_size,
+                           args.max_script_size)
+    if notebook is None and (args.from_outputs or args.as_notebook) and args.script.is_file():
+        raise ReprobotError(f"{args.script}: --from-outputs and --as-notebook are for a notebook (.ipynb)",
+                            ExitCode.USAGE)
+    source = notebook.script if notebook is not None else load_script(args.script)
     check_statements(source, args.max_statements)
+    check_nesting(source, args.script)   # a notebook's exported script too (load_script checks a file's)
     spec = FailureSpec(
         script=args.script, source=source, python=args.python, args=tuple(script_args),
         options=MatchOptions(args.frames, args.ignore_message, args.normalize_devices),
         pick=args.pick, runs=args.runs, timeout=args.timeout, deadline=deadline,
-        limits=RunLimits(args.max_processes, args.max_file_size), gpus=_gpus(args),
+        limits=RunLimits(args.max_processes, args.max_file_size, args.max_disk), gpus=_gpus(args),
         gpus_per_job=args.gpus_per_job, launch=launch, flaky_runs=args.flaky_runs,
         env=({HANG_ENV: f"{args.hang_after:g}"} if args.hang_after else {}))
     from bot.store import find_stored
@@ -145,9 +177,21 @@ def _run(args: argparse.Namespace):
         console.print(f"resuming {repro.path}: failure [cyan]{failure.signature.id}[/] as stored "
                       f"(not confirmed again)")
     else:
-        failure = find_failure(spec, notify=lambda msg: console.print(f"[dim]{msg}[/]", highlight=False))
+        if notebook is not None:
+            from bot.notebook import announce
+            announce(notebook, args.from_outputs)
+        try:
+            failure = find_failure(spec, notify=lambda msg: console.print(f"[dim]{msg}[/]", highlight=False))
+        except ReprobotError as e:
+            if notebook is None or not args.from_outputs:
+                raise
+            from bot.notebook import not_reproduced
+            raise not_reproduced(notebook, e) from None
         repro = record_failure(failure, root=args.out)
         print_failure(failure, repro)
+        if notebook is not None:
+            from bot.notebook import report
+            report(notebook, failure, repro, args.from_outputs)
     args.repro = repro
     if args.no_reduce:
         return 0
@@ -156,6 +200,11 @@ def _run(args: argparse.Namespace):
         jobs=args.jobs, gpus=args.gpus, jobs_per_gpu=args.jobs_per_gpu, max_time=args.max_time,
         deadline=deadline, resume=args.resume, trace=not args.no_trace, pin_env=not args.no_env,
         warm=not args.cold, cluster=args.cluster, cluster_slots=args.cluster_slots))
+    if args.as_notebook:
+        from bot.notebook import write_repro_notebook
+        written = write_repro_notebook(repro)
+        if written is not None:
+            console.print(f"repro.py as a one-cell notebook: {written}")
     if args.versions or args.contrast:
         _rerun(repro, args)
     console.print(f"next: [bold]reprobot file --dry-run {repro.path}[/] previews the issue it would file")

@@ -2,31 +2,32 @@
 
 - requirements.in: the distributions the repro actually imported (the modules loaded in its
   run, mapped to distributions in the user's interpreter), pinned to the installed versions.
-  VCS installs are written ``name @ git+URL@<commit>`` (PEP 610 direct_url.json); editable and
-  local-path installs cannot be re-created elsewhere and are listed as comments.
+- A distribution installed from a source the reporter controls (PEP 610 direct_url.json: a VCS
+  reference, an archive URL, a local folder or file) is never written as an installable line —
+  a maintainer told to install ``peft @ https://wheels.<their-host>/…whl`` runs the reporter's
+  code. It is named ``# name==version  (installed from a private source: …)``, without its URL
+  or path. An index other than PyPI's or PyPI's mirror of PyTorch is not named either.
 - requirements.lock: compiled with pip-tools (``pip-compile --generate-hashes``) from the
   importable part, every version constrained to the one installed, when the index is
   reachable; otherwise a snapshot of the installed dependency closure with a header saying so.
-  pip cannot hash VCS requirements, so they are kept below the hashed part as the exact
-  commands to run after it, never inside it (that would make ``--require-hashes`` fail).
+  Private-source distributions are listed below the hashed part, as comments (a release of one
+  that an index package depends on is pinned in the hashed part from the index).
 - torch's local build tag (``+cu129``, ``+cpu``, ``+rocm6.2``) names the index it came from;
   that index is recorded (``--extra-index-url``).
 - Ambient pip configuration (pip.conf, PIP_INDEX_URL, find-links, constraints) never leaks:
   pip-compile runs with ``PIP_CONFIG_FILE=os.devnull``, no PIP_* resolution variables, no
   pip-tools config, in an empty folder.
 
-How the imported modules are found: ``modules_launcher_source()`` is a launcher that runs a
-script with runpy and, at exit (also when it raises), writes the sorted top-level names of
-``sys.modules`` as JSON to the file named by ``$REPROBOT_MODULES_OUT``. Run it as
-``python launcher.py repro.py [args...]`` (the Runner's ``launcher=`` argument takes it as is);
-``find_imported_modules()`` does exactly that in a scratch copy.
+How the imported modules are found: the repro runs once through its folder's run recipe
+(bot/run_recipe.py: its launch line, arguments and environment, as every step runs it) with
+``$REPROBOT_MODULES_OUT`` set, and every interpreter of that run writes the top-level names of
+``sys.modules`` at exit (reducer/run/exception_hook/sitecustomize.py); the union is the roots' source.
 """
 from __future__ import annotations
 
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,17 +39,17 @@ from pathlib import Path
 
 from packaging.markers import InvalidMarker
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
 
 from bot.env.probe import run_probe
 from bot.scrub import scrub
 from bot.store import ReproDir, write_text_atomic
-from bot.targets.sysinfo import local_name
+from bot.targets.sysinfo import local_name, release_copy
 from reducer.errors import ExitCode, ReprobotError
-from reducer.run.processes import kill_group, resolve_python
+from reducer.run.processes import resolve_python
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 TORCH_INDEX = "https://download.pytorch.org/whl/"
+PRIVATE_SOURCE = "installed from a private source: not installable from here"
 MODULES_ENV = "REPROBOT_MODULES_OUT"
 # pip-compile leaves these out unless asked; a hash-checked install then fails on them.
 NEVER_ROOTS = {"pip", "setuptools", "wheel", "distribute"}
@@ -94,19 +95,14 @@ class Dist:
 
     @property
     def release_copy(self) -> bool:
-        """A local copy of one of the index's own release files (a wheel carried onto a machine with
-        no network): the same name and version, no local label, so ``name==version`` re-creates it."""
-        name = self.local_name
-        if self.kind != "archive" or not name or "+" in self.version:
-            return False
-        try:
-            if name.endswith(".whl"):
-                dist, version, _, _ = parse_wheel_filename(name)
-            else:
-                dist, version = parse_sdist_filename(name)
-        except (InvalidWheelFilename, InvalidSdistFilename):
-            return False
-        return canonical(dist) == self.key and str(version) == self.version
+        """A local copy of one of the index's own release files: ``name==version`` re-creates it."""
+        return self.kind == "archive" and release_copy(self.name, self.version, self.url)
+
+    @property
+    def private_source(self) -> bool:
+        """Installed from somewhere the reporter chose (a VCS URL, an archive URL, a local folder or
+        file): nothing to tell a maintainer to install from."""
+        return self.kind in ("vcs", "editable", "local-dir") or (self.kind == "archive" and not self.release_copy)
 
     @property
     def hashable(self) -> bool:
@@ -117,17 +113,10 @@ class Dist:
         return self.kind not in ("vcs", "editable", "local-dir", "archive")
 
     def pin(self) -> str:
-        """The requirement line that re-creates this install, or a comment when none can."""
-        if self.kind == "vcs" and self.url and self.commit:
-            sub = f"#subdirectory={self.subdirectory}" if self.subdirectory else ""
-            return f"{self.name} @ {self.vcs or 'git'}+{self.url}@{self.commit}{sub}"
-        if self.kind == "archive" and self.url and not self.url.startswith("file:"):
-            return f"{self.name} @ {self.url}"
-        if self.release_copy:
-            return f"{self.name}=={self.version}"
-        if self.kind in ("editable", "local-dir", "archive"):
-            where = f"a local {'file' if self.kind == 'archive' else 'folder'} ({self.local_name})" if self.local_name else self.url
-            return f"# {self.name}=={self.version}  ({self.kind} install from {where}: not reproducible elsewhere)"
+        """The requirement line that re-creates this install from an index, or, for a private
+        source, a comment naming it (name and version; never the URL or path)."""
+        if self.private_source:
+            return f"# {self.name}=={self.version}  ({PRIVATE_SOURCE})"
         return f"{self.name}=={self.version}"
 
 
@@ -144,76 +133,53 @@ class LockResult:
 
 # --- which modules the repro imported --------------------------------------------------------
 
-def modules_launcher_source() -> str:
-    """A launcher (``python launcher.py script.py args...``) that records the modules loaded.
-
-    It runs the script as ``__main__`` with runpy (its directory first on sys.path, as
-    ``python script.py`` would), and at exit, also when the script raises, writes the sorted
-    top-level names of ``sys.modules`` as a JSON list to the path in $REPROBOT_MODULES_OUT.
-    The script's own exception still propagates, so its traceback is printed as usual.
-    """
-    return '''\
-import atexit, json, os, runpy, sys
-_out = os.environ.pop("REPROBOT_MODULES_OUT", None)
-def _reprobot_dump_modules():
-    if not _out:
-        return
-    names = sorted({str(m).split(".", 1)[0] for m in list(sys.modules) if m})
-    with open(_out, "w", encoding="utf-8") as fh:
-        json.dump(names, fh)
-atexit.register(_reprobot_dump_modules)
-if len(sys.argv) < 2:
-    sys.exit("usage: launcher.py script.py [args...]")
-_script = os.path.abspath(sys.argv[1])
-sys.argv = sys.argv[1:]
-sys.path[0] = os.path.dirname(_script)
-try:
-    runpy.run_path(_script, run_name="__main__")
-finally:
-    _reprobot_dump_modules()
-'''
-
-
 def find_imported_modules(python: str, script: Path, args: tuple[str, ...] = (), timeout: float = 600.0) -> list[str]:
-    """Run ``script`` (in a scratch copy of its folder) under the launcher; the modules it loaded.
-
-    The script is expected to fail: its exit status does not matter, only what it imported.
-    """
+    """Run ``script`` once (in a scratch copy of its folder, as the reducer runs it); the modules
+    it loaded. The script is expected to fail: its exit status does not matter, only what it imported."""
     if not script.is_file():
         raise ReprobotError(f"{script}: no such script", ExitCode.FILE_MISSING)
-    python = resolve_python(python)
+    from reducer.run.runner import Runner, RunSpec
+    runner = Runner(RunSpec(script=script, python=resolve_python(python), args=tuple(args), timeout=timeout))
+    return modules_of_run(runner, script.read_text(encoding="utf-8"), script.name)
+
+
+def repro_modules(repro_dir: ReproDir, python: str, timeout: float) -> list[str]:
+    """The repro's modules, from one run through the folder's run recipe (its launch line and
+    arguments, as every step runs it: bot/run_recipe.py); every process of the run counts."""
+    from bot.run_recipe import RunRecipe
+    if not repro_dir.signature_json.is_file():
+        return find_imported_modules(python, repro_dir.repro, timeout=timeout)
+    recipe = RunRecipe.load(repro_dir.signature_json)
+    try:
+        # a link is no repro (a run of the posted code may have left one in its place)
+        if repro_dir.repro.is_symlink():
+            raise OSError("a link")
+        source = repro_dir.repro.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ReprobotError(f"{repro_dir.repro.name}: cannot read it ({getattr(e, 'strerror', None) or e})",
+                            ExitCode.FILE_MISSING) from None
+    with tempfile.TemporaryDirectory(prefix="reprobot-modules-") as home:
+        runner = recipe.runner(Path(home), source, resolve_python(python), timeout)
+        return modules_of_run(runner, source, recipe.script)
+
+
+def modules_of_run(runner, source: str, name: str) -> list[str]:
+    """One cold run of ``source`` with $REPROBOT_MODULES_OUT set: every interpreter of it writes
+    the top-level modules it loaded at exit (reducer/run/exception_hook/sitecustomize.py)."""
     with tempfile.TemporaryDirectory(prefix="reprobot-modules-") as tmp:
-        work = Path(tmp) / "work"
-        shutil.copytree(script.parent, work, ignore=shutil.ignore_patterns("__pycache__", ".git", "*.lock"))
-        launcher = Path(tmp) / "reprobot_launcher.py"
-        launcher.write_text(modules_launcher_source(), encoding="utf-8")
-        out = Path(tmp) / "modules.json"
-        # PYTHONPATH stays, as in the candidates' runs and the env probe: a stack installed with
-        # `pip install --target` and put on it (bitsandbytes on the GPU example's device) is what
-        # the repro imports, and dropping it left bitsandbytes out of the lock and the install line.
-        env = dict(os.environ, **{MODULES_ENV: str(out)})
+        out = Path(tmp) / "modules.jsonl"
+        outcome = runner.run(source, warm=False, extra_env={MODULES_ENV: str(out)})
+        names: set[str] = set()
         try:
-            proc = subprocess.Popen([python, str(launcher), str(work / script.name), *args], cwd=work, env=env,
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL, start_new_session=True)
-        except OSError as e:
-            raise ReprobotError(f"{python}: cannot run this interpreter ({e.strerror})",
-                                ExitCode.NO_INTERPRETER) from None
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            kill_group(proc.pid)    # the script's workers too; nothing was written, reported below
-            proc.wait()
-        except BaseException:
-            kill_group(proc.pid)
-            proc.wait()
-            raise
-        try:
-            names = json.loads(out.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            raise ReprobotError(f"{script.name}: could not record the modules it imports (the run was killed "
-                                "or timed out); pass them explicitly", ExitCode.BAD_INPUT) from None
-    return [str(n) for n in names]
+            for line in out.read_text(encoding="utf-8").splitlines():
+                names.update(str(n) for n in json.loads(line).get("modules") or ())
+        except (OSError, ValueError, AttributeError):
+            names = set()
+    if not names:
+        why = "timed out" if outcome.timed_out else "was killed" if outcome.signal else "wrote nothing"
+        raise ReprobotError(f"{name}: could not record the modules it imports (the run {why}); "
+                            "pass them explicitly", ExitCode.BAD_INPUT)
+    return sorted(names)
 
 
 # --- the installed dependency closure --------------------------------------------------------
@@ -317,13 +283,19 @@ def _unhashable_block(dists: list[Dist]) -> list[str]:
     direct = [d for d in dists if not d.hashable]
     if not direct:
         return []
-    lines = ["", "# ---- Not hash-pinnable: pip cannot hash VCS or local installs. After the hashed install",
-             "# above, install these (their dependencies are pinned above; where a package above needs",
-             "# one of them, a release of it is pinned above and the line below replaces it):"]
-    for d in direct:
-        pin = d.pin()
-        lines.append(f"#   python -m pip install --no-deps \"{pin}\"" if not pin.startswith("#") else pin)
-    return lines
+    lines = ["", "# ---- Not hash-pinnable: installed from a private source (a URL, a VCS checkout, a local",
+             "# folder or file), so not installable from here. Their dependencies are pinned above; where a",
+             "# package above needs one of them, a release of it from the index is pinned above instead:"]
+    return lines + [d.pin() for d in direct]
+
+
+_INDEX_LINE = re.compile(r"^\s*(?:--(?:extra-)?index-url|-i|--find-links|-f)[\s=]+(\S+)")
+
+
+def public_index(url: str) -> bool:
+    """PyPI's own index, or PyTorch's: the only indexes a lock may tell a maintainer to use."""
+    u = url.rstrip("/")
+    return u in (DEFAULT_INDEX, "https://pypi.python.org/simple") or u.startswith(TORCH_INDEX)
 
 
 def _clean_pip_env() -> dict[str, str]:
@@ -402,25 +374,21 @@ def write_lock(repro_dir: ReproDir, python: str, imported_modules: list[str] | N
     """Write requirements.in and requirements.lock for ``repro_dir``, from the interpreter ``python``.
 
     ``imported_modules``: the top-level modules the repro loaded; when None, the repro is run
-    once under ``modules_launcher_source()`` to find them (for ``run_timeout`` seconds, default
+    once through its run recipe to find them (for ``run_timeout`` seconds, default
     ``timeout``). ``index_url`` defaults to
     $REPROBOT_INDEX_URL or PyPI; ``offline`` (or $REPROBOT_OFFLINE=1) skips the index and
     writes the snapshot.
     """
     t0 = time.monotonic()
     if imported_modules is None:
-        args: tuple[str, ...] = ()
-        try:
-            args = tuple(repro_dir.read_json(repro_dir.signature_json).get("args") or ())
-        except ReprobotError:
-            pass
-        imported_modules = find_imported_modules(python, repro_dir.repro, args,
-                                                 timeout=timeout if run_timeout is None else run_timeout)
+        imported_modules = repro_modules(repro_dir, python, timeout if run_timeout is None else run_timeout)
     env = Environment.probe(python, imported_modules)
     roots = env.roots_for(imported_modules)
     closure, missing = env.closure(roots)
     extra_index = torch_index(closure)
     index_url = index_url or os.environ.get("REPROBOT_INDEX_URL") or DEFAULT_INDEX
+    # What the lock tells a maintainer to install from: never an index the reporter chose.
+    shown_index = index_url if public_index(index_url) else DEFAULT_INDEX
     if offline is None:
         offline = os.environ.get("REPROBOT_OFFLINE", "") not in ("", "0")
 
@@ -453,11 +421,19 @@ def write_lock(repro_dir: ReproDir, python: str, imported_modules: list[str] | N
         except CompileError as e:
             reason = str(e)
     indexes = [index_url] + ([extra_index] if extra_index else [])
+    # The terminal may name the reporter's own index; the file never does.
+    written_reason = str(reason).replace(index_url, "a private index") if not public_index(index_url) else str(reason)
+    if body is not None:
+        # pip-compile names the indexes it used: only public ones stay (the header names PyPI's).
+        body = "\n".join(ln for ln in body.splitlines()
+                         if not (m := _INDEX_LINE.match(ln)) or public_index(m.group(1)))
+    named = [shown_index if public_index(index_url) else "a private index (not named), installed from PyPI"] + \
+        ([extra_index] if extra_index else [])
     if body is not None:
         head = ["# requirements.lock — written by reprobot for the environment the repro failed in",
                 f"# ({target}). Compiled by pip-tools: pip-compile --generate-hashes --allow-unsafe",
                 "# from requirements.in, every version constrained to the one installed there.",
-                f"# Index: {' + '.join(indexes)}",
+                f"# Index: {' + '.join(named)}",
                 "# Install: python -m pip install --require-hashes -r requirements.lock"]
         if mismatch:
             head.append(f"# Note: resolved on Python {sys.version_info[0]}.{sys.version_info[1]} for a target of "
@@ -465,14 +441,14 @@ def write_lock(repro_dir: ReproDir, python: str, imported_modules: list[str] | N
         # pip-compile leaves out an index URL that equals pip's default; stating it keeps the
         # installer's own pip configuration from redirecting the install.
         if not re.search(r"^(--index-url|-i) ", body, re.M):
-            head.append(f"--index-url {index_url}")
+            head.append(f"--index-url {shown_index}")
         text = "\n".join(head) + "\n" + body.rstrip("\n")
         mode, why = "compiled", ""
     else:
-        head = ["# requirements.lock — SNAPSHOT, NOT COMPILED: " + str(reason),
+        head = ["# requirements.lock — SNAPSHOT, NOT COMPILED: " + written_reason,
                 f"# The exact versions installed in the failing environment ({target}): the dependency",
                 "# closure of requirements.in. No hashes; install with: python -m pip install -r requirements.lock"]
-        head.append(f"--index-url {index_url}")
+        head.append(f"--index-url {shown_index}")
         if extra_index:
             head.append(f"--extra-index-url {extra_index}")
         text = "\n".join(head + [d.pin() for d in closure])

@@ -730,11 +730,22 @@ def shape_env(raw: dict) -> dict:
     return env
 
 
+def recorded_names() -> "list[str]":
+    """Every distribution env.json names on purpose (kept by name even when installed from a
+    private source: bot/env/privacy.py)."""
+    args = probe_args()
+    return [*stack_names(), *EXTRA, *(p for p in args["--packages"].split(",") if p)]
+
+
 def capture_env(python: str, timeout: float = DEFAULT_TIMEOUT) -> dict:
-    """env.json's content for the interpreter ``python``, scrubbed (no usernames, homes, hosts)."""
+    """env.json's content for the interpreter ``python``: only what a maintainer needs (no
+    interpreter path, host, private distribution or private source: bot/env/privacy.py), then
+    scrubbed (no usernames, homes, hosts)."""
     # Imported here: the top of this file also runs on its own in the user's interpreter.
+    from bot.env.privacy import private_env
     from bot.scrub import scrub_tree
-    return scrub_tree(shape_env(run_probe(python, timeout=timeout)))
+    raw = run_probe(python, timeout=timeout)
+    return scrub_tree(private_env(shape_env(raw), raw, recorded_names()))
 
 
 def write_env(repro_dir, python: str, timeout: float = DEFAULT_TIMEOUT) -> dict:

@@ -11,20 +11,21 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
-import shlex
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.env.lockfile import TORCH_INDEX
+from bot.env.lockfile import DEFAULT_INDEX, TORCH_INDEX
 from bot.env.system_info import system_info
+from bot.issue.hazards import HEADLINE, find_hazards, hazard_context, said_before_code
 from bot.issue.markdown import code_span, fence, inline, top_level_html
 from bot.issue.templating import environment, templates_dir
 from bot.issue.forms import CONFIRM_MARK, MISSING_MARK, FieldValue, Form, Validation, field_values, get_form, validate
 from bot.upstream.kind import classify_repro, kind_line
 from bot.targets import get_target, ordered_dists, targets
 from bot.scrub import Finding, scrub
+from bot.run_recipe import RunRecipe
 from bot.store import ReproDir, write_json_atomic, write_text_atomic
 from reducer.errors import ExitCode, ReprobotError
 from reducer.normalize import _collapse_multiline_reprs, library_path
@@ -336,6 +337,7 @@ class LockSection:
     text: str | None          # the lock, in full, when it is short
     install: str | None       # `pip install torch==... transformers==...`
     pins: int
+    private: list[str] = field(default_factory=list)   # "name version" installed from a private source
 
 
 def _lock_pins(text: str) -> list[tuple[str, str]]:
@@ -357,24 +359,54 @@ def _index_flags(lock: str, pins: list[tuple[str, str]]) -> str:
     return "".join(f" --extra-index-url {u}" for u in dict.fromkeys(urls) if u.startswith(TORCH_INDEX))
 
 
+# A lock line that installs from where the reporter chose: ``name @ URL``, a VCS or archive URL, a
+# path, an editable install, or an index or link page other than PyPI's or PyTorch's.
+_DIRECT = re.compile(r"^\s*(?:[A-Za-z0-9][\w.-]*(?:\[[^\]]*\])?\s*@\s*\S|-e\b|--editable\b|[\w+.-]+://|\.{0,2}/|~)")
+_INDEX_OPTION = re.compile(r"^\s*(?:--(?:extra-)?index-url|-i|--find-links|-f)[\s=]+(\S+)")
+_PRIVATE_PIN = re.compile(r"^#\s*([A-Za-z0-9][\w.-]*)==(\S+)\s+\(installed from a private source")
+
+
+def _private_sources(text: str) -> list[str]:
+    """``name version`` of each distribution the lock names as installed from a private source; an
+    older lock's ``name @ URL`` line is named too (without its version, which it does not say)."""
+    out = []
+    for ln in text.splitlines():
+        if m := _PRIVATE_PIN.match(ln.strip()):
+            out.append(f"{m.group(1)} {m.group(2)}")
+        elif _DIRECT.match(ln) and (name := re.match(r"\s*([A-Za-z0-9][\w.-]*)\s*(?:\[[^\]]*\])?\s*@", ln)):
+            out.append(name.group(1))
+    return list(dict.fromkeys(out))
+
+
+def _installable(line: str) -> bool:
+    """A lock line a maintainer may be shown to install from: an index pin or a public index."""
+    if m := _INDEX_OPTION.match(line):
+        return m.group(1).rstrip("/").startswith((DEFAULT_INDEX, TORCH_INDEX.rstrip("/")))
+    return not _DIRECT.match(line)
+
+
 def _lockfile(repro: ReproDir) -> LockSection | None:
-    """requirements.lock for the body; None when there is none or it pins nothing."""
+    """requirements.lock for the body; None when there is none or it pins nothing. A distribution
+    from a private source is named (name and version), never written as a line to install."""
     if not repro.requirements_lock.is_file():
         return None
     text = repro.requirements_lock.read_text(encoding="utf-8", errors="replace").strip()
     pins = _lock_pins(text)
-    if not pins:
+    private = _private_sources(text)
+    if not pins and not private:
         return None  # pins nothing (a script using the standard library only)
-    # The targets' packages, the foundation's first: what a maintainer installs to try it.
+    # The targets' packages, the foundation's first: what a maintainer installs to try it. A
+    # release of a package the reporter built privately would not be what failed: left out.
     order = {name: i for i, name in enumerate(ordered_dists())}
-    key = sorted(((n, v) for n, v in pins if n.lower().replace("_", "-") in order),
-                 key=lambda p: order[p[0].lower()])
+    built = {p.split(" ")[0].lower().replace("_", "-") for p in private}
+    key = sorted(((n, v) for n, v in pins if n.lower().replace("_", "-") in order
+                  and n.lower().replace("_", "-") not in built), key=lambda p: order[p[0].lower()])
     install = "pip install " + " ".join(f"{n}=={v}" for n, v in key) + _index_flags(text, key) if key else None
-    if len(pins) <= LOCK_SHORT_PINS:
+    if pins and len(pins) <= LOCK_SHORT_PINS:
         kept = [ln.split(" \\")[0].rstrip() for ln in text.splitlines()
-                if ln.strip() and not ln.lstrip().startswith(("#", "--hash"))]
-        return LockSection("\n".join(kept), install, len(pins))
-    return LockSection(None, install, len(pins))
+                if ln.strip() and not ln.lstrip().startswith(("#", "--hash")) and _installable(ln)]
+        return LockSection("\n".join(kept) or None, install, len(pins), private)
+    return LockSection(None, install, len(pins), private)
 
 
 def _system_info(env: dict[str, Any] | None, repo_key: str, notes: list[str]) -> str | None:
@@ -436,6 +468,9 @@ def _evidence(repro: ReproDir, sig_data: dict[str, Any], reduction: dict[str, An
         one = (sig_data.get("gpus") or {}).get("one_gpu") if isinstance(sig_data.get("gpus"), dict) else None
         out.append(f"It needs {needs} GPUs: run it with {needs} GPUs visible"
                    + (f" (on one GPU the original {inline(str(one), 120)} instead)." if one else "."))
+    from bot.issue.notebook_note import draft_sentence
+    if sentence := draft_sentence(repro):       # reduced from a notebook: which cell failed (issue #43)
+        out.append(sentence)
     frames = " < ".join(code_span(f) for f in sig.frames)
     out.append(f"Failure signature {code_span(sig.id)}: {code_span(sig.exc_type)}"
                + (f" raised at {frames}" if frames else "") + ".")
@@ -530,7 +565,9 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
     source_path = repro.repro if reduced else repro.original
     if not source_path.is_file():
         raise ReprobotError(f"{repro.path}: neither repro.py nor original.py is there", ExitCode.BAD_INPUT)
-    source = source_path.read_text(encoding="utf-8", errors="replace")
+    # Blank lines at the top go as the fence would drop them, so the warning's line numbers
+    # are the shown script's.
+    source = re.sub(r"\A(?:[ \t]*\n)+", "", source_path.read_text(encoding="utf-8", errors="replace"))
     reduction = _read_optional_json(repro, repro.reduction_json)
     route = _read_optional_json(repro, repro.route_json)
     related = _read_optional_json(repro, repro.related_json)
@@ -543,7 +580,7 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
     if related is None:
         notes.append("related.json is missing: related upstream issues were not searched (run `reprobot dedup`)")
     lock = _lockfile(repro)
-    if lock is not None and lock.text is None:
+    if lock is not None and lock.text is None and lock.pins > LOCK_SHORT_PINS:
         notes.append(f"attach requirements.lock from {repro.path.name}/ when filing ({lock.pins} packages: "
                      "too long for the body, which names it)")
     if lock is None and repro.requirements_lock.is_file():
@@ -559,7 +596,6 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
     if kind is not None and kind.kind != "bug":
         from bot.store import rerun_notes
         notes.append(kind_line(kind, rerun_notes(repro).works_with))
-    args = [str(a) for a in sig_data.get("args") or []]
     cross = []
     if route:
         reasons = {str(r.get("repo", "")).lower(): list(r.get("reasons") or []) for r in route.get("ranked") or []}
@@ -586,9 +622,10 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
         "who_can_help": who,
         "evidence": _evidence(repro, sig_data, reduction, reduced, sig, notes),
         "script": source,
+        "hazards": hazard_context(find_hazards(source), bool(reduced and (reduction or {}).get("status") == "done")),
         "reduced": reduced,
         "script_name": run_as,
-        "command": _command(sig_data, run_as, args),
+        "command": _command(sig_data, run_as),
         "alone": alone,
         "needs": _needs_lines(reduction if reduced else None),
         "lock": lock,
@@ -600,7 +637,7 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
         "expected": _expected(entry, record, (route or {}).get("model_family"), kind.kind if kind else None),
         "reruns": _reruns(repro, notes),
     }
-    body_raw = _Renderer().render(repo_key, context)
+    body_raw = with_warning(_Renderer().render(repo_key, context), context["hazards"])
     title_raw = make_title(entry, record, (route or {}).get("model_family"))
     body = scrub(body_raw, names=names)
     title = scrub(title_raw, names=names)
@@ -611,6 +648,29 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
 
 
 _SCRIPT_FENCE = re.compile(r"^(`{3,})python[ \t]*\n(.*?)^\1[ \t]*$", re.DOTALL | re.MULTILINE)
+_NOTES = re.compile(r"\A<!-- reprobot:notes\b.*?-->[ \t]*\n", re.DOTALL)
+
+
+def body_script(body: str) -> str | None:
+    """The repro's code as a body shows it: its first ``python`` fence."""
+    m = _SCRIPT_FENCE.search(body)
+    return m.group(2) if m else None
+
+
+def with_warning(body: str, hazards: dict[str, Any] | None) -> str:
+    """``body`` opening with the hazard headline, right after reprobot's own notes comment (which
+    is not filed); the full warning instead when the body has none (a template without the
+    reproduction partial, or a person's edit removed it). Unchanged without findings."""
+    if not hazards:
+        return body
+    macros = _Renderer().env.get_template("partials/hazards.md.j2").module
+    if said_before_code(body) and said_before_code(body, HEADLINE):
+        return body
+    top = str(macros.warning(hazards) if not said_before_code(body)  # type: ignore[attr-defined]
+              else macros.headline(hazards)).strip() + "\n\n"  # type: ignore[attr-defined]
+    notes = _NOTES.match(body)
+    cut = notes.end() if notes else 0
+    return body[:cut] + top + body[cut:].lstrip("\n")
 _PLACEHOLDERS = re.compile(r"<redacted:[^<>\n]*>|<(?:ip|email|host|path|user-or-host)>|<env>/")
 
 
@@ -618,10 +678,10 @@ def script_placeholders(body: str) -> list[tuple[int, str]]:
     """(line of the script, placeholder) where scrubbing replaced a value inside the repro's own
     code: that script may no longer fail the same way for a maintainer, so filing waits until a
     person puts a stand-in value there."""
-    m = _SCRIPT_FENCE.search(body)
-    if not m:
+    script = body_script(body)
+    if script is None:
         return []
-    return [(n, hit.group()) for n, line in enumerate(m.group(2).splitlines(), 1)
+    return [(n, hit.group()) for n, line in enumerate(script.splitlines(), 1)
             for hit in _PLACEHOLDERS.finditer(line)]
 
 
@@ -680,10 +740,7 @@ __all__ = ["Draft", "PrefillURL", "build_draft", "write_draft", "load_draft", "p
            "make_title", "entry_point", "trim_traceback", "fence"]
 
 
-def _command(sig_data: dict, script: str, args: list[str]) -> str:
-    """How to run the repro: the launch line the failure was reduced under (torchrun, accelerate
-    launch, python -m), else ``python SCRIPT ARGS``."""
-    run = (sig_data.get("launch") or {}).get("run") if isinstance(sig_data.get("launch"), dict) else None
-    if isinstance(run, list) and run and all(isinstance(t, str) for t in run):
-        return shlex.join([script if t == sig_data.get("script") else t for t in run])
-    return shlex.join(["python", script, *args])
+def _command(sig_data: dict, script: str) -> str:
+    """How to run the repro: the folder's run recipe (bot/run_recipe.py) with the script under
+    the name the draft shows it by."""
+    return RunRecipe.from_signature(sig_data).command(script)

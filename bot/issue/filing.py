@@ -3,7 +3,11 @@
 Idempotency has three layers, because a POST that times out or gets a 502 may still have
 created the issue:
 1. ``filed.json`` in the repro folder records every issue filed (or found) for it; a second
-   submit answers "already filed: <url>" without touching the network.
+   submit answers "already filed: <url>" once that issue is read back from the configured
+   GitHub: an issue of the target repository (same owner/name, on the host GitHub names for
+   it), the filing identity's own, with this failure's marker. Anything else in filed.json is
+   ignored with a line saying why (a folder can come from anywhere: a forged record must
+   neither stop the filing nor put its URL on the screen as ours).
 2. The body carries a hidden marker ``<!-- reprobot:sig=<id> -->``; before creating, GitHub is
    asked for an issue holding it (search, plus the filer's own recent issues, which unlike
    search are not subject to indexing lag). Only an issue the filing identity itself wrote,
@@ -17,17 +21,19 @@ from __future__ import annotations
 
 import itertools
 import re
+import urllib.parse
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Collection
 
-from github import BadCredentialsException, Github, GithubException
+from github import BadCredentialsException, Github, GithubException, UnknownObjectException
 
-from bot.issue.draft import (MARKER_PREFIX, Draft, build_draft, carries_marker, edited_by_hand, load_draft, marker,
-                             newer_inputs, script_placeholders, write_draft)
+from bot.issue.draft import (MARKER_PREFIX, Draft, body_script, build_draft, carries_marker, edited_by_hand, load_draft,
+                             marker, newer_inputs, script_placeholders, with_warning, write_draft)
+from bot.issue.hazards import find_hazards, hazard_context, plain_lines, summary
 from bot.issue.forms import field_values, get_form
-from bot.scrub import Finding, find_secrets, scrub, uncertain_strings
+from bot.scrub import Finding, find_secrets, scrub, strip_controls, uncertain_strings
 from bot.store import ReproDir, rerun_notes, write_json_atomic
 from reducer.errors import ExitCode, ReprobotError
 
@@ -78,7 +84,8 @@ def submission_body(draft: Draft) -> str:
     body = _OWN_COMMENTS.sub("", draft.body).lstrip("\n")
     if not carries_marker(body, draft.signature_id):
         body = body.rstrip("\n") + "\n\n" + marker(draft.signature_id) + "\n"
-    return body
+    # A script with hazards is never sent without its warning, even when an edit removed it.
+    return with_warning(body, hazard_context(find_hazards(body_script(body) or ""), None))
 
 
 def check_safe(title: str, body: str) -> None:
@@ -130,7 +137,7 @@ def draft_for_filing(repro: ReproDir, key: str,
 class Problem:
     """One reason `file --submit` will not file a draft. The rule lives here once: `--dry-run`
     shows ``preview``, `--submit` raises ``refusal`` with ``exit_code``."""
-    rule: str              # "secret", "placeholder", "invalid", "not-a-bug", "uncertain"
+    rule: str              # "secret", "placeholder", "hazard", "invalid", "not-a-bug", "uncertain"
     refusal: str           # the one-line error --submit stops with
     exit_code: int
     preview: str           # what --dry-run says (plain text, one or more lines)
@@ -172,6 +179,22 @@ def preflight(repro: ReproDir, draft: Draft, key: str, stored_secrets: list[Find
                                 f"needs you: line {line} of the script in the draft holds {placeholder} where a "
                                 "private value was removed; put a stand-in value there that still fails the same "
                                 f"way (edit {md}); --submit refuses until then"))
+    hazards = find_hazards(body_script(draft.body) or "")
+    if hazards:
+        said = summary(hazards)
+        try:
+            red = repro.read_json(repro.reduction_json) if repro.repro.is_file() and repro.reduction_json.is_file() else {}
+        except ReprobotError:
+            red = {}
+        done = isinstance(red, dict) and red.get("status") == "done"
+        why = "the failure needs these lines" if done else "the script was not fully reduced"
+        problems.append(Problem("hazard", f"not filed: the repro {said}; {why}, and a maintainer should not run "
+                                "them blind. Read them, then pass --anyway to file it with its warning",
+                                ExitCode.UNSAFE,
+                                f"Do not run this repro blind: it {said}.\n"
+                                + "".join(f"  {line}\n" for line in plain_lines(hazards))
+                                + "--submit refuses unless --anyway is given (the issue then opens with the warning)",
+                                waiver="--anyway"))
     check = draft.validate()
     if not check.ok:
         problems.append(Problem("invalid", f"{md} does not fill the {form.repo} form: "
@@ -198,17 +221,93 @@ def preflight(repro: ReproDir, draft: Draft, key: str, stored_secrets: list[Find
 
 
 def read_filed(repro: ReproDir) -> list[FiledIssue]:
+    """The folder's filed.json entries that are well-formed (anything else in it is skipped:
+    a record is a claim to check against GitHub, never an instruction)."""
     if not repro.filed_json.is_file():
         return []
-    data = repro.read_json(repro.filed_json)
-    return [FiledIssue.from_dict(d) for d in (data.get("issues") or [])]
+    try:
+        data = repro.read_json(repro.filed_json)
+    except ReprobotError:
+        return []
+    out = []
+    for d in (data.get("issues") if isinstance(data, dict) else None) or []:
+        try:
+            out.append(FiledIssue.from_dict(d))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+    return out
 
 
 def already_filed(repro: ReproDir, repo: str) -> FiledIssue | None:
+    """filed.json's entry for ``repo`` as written, unchecked: ``filed_entry`` and ``confirm_filed``
+    decide whether to believe it."""
     for issue in read_filed(repro):
         if issue.repo.lower() == repo.lower():
             return issue
     return None
+
+
+def filed_entry(repro: ReproDir, repo: str) -> tuple[FiledIssue | None, str | None]:
+    """filed.json's entry for ``repo`` when its URL is an issue of that repository (same
+    owner/name and number, https, nothing else in it): (entry, None); otherwise (None, why it is
+    ignored), or (None, None) when there is no entry. No network: ``confirm_filed`` reads it back."""
+    if repro.filed_json.is_file() and not read_filed(repro):
+        return None, "filed.json holds no readable record"
+    entry = already_filed(repro, repo)
+    if entry is None:
+        return None, None
+    try:
+        url = urllib.parse.urlsplit(entry.url)
+        port = url.port
+    except ValueError:
+        return None, "its URL does not parse"
+    host = strip_controls(url.hostname or "?")[:80]
+    path = url.path.rstrip("/").split("/")
+    if (url.scheme != "https" or url.username or url.password or port or url.query or url.fragment
+            or len(path) != 5 or path[3] != "issues" or path[4] != str(entry.number)):
+        return None, f"its URL on {host} is not an issue link"
+    if f"{path[1]}/{path[2]}".lower() != repo.lower():
+        return None, f"its URL names {strip_controls(path[1])[:40]}/{strip_controls(path[2])[:60]}, not {repo}"
+    return entry, None
+
+
+def confirm_filed(entry: FiledIssue, client: Github, sig_id: str) -> tuple[FiledIssue | None, str | None]:
+    """Read ``entry``'s issue back from the configured GitHub: believed only when it is on the
+    host that GitHub names for the repository, is an issue (not a pull request), and is the
+    filing identity's own with this failure's marker (as ``find_marked`` decides). Returns the
+    issue as GitHub describes it, or (None, why it is ignored)."""
+    from bot.issue.github import github_errors
+
+    with github_errors(f"reading back {entry.repo}#{entry.number} from filed.json"):
+        gh_repo = client.get_repo(entry.repo)
+        expected = f"{str(gh_repo.html_url).rstrip('/')}/issues/{entry.number}"
+        if entry.url.lower() != expected.lower():
+            host = strip_controls(urllib.parse.urlsplit(entry.url).hostname or "?")[:80]
+            return None, f"its URL is on {host}, not where GitHub has {entry.repo} ({expected})"
+        try:
+            item = gh_repo.get_issue(entry.number)
+            number = int(item.number)
+        except UnknownObjectException:
+            return None, f"{entry.repo}#{entry.number} does not exist"
+        login = filer_login(client)
+    if item.pull_request is not None or str(item.html_url).lower() != expected.lower():
+        return None, f"{entry.repo}#{entry.number} is not an issue"
+    if not _ours(item, login, sig_id):
+        return None, f"{entry.repo}#{number} was not filed by {login} for this failure (no marker of its own)"
+    return FiledIssue(entry.repo, number, str(item.html_url), sig_id, str(item.title), entry.filed_at,
+                      entry.created), None
+
+
+def trusted_filed(repro: ReproDir, repo: str, client: Github, sig_id: str,
+                  notify: Callable[[str], None] = lambda _: None) -> FiledIssue | None:
+    """The issue filed.json records for ``repo``, once GitHub confirms it; else None, and
+    ``notify`` gets one line saying why the record was ignored."""
+    entry, why = filed_entry(repro, repo)
+    if entry is not None:
+        entry, why = confirm_filed(entry, client, sig_id)
+    if why is not None:
+        notify(f"filed.json ignored: {why}")
+    return entry
 
 
 def _record(repro: ReproDir, issue: FiledIssue) -> None:
@@ -331,16 +430,18 @@ def _filed(repo: str, item: Any, draft: Draft, created: bool) -> FiledIssue:
                       datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), created)
 
 
-def submit(repro: ReproDir, draft: Draft, client: Github) -> SubmitResult:
-    """File ``draft`` on GitHub unless it is already there; record the URL in filed.json."""
+def submit(repro: ReproDir, draft: Draft, client: Github,
+           notify: Callable[[str], None] = lambda _: None) -> SubmitResult:
+    """File ``draft`` on GitHub unless it is already there (filed.json, once GitHub confirms it,
+    or an issue of ours with the marker); record the URL in filed.json."""
     with FilingLock(repro):
-        return _submit(repro, draft, client)
+        return _submit(repro, draft, client, notify)
 
 
-def _submit(repro: ReproDir, draft: Draft, client: Github) -> SubmitResult:
+def _submit(repro: ReproDir, draft: Draft, client: Github, notify: Callable[[str], None]) -> SubmitResult:
     from bot.issue.github import github_errors
 
-    prior = already_filed(repro, draft.repo)
+    prior = trusted_filed(repro, draft.repo, client, draft.signature_id, notify)
     if prior is not None:
         return SubmitResult(prior, "already-filed")
     body = submission_body(draft)

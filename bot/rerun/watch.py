@@ -228,9 +228,16 @@ def post_findings(folder: ReproDir, state: WatchState, client: Any, login: str,
     """ONE comment per finding on every issue filed from ``folder``; returns (finding, issue, status)."""
     from bot.issue.github import github_errors
 
+    from bot.issue.filing import trusted_filed
+
     sig_id = folder.signature().id
     done = []
-    for issue in _issues(folder, only):
+    for recorded in _issues(folder, only):
+        # filed.json is a claim: commented on only once GitHub confirms the issue is the filing
+        # account's own for this failure (a forged record must not aim the comments elsewhere)
+        issue = trusted_filed(folder, recorded.repo, client, sig_id, notify)
+        if issue is None:
+            continue
         where = f"{issue.repo}#{issue.number}"
         for finding in state.findings:
             if where in finding.posted:

@@ -11,6 +11,9 @@ familiar part reads unchanged.
 """
 from __future__ import annotations
 
+from packaging.utils import (InvalidSdistFilename, InvalidWheelFilename, canonicalize_name, parse_sdist_filename,
+                             parse_wheel_filename)
+
 # The packages whose non-index installs and failed imports every block notes.
 INSTALL_NOTED = ("torch", "transformers", "peft", "accelerate", "bitsandbytes", "safetensors", "huggingface_hub",
                  "tokenizers")
@@ -65,6 +68,28 @@ def local_name(url: str | None) -> str | None:
     return url.rstrip("/").rsplit("/", 1)[-1] or "?"
 
 
+# How a distribution not from an index was installed (PEP 610 direct_url.json), in words.
+PRIVATE_KINDS = {"vcs": "a VCS checkout", "editable": "an editable folder", "local-dir": "a local folder",
+                 "archive": "an archive"}
+
+
+def release_copy(name: str, version: str, url: str | None) -> bool:
+    """A local copy of one of the index's own release files (a wheel carried onto a machine with
+    no network): the same name and version, no local label, so the index has the same thing and
+    ``name==version`` re-creates it. Anything else installed from a file is a private source."""
+    local = local_name(url)
+    if not local or "+" in version:
+        return False
+    try:
+        if local.endswith(".whl"):
+            dist, parsed, _, _ = parse_wheel_filename(local)
+        else:
+            dist, parsed = parse_sdist_filename(local)
+    except (InvalidWheelFilename, InvalidSdistFilename):
+        return False
+    return canonicalize_name(dist) == canonicalize_name(name) and str(parsed) == version
+
+
 def install_notes(env: dict, names: tuple[str, ...] = INSTALL_NOTED) -> list[tuple[str, str]]:
     """Packages not installed from an index, and imports that failed: what the commands hide."""
     notes = []
@@ -72,14 +97,15 @@ def install_notes(env: dict, names: tuple[str, ...] = INSTALL_NOTED) -> list[tup
         p = pkg(env, name)
         if not p.get("installed"):
             continue
-        kind, url, local = p.get("kind"), p.get("url"), local_name(p.get("url"))
-        if kind == "vcs":
-            shown = f"a local repository ({local})" if local else f"{p.get('vcs', 'git')}+{url}"
-            notes.append((f"{name} installed from", f"{shown}@{p.get('commit')}"))
-        elif kind in ("editable", "local-dir"):
-            notes.append((f"{name} installed from", f"{kind} checkout " + (f"of a local folder ({local})" if local else str(url))))
-        elif kind == "archive":
-            notes.append((f"{name} installed from", f"a local archive ({local})" if local else f"archive {url}"))
+        kind = p.get("kind")
+        # env.json's own word first (bot/env/privacy.py marks a source it hid); else the record decides.
+        private = p.get("private_source") is True or (
+            kind in PRIVATE_KINDS and not (kind == "archive" and release_copy(name, str(p.get("version")), p.get("url"))))
+        if private and kind in PRIVATE_KINDS:
+            # Where it came from is the reporter's (a URL, a VCS checkout, a folder): never a
+            # place to tell a maintainer to install from, so only the kind of source is said.
+            notes.append((f"{name} installed from", f"a private source ({PRIVATE_KINDS[kind]}), version "
+                          f"{p.get('version')}; not installable from here"))
         imp = p.get("import")
         if imp and imp != "ok":
             notes.append((f"{name} import", f"FAILED ({imp})"))

@@ -244,7 +244,7 @@ class RayRunner:
         self._payload = ray.put(payload)
         self._spec = {"python": local.python, "args": tuple(self.spec.args), "timeout": self.spec.timeout,
                       "env": dict(self.spec.env), "clean_env": self.spec.clean_env, "limits": dict(self.spec.limits),
-                      "rendezvous": self.spec.rendezvous}
+                      "quota": self.spec.quota, "rendezvous": self.spec.rendezvous}
         self._cond = threading.Condition()
         self._slots: list[Slot] = []
         self._free: list[Slot] = []

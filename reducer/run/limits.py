@@ -15,12 +15,29 @@ from reducer.run.processes import pids
 
 DEFAULT_EXTRA_PROCESSES = 4096
 DEFAULT_MAX_FILE_SIZE = 1 << 30
+DEFAULT_MAX_DISK = 4 << 30
+
+
+@dataclass(frozen=True)
+class Quota:
+    """What the runner watches while a run goes on (reducer/run/guard.py), and stops the run at:
+    the run's processes and threads at once (its pids cgroup where one can be made, else its
+    process group), and the bytes it added to its scratch folder (its copy of the script's
+    folder, TMPDIR, HOME). ``file_size`` only names the rlimit when a write hit it. 0: none."""
+
+    processes: int = DEFAULT_EXTRA_PROCESSES
+    disk: int = DEFAULT_MAX_DISK
+    file_size: int = DEFAULT_MAX_FILE_SIZE
 
 
 @dataclass(frozen=True)
 class RunLimits:
     extra_processes: int = DEFAULT_EXTRA_PROCESSES   # over the user's current count; 0: no limit
     max_file_size: int = DEFAULT_MAX_FILE_SIZE        # bytes any one file may reach; 0: no limit
+    max_disk: int = DEFAULT_MAX_DISK                  # bytes one run may write in its folders; 0: no limit
+
+    def quota(self) -> Quota:
+        return Quota(self.extra_processes, self.max_disk, self.max_file_size)
 
     def resolved(self) -> dict[str, int]:
         """The rlimits to set, by name: RLIMIT_NPROC counts every process and thread of the user,

@@ -25,7 +25,10 @@ if TYPE_CHECKING:
     from reducer.run.launch import LaunchLine
 
 from reducer.errors import ExitCode, ReprobotError
-from reducer.run.limits import RunLimits, apply_limits
+from reducer.run.guard import RunGuard, enter as enter_cgroup, file_limit_text
+from reducer.run.guard import remove_stale as remove_stale_cgroups
+from reducer.run.home import HOME_DIR, make_home, run_home_environment, user_caches
+from reducer.run.limits import Quota, RunLimits, apply_limits
 from reducer.outcome import Outcome, TracebackRecord
 from reducer.run.processes import kill_group, pids, resolve_python, script_argument
 from reducer.run.rank_launch import RANKS_ENV, warm_plan, write_launcher as write_rank_launcher
@@ -60,6 +63,8 @@ class RunSpec:
     clean_env: bool = False
     # rlimits of every run (reducer/run/limits.py): resolved once, so all runs get the same ones
     limits: dict[str, int] = field(default_factory=lambda: RunLimits().resolved())
+    # what the runner watches and stops a run at: processes at once, disk (reducer/run/guard.py)
+    quota: Quota = field(default_factory=Quota)
     # A launch line (torchrun, accelerate launch, python -m): every run runs it with the
     # candidate in the script's place (reducer/run/launch.py).
     launch: "LaunchLine | None" = None
@@ -218,6 +223,18 @@ def _tagged_processes(since: int | None = None) -> Iterator[tuple[int, str]]:
                 break
 
 
+def _child_setup(limits: dict[str, int], cgroup_procs: str | None) -> Callable[[], None] | None:
+    """What a cold run's child does between fork and exec: enter the run's pids cgroup, then
+    set its rlimits."""
+    if not limits and not cgroup_procs:
+        return None
+
+    def setup() -> None:
+        enter_cgroup(cgroup_procs)
+        apply_limits(limits)
+    return setup
+
+
 def _killed(pid: int) -> bool:
     """SIGKILL one process (it left its run's group, so a group kill does not reach it)."""
     try:
@@ -235,7 +252,9 @@ def kill_tagged(tag: str, since: int | None = None) -> int:
 
 def reap_leftovers() -> int:
     """Kill what an earlier reprobot that was itself killed (SIGKILL, a crash) left running: its
-    runs' tags name its pid, and that pid is gone. How many were killed."""
+    runs' tags name its pid, and that pid is gone. How many were killed. Its runs' pids cgroups
+    are emptied and removed too."""
+    remove_stale_cgroups()
     killed = 0
     for pid, tag in _tagged_processes():
         owner = tag.split("-", 1)[0]
@@ -350,6 +369,9 @@ class Runner:
                 text = ""
             spec.rendezvous = (launch is not None and launch.needs_launcher) or needs_rendezvous(text)
         self._files = self._scan()
+        # Where the user's caches are (the HF cache, torch hub...), read before any run's HOME
+        # moves into its scratch folder (reducer/run/home.py).
+        self.caches = user_caches({**({} if spec.clean_env else os.environ), **spec.env})
         self.zygotes = zygotes
         # A one-node torchrun line whose ranks a warm run can start (reducer/run/rank_launch.py).
         self.rank_plan = warm_plan(launch) if launch is not None and launch.needs_launcher else None
@@ -381,6 +403,7 @@ class Runner:
         work = scratch / "work"
         work.mkdir(parents=True, exist_ok=True)
         (scratch / "tmp").mkdir(exist_ok=True)
+        make_home(scratch)
         for rel, link in ([] if alone else self._files):
             dst = work / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
@@ -403,6 +426,8 @@ class Runner:
     def base_environment(self) -> dict[str, str]:
         """The environment every run shares (what a warm interpreter starts with)."""
         env = self._environment(Path(tempfile.gettempdir()), None)
+        # the user's caches as every run sees them; the zygote gives itself a home of its own
+        env.update({k: v for k, v in self.caches.items() if k not in env})
         for k in ("TMPDIR", "TEMP", "TMP", RUN_TAG_ENV, EXCEPTIONS_ENV):
             env.pop(k, None)
         if self.rank_plan is not None and self.rank_plan.nproc > 1:
@@ -464,6 +489,9 @@ class Runner:
             if alone:
                 env = alone_environment(env, source)
                 warm = False
+            # HOME and the XDG folders in the scratch folder, after ``alone`` removed what the
+            # script names: a candidate's ~/.bashrc is the scratch's, never the user's
+            env = run_home_environment(env, scratch / HOME_DIR, self.caches)
             if self.launched:
                 # The same launch line for every run; its ranks start their own interpreters.
                 rel = target.relative_to(scratch / "work").as_posix()
@@ -514,11 +542,23 @@ class Runner:
             self.warm_fallbacks += 1
             return None
 
+    def _file_limit(self, sig: str | None, records: list[TracebackRecord]) -> str | None:
+        """The file size limit's line when a write of the run hit RLIMIT_FSIZE: SIGXFSZ, or
+        Python's EFBIG (the interpreter ignores the signal)."""
+        size = self.spec.limits.get("FSIZE")
+        if not size:
+            return None
+        if sig == "SIGXFSZ" or any("[Errno 27] File too large" in r.message for r in records):
+            return file_limit_text(size)
+        return None
+
     @staticmethod
     def _unscratch(text: str, work: Path) -> str:
         """Show the script's frames as "worker.py", not under this run's throwaway directory."""
         text = text.replace(str(work / "tmp"), "<tmp>").replace(str(work) + os.sep, "")
-        return text.replace(str(work.parent / "tmp"), "<tmp>")
+        text = text.replace(str(work.parent / "tmp"), "<tmp>")
+        # the run's own home reads as the home it stands for: a path under it is the same in every run
+        return text.replace(str(work.parent / HOME_DIR), "~")
 
     def _records(self, stdout: str, stderr: str, cwd: Path, env: dict[str, str],
                  clean: bool = True) -> list[TracebackRecord]:
@@ -542,31 +582,39 @@ class Runner:
         started_ticks = boot_ticks()
         if started_ticks is not None:
             started_ticks -= 1  # a tick of margin: starttime is rounded down to a tick
-        if zygote is None:
-            limits = dict(self.spec.limits)
-            # setrlimit only, in the forked child before exec: no lock another thread could hold
-            popen = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     start_new_session=True, preexec_fn=(lambda: apply_limits(limits)) if limits else None)
-            proc, streams = _ColdChild(popen), [popen.stdout, popen.stderr]
-        else:
-            out_r, out_w = os.pipe()
-            err_r, err_w = os.pipe()
-            try:
-                proc = zygote.fork(cmd[1], cmd[2:], cwd, env, out_w, err_w, self.spec.limits)
-            except BaseException:
-                os.close(out_r)
-                os.close(err_r)
-                raise
-            finally:
-                os.close(out_w)
-                os.close(err_w)
-            streams = [os.fdopen(out_r, "rb"), os.fdopen(err_r, "rb")]
+        # the run's pids cgroup (where one can be made) and the measure of its folder: cwd is scratch/work
+        guard = RunGuard.start(self.spec.quota, cwd.parent)
+        try:
+            if zygote is None:
+                # in the forked child before exec: os calls and setrlimit only, no lock another
+                # thread could hold
+                popen = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                         preexec_fn=_child_setup(dict(self.spec.limits), guard.procs))
+                proc, streams = _ColdChild(popen), [popen.stdout, popen.stderr]
+            else:
+                out_r, out_w = os.pipe()
+                err_r, err_w = os.pipe()
+                try:
+                    proc = zygote.fork(cmd[1], cmd[2:], cwd, env, out_w, err_w, self.spec.limits,
+                                       cgroup=guard.procs)
+                except BaseException:
+                    os.close(out_r)
+                    os.close(err_r)
+                    raise
+                finally:
+                    os.close(out_w)
+                    os.close(err_w)
+                streams = [os.fdopen(out_r, "rb"), os.fdopen(err_r, "rb")]
+        except BaseException:
+            guard.finish()
+            raise
         pumps = [threading.Thread(target=_pump, args=(streams[0], out), daemon=True),
                  threading.Thread(target=_pump, args=(streams[1], err), daemon=True)]
         for t in pumps:
             t.start()
         timed_out = stopped = over_memory = False
+        limited = False     # stopped at the process or disk limit (guard.hit says which)
         seen_version = -1
         peak_rss, next_poll = 0, 0.0
         stop_deadline: float | None = None
@@ -611,6 +659,9 @@ class Runner:
                         # on a 24 GiB box two of them would take the machine down.
                         over_memory = True
                         break
+                    if guard.poll(proc.pid, now) is not None:
+                        limited = True
+                        break
                 if stop_deadline is not None:
                     if now >= stop_deadline:
                         stopped = True
@@ -625,6 +676,8 @@ class Runner:
                             # which fails and then hangs can be told from one which fails and ends.
                             stop_deadline = now + stop_grace
         finally:
+            # A last count before the kill: the leader may have ended with its forks still there.
+            limited = limited or guard.poll(proc.pid, time.monotonic()) is not None
             # Kill the whole group: worker subprocesses (multiprocessing, DataLoader) included.
             kill_group(proc.pid)
             while not proc.wait(5.0):
@@ -632,11 +685,13 @@ class Runner:
             # ...and whatever left the group: daemons that called setsid().
             if env.get(RUN_TAG_ENV):
                 kill_tagged(env[RUN_TAG_ENV], started_ticks)
+            # ...and whatever is left in its cgroup; the folder measured a last time
+            guard.finish()
             for t in pumps:
                 t.join(timeout=5)
         wall = time.monotonic() - start
         stdout, stderr = self._unscratch(out.text(), cwd), self._unscratch(err.text(), cwd)
-        returncode = None if (timed_out or stopped or over_memory or hung) else proc.returncode
+        returncode = None if (timed_out or stopped or over_memory or hung or limited) else proc.returncode
         records = self._records(stdout, stderr, cwd, env, clean=False)
         timeout_reason = "wall clock" if timed_out else None
         if hung:
@@ -651,7 +706,12 @@ class Runner:
         if sig and not any(r.kind == "crash" for r in records):
             # Died by a signal without a faulthandler dump (SIGKILL from the OOM killer, say).
             records.append(TracebackRecord("Signal", sig, (), f"process killed by {sig}", "stderr", "crash"))
+        limit = guard.hit or self._file_limit(sig, records)
+        if limit is not None:
+            # Whatever it printed, a run stopped at a limit is not the failure: one record says
+            # which limit (the original hitting one is refused in one line: reducer/failure.py).
+            records = [TracebackRecord("RunLimit", limit, (), f"reprobot: {limit}", "stderr", "crash")]
         return Outcome(returncode=returncode, wall_time=wall, stdout=stdout, stderr=stderr,
                        timed_out=timed_out, stopped_early=stopped, signal=sig, tracebacks=records,
                        timeout_reason=timeout_reason, pid=proc.pid, peak_rss=peak_rss,
-                       over_memory=over_memory)
+                       over_memory=over_memory, limit=limit)

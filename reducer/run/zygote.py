@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reducer.errors import ExitCode, ReprobotError
+from reducer.run.home import home_variables, make_home
 from reducer.run.processes import kill_group
 
 SERVER = Path(__file__).with_name("zygote_server.py")
@@ -130,6 +131,9 @@ class Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = dict(self.env)
         env["TMPDIR"] = env["TEMP"] = env["TMP"] = str(self._home)
+        # A home of its own, never the user's: what the imports write under ~ lands here (each
+        # candidate then gets its run's home: reducer/run/home.py).
+        env.update(home_variables(make_home(self._home)))
         # is_available()/device_count() through NVML during the imports: cudaGetDeviceCount
         # would initialise the driver, and no forked child could use the GPU after that.
         env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
@@ -196,10 +200,13 @@ class Zygote:
 
     # ---- one candidate ----------------------------------------------------------------------
     def fork(self, script: str, args: list[str], cwd: Path, env: dict[str, str],
-             stdout_fd: int, stderr_fd: int, limits: dict[str, int] | None = None) -> "WarmChild":
+             stdout_fd: int, stderr_fd: int, limits: dict[str, int] | None = None,
+             cgroup: str | None = None) -> "WarmChild":
+        """``cgroup``: the cgroup.procs file of the run's pids cgroup, which the child enters."""
         if self._sock is None or not self.alive:
             raise ZygoteError("the warm interpreter is not running")
-        req = {"script": script, "args": list(args), "cwd": str(cwd), "env": env, "limits": limits or {}}
+        req = {"script": script, "args": list(args), "cwd": str(cwd), "env": env, "limits": limits or {},
+               "cgroup": cgroup}
         try:
             socket.send_fds(self._sock, [json.dumps(req).encode()], [stdout_fd, stderr_fd])
             data = self._sock.recv(1 << 16)

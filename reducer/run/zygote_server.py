@@ -10,7 +10,8 @@ behaviour (exit codes, uncaught tracebacks, atexit, non-daemon threads joined).
 Protocol over a SOCK_SEQPACKET socket inherited as fd argv[1], one JSON object per packet:
   server -> {"ready": true, "imported": [...], "failed": [[name, why]...], "threads": n}
          or {"ready": false, "why": "...", "cuda_initialized_by": name}
-  client -> {"script": path, "args": [...], "cwd": dir, "env": {...}, "limits": {"NPROC": n, ...}}
+  client -> {"script": path, "args": [...], "cwd": dir, "env": {...}, "limits": {"NPROC": n, ...},
+             "cgroup": the cgroup.procs file of the run's pids cgroup, or null}
             with fds [stdout, stderr]
   server -> {"pid": n}, then {"pid": n, "returncode": rc, "children": {"warm": n, "cold": n, "why_cold": [...]}}
             when the child has ended (children: its spawn/forkserver children, zygote_children.py):
@@ -180,6 +181,21 @@ def _apply_limits(limits):
             pass
 
 
+def _enter_cgroup(procs):
+    """Into the run's pids cgroup (reducer/run/guard.py) before any of the script runs: its spawn
+    children and daemons are counted and killed with it."""
+    if not procs:
+        return
+    try:
+        fd = os.open(procs, os.O_WRONLY)
+        try:
+            os.write(fd, str(os.getpid()).encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # the runner counts the run's process group instead
+
+
 def _load(name, filename):
     """A module of ours next to this file, by path (reprobot's package is not importable here)."""
     import importlib.util
@@ -225,6 +241,7 @@ def _child(req, fds, stats_fd):
                 os.close(fd)
         import signal
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        _enter_cgroup(req.get("cgroup"))
         _apply_limits(req.get("limits") or {})
         os.chdir(req["cwd"])
         os.environ.clear()

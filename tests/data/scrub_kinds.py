@@ -328,6 +328,83 @@ def _kinds() -> list[Kind]:
            "HTTPSConnectionPool(host='{v}', port=443): Max retries exceeded", "ARTIFACT_HOST", secret=False))
     add(_k("dot_local_host", "dgxbox" + digits(2) + ".local", "ConnectionRefusedError: {v}:29500",
            "RDZV_ENDPOINT", secret=False))
+
+    # --- found by the red-team pass of issue #39 ---------------------------------------------
+    # A W&B key is 40 hex with no prefix: what precedes it says what it is (a commit hash does not
+    # follow "login", "password" or "wandb").
+    add(_k("wandb_key_positional", fake(HEX, 40), 'wandb.login("{v}")', "WANDB_LOGIN_KEY"))
+    add(_k("wandb_key_cli", fake(HEX, 40), "$ wandb login --relogin {v}", "WANDB_RELOGIN_KEY"))
+    add(_k("wandb_key_netrc", fake(HEX, 40), "machine api.wandb.ai login okafor password {v}", "WANDB_NETRC_KEY"))
+    add(_k("wandb_key_after_name", fake(HEX, 40), "wandb: {v}", "WANDB_PRINTED_KEY"))
+    add(_k("wandb_server_key", "local-" + fake(HEX, 40), "wandb.login(host=WANDB_HOST, key='{v}')",
+           "WANDB_SERVER_KEY"))
+    # Company host names under a public suffix: a machine's or a service's first label, or a
+    # place only a host can stand (after remote=, before a port, a SLURM node).
+    add(_k("company_host_machine", "gpu-node-" + digits(2) + ".acmeresearch" + digits(2) + ".net",
+           "torch.distributed.DistNetworkError: Connection reset by peer, remote=[{v}]:29500", "DIST_PEER",
+           secret=False))
+    add(_k("company_host_service", "mlflow.acmeresearch" + digits(2) + ".net",
+           "MlflowException: API request to https://{v}/api/2.0/mlflow/runs/create failed", "MLFLOW_SERVER_NAME",
+           secret=False))
+    add(_k("company_host_login_node", "login" + digits(1) + ".hpc.acmeuni" + digits(2) + ".edu",
+           "MASTER_ADDR={v} MASTER_PORT=29500", "RDZV_LOGIN_NODE", secret=False))
+    add(_k("company_host_before_port", "trainbox.acmeresearch" + digits(2) + ".io",
+           "ConnectionRefusedError: [Errno 111] {v}:8265 refused", "RAY_HEAD", secret=False, env_text="{v}:8265"))
+    add(_k("slurm_node_name", "gpu-node-" + digits(3),
+           "slurmstepd: error: *** JOB 4242 ON {v} CANCELLED AT 2025-01-01T00:00:00 DUE TO TIME LIMIT ***",
+           "SLURMD_NODENAME", secret=False))
+    # Experiment trackers: the entity (a person or a team) and the project.
+    entity, project = "okaforlab" + digits(2), "gemma-lora-" + fake(string.ascii_lowercase, 6)
+    add(_k("wandb_run_url", entity + "/" + project,
+           "wandb: View run at https://wandb.ai/{v}/runs/" + fake(LOWER, 8), "WANDB_RUN_URL", secret=False,
+           env_text="https://wandb.ai/{v}/runs/x1y2z3", needles=(entity, project)))
+    user, team = "amara-ok" + digits(2), "okafor-team" + digits(2)
+    add(_k("wandb_logged_in", user + " (" + team + ")",
+           "wandb: Currently logged in as: {v}. Use `wandb login --relogin` to force relogin", "WANDB_WHOAMI",
+           secret=False, env_text="logged in as: {v}", needles=(user, team)))
+    workspace, project = "acmeresearch" + digits(2), "llama-sft-" + fake(string.ascii_lowercase, 5)
+    add(_k("comet_experiment_url", workspace + "/" + project,
+           "COMET INFO: Experiment is live on comet.com https://www.comet.com/{v}/" + fake(HEX, 32),
+           "COMET_EXPERIMENT_URL", secret=False, env_text="https://www.comet.com/{v}", needles=(workspace, project)))
+    entity, project = "acmeml" + digits(3), "internal-rlhf-" + fake(string.ascii_lowercase, 5)
+    add(_k("tracker_kwargs", entity + '", project="' + project,
+           'wandb.init(entity="{v}", config=cfg)', "WANDB_INIT_CALL", secret=False,
+           env_text='wandb.init(entity="{v}")', needles=(entity, project)))
+    # Storage buckets, cloud accounts and tenants.
+    bucket = "acmeresearch-ckpt-" + digits(3)
+    add(_k("s3_bucket", bucket, "FileNotFoundError: s3://{v}/llama/step-500/adapter_model.safetensors", "CKPT_URI",
+           secret=False, env_text="s3://{v}/llama"))
+    bucket = "acmeml-datasets-eu" + digits(2)
+    add(_k("gcs_bucket", bucket, "google.api_core.exceptions.NotFound: 404 gs://{v}/chat/train.jsonl", "DATA_URI",
+           secret=False, env_text="gs://{v}/chat"))
+    bucket = "acmeblob" + digits(3)
+    add(_k("azure_container", bucket, "ResourceNotFoundError: az://{v}/ckpts/step-100 not found", "AZ_CKPT_URI",
+           secret=False, env_text="az://{v}/ckpts"))
+    bucket = "okafor-private-" + digits(3)
+    add(_k("s3_bucket_host", bucket, "botocore 403 for https://{v}.s3.us-east-1.amazonaws.com/adapter.bin",
+           "CKPT_HTTP_URL", secret=False, env_text="https://{v}.s3.us-east-1.amazonaws.com/adapter.bin"))
+    bucket = "acme-raw-chats-" + digits(3)
+    add(_k("bucket_kwarg", bucket, 's3.download_file(Bucket="{v}", Key="train.jsonl", Filename="train.jsonl")',
+           "DOWNLOAD_CALL", secret=False, env_text='Bucket="{v}"'))
+    account = "acmestore" + digits(4)
+    add(_k("azure_storage_account", account, "HttpResponseError at https://{v}.blob.core.windows.net/ckpt?comp=list",
+           "BLOB_ENDPOINT", secret=False, env_text="https://{v}.blob.core.windows.net/ckpt"))
+    sa = "trainer-sa@acmeresearch" + digits(2) + "-prod.iam.gserviceaccount.com"
+    add(_k("gcp_service_account", sa, "google.auth.exceptions.RefreshError: invalid_grant for {v}",
+           "GOOGLE_SERVICE_ACCOUNT", secret=False))
+    proj = "acmeml" + digits(2) + "-prod"
+    add(_k("gcp_project", proj, "PermissionDenied: 403 projects/{v}/secrets/hf-token/versions/latest",
+           "GCP_RESOURCE_NAME", secret=False, env_text="projects/{v}/secrets/hf-token"))
+    # A private Hub repository named by the message, not by a call or a URL.
+    repo = "acmeml" + digits(2) + "-internal/llama-7b-chat-ft"
+    add(_k("hub_repo_in_message", repo,
+           "OSError: {v} is not a local folder and is not a valid model identifier listed on "
+           "'https://huggingface.co/models'", "MODEL_ERROR", secret=False, env_text="{v} is not a local folder"))
+    owner, name = "okaforlab" + digits(3), "gemma-dpo-" + fake(string.ascii_lowercase, 5)
+    add(_k("hub_cache_folder", owner + "--" + name,
+           "No such file: .cache/huggingface/hub/models--{v}/snapshots/main/config.json", "HUB_SNAPSHOT",
+           secret=False, env_text="hub/models--{v}/snapshots", needles=(owner, name)))
+
     # Terminal control characters: escape sequences, bells, bidi overrides.
     add(_k("ansi_escape", "\x1b", "\x1b[31mCUDA error\x1b[0m \x1b]8;;https://evil.example/\x07click\x1b]8;;\x07",
            "COLOR_MSG", secret=False, needles=("\x1b", "\x07")))

@@ -208,14 +208,34 @@ def _record_devices():
         pass
 
 
+def _record_modules():
+    """At exit, while REPROBOT_MODULES_OUT names a file: the top-level names of the modules this
+    process loaded, one JSON line per process (every rank of a launch line writes its own), for
+    the lockfile's roots (bot/env/lockfile.py)."""
+    path = os.environ.get("REPROBOT_MODULES_OUT")
+    if not path:
+        return
+    try:
+        import json
+        names = sorted({str(m).split(".", 1)[0] for m in list(sys.modules) if m})
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (json.dumps({"pid": os.getpid(), "modules": names}) + "\n").encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except BaseException:
+        pass
+
+
 try:
     _install()
 except BaseException:
     pass
 try:
     import atexit
-    # Registered first, so it runs last: after the script's own atexit handlers.
+    # Registered first, so they run last: after the script's own atexit handlers.
     atexit.register(_record_devices)
+    atexit.register(_record_modules)
 except BaseException:
     pass
 if os.environ.get("REPROBOT_HANG_AFTER"):
