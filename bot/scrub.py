@@ -426,6 +426,16 @@ def _lower(text: str) -> str:
     return text.lower()
 
 
+_RUN12 = re.compile(r"[A-Za-z0-9+/_-]{12}")
+
+
+@functools.lru_cache(maxsize=4)
+def _has_run(text: str) -> bool:
+    """``text`` holds 12 token characters in a row: what every bare or encoded key needs (one scan
+    for the five patterns that look for one)."""
+    return _RUN12.search(text) is not None
+
+
 def _find_pem(text: str) -> Iterable[_Hit]:
     if "-----BEGIN " in text:
         pos = 0
@@ -485,7 +495,6 @@ def _tail_re(tk: _TokenKind) -> re.Pattern[str]:
 # No token kind that wraps is shorter than this (AWS key ids, the shortest, are 20): a piece and its
 # continuation shorter together are not tried.
 _TOKEN_MIN = 20
-_LABEL_MARK = re.compile(r"[:=]")
 
 
 def _find_split_tokens(text: str) -> Iterable[_Hit]:
@@ -498,17 +507,21 @@ def _find_split_tokens(text: str) -> Iterable[_Hit]:
         if not tk.full_len or not _has(text, tk.literals):
             continue
         full_re = re.compile(tk.pattern)
+        plain_re, label_re = _lead_res(tk.chars)
         for tail in _tail_re(tk).finditer(text):
-            piece = tail.group()
-            if len(piece) >= tk.full_len:
+            start, end = tail.span()
+            if end - start >= tk.full_len:
                 continue
             b0 = tail.end("brk")
             # the next line's own start first (its length known from the tail's match), then after
             # a label only where one can be (a ':' or '=' among its first characters)
-            plain = tail.group("lead")
-            tries = [] if plain is None or len(piece) + len(plain) < _TOKEN_MIN else [_lead_res(tk.chars)[0]]
-            if _LABEL_MARK.search(text, b0, b0 + 40):
-                tries.append(_lead_res(tk.chars)[1])
+            plain = tail.end("lead") - b0 if tail.start("lead") >= 0 else 0
+            tries = [plain_re] if plain and end - start + plain >= _TOKEN_MIN else []
+            if text.find(":", b0, b0 + 40) >= 0 or text.find("=", b0, b0 + 40) >= 0:
+                tries.append(label_re)
+            if not tries:
+                continue
+            piece = tail.group()
             for lead_re in tries:
                 lead = lead_re.match(text, b0)
                 if not lead:
@@ -518,7 +531,7 @@ def _find_split_tokens(text: str) -> Iterable[_Hit]:
                 if not full_re.fullmatch(whole):
                     continue
                 preview = _redacted(whole, whole[:4] if tk.head else tk.prefix) + " split across lines"
-                yield _Hit(tail.start(), tail.end(), tk.kind, preview, f"<redacted:{tk.kind}>", True)
+                yield _Hit(start, end, tk.kind, preview, f"<redacted:{tk.kind}>", True)
                 yield _Hit(lead.start(1), lead.start(1) + len(cont), tk.kind, preview, "", True)
                 break
 
@@ -712,6 +725,8 @@ def _encoded_finder(values: tuple[str, ...]) -> Callable[[str], Iterable[_Hit]]:
     """base64 or hex of a credential (a Basic auth value, a printed b64encode(b"user:ghp_...")):
     decoded, it holds a token, a user:password pair or a secret value of the environment."""
     def find(text: str) -> Iterable[_Hit]:
+        if not _has_run(text):
+            return
         for rx in (_B64_RUN, _HEX_RUN):
             for m in rx.finditer(text):
                 if m.end() - m.start() > _ENCODED_MAX:
@@ -752,6 +767,8 @@ def _bare_hex(text: str) -> Iterable[tuple[re.Match[str], str]]:
 
 
 def _find_bare_keys(text: str) -> Iterable[_Hit]:
+    if not _has_run(text):
+        return
     for m, context in _bare_hex(text):
         if context == "secret":
             # W&B's keys are 40 hex with no prefix: named so when W&B is what precedes it

@@ -269,6 +269,8 @@ _ASSIGNED = re.compile(r"\b(?:[A-Z][A-Z0-9_]*_)?(?:ADDR|ADDRESS|HOST|HOSTNAME|HO
 _LOOPBACK = re.compile(r"localhost(?:\.localdomain)?|127(?:\.\d{1,3}){3}|0\.0\.0\.0|::1?|ip6-localhost")
 _IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
 _PRIVATE_V4 = re.compile(r"10\.|192\.168\.|172\.(?:1[6-9]|2\d|3[01])\.")
+# Documentation's own addresses (RFC 5737): never anyone's, like example.com.
+_DOCUMENTATION_V4 = re.compile(r"192\.0\.2\.|198\.51\.100\.|203\.0\.113\.")
 
 
 def _assigned_hosts(text: str) -> Iterator[Place]:
@@ -279,8 +281,8 @@ def _assigned_hosts(text: str) -> Iterator[Place]:
         if _LOOPBACK.fullmatch(value) or value.isdigit() or _documentation(value.lower()) or _public(value.lower()):
             continue
         if _IPV4.fullmatch(value):
-            if _PRIVATE_V4.match(value):
-                continue  # bot/scrub.py's private-address rule names it
+            if _PRIVATE_V4.match(value) or _DOCUMENTATION_V4.match(value):
+                continue  # bot/scrub.py's private-address rule names a private one
             yield Place(m.start(1), m.end(1), "public_ip", value.split(".")[0] + ".\u2026", "<ip>")
         elif not value.replace("<N>", "").replace("-", "").isdigit():
             yield Place(m.start(1), m.end(1), "hostname", value[:1] + "\u2026", "<host>")

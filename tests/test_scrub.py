@@ -536,6 +536,7 @@ def test_where_a_persons_runs_live_is_scrubbed(text: str, expected: str) -> None
     "gpu0.memory.allocated grew", "hf://datasets/HuggingFaceFW/fineweb", "the bucket is empty", "project_dir = 'out'",
     "https://s3.amazonaws.com", "~/.cache/huggingface/hub/models--google--gemma-3-1b-it/snapshots",
     "OSError: google/gemma-3-1b-it is not a local folder", "You are logged in.", "db.example.com:5432",
+    'HOST = "192.0.2.1"', "MASTER_ADDR=203.0.113.7",
 ])
 def test_public_places_and_code_stay(text: str) -> None:
     assert scrub(text, names=NO_NAMES, environ={}).text == text

@@ -89,7 +89,7 @@ HOSTILE: dict[str, list[mb]] = {
     "_SHORT_HEX": [mb("0123456789abcdef", "g"), mb("key 0123456789abcd ")],
     "_BARE_MIXED": [mb("aA0", "\u00e9")],
     "_BREAK": [mb("\\")],
-    "_LABEL_MARK": [mb("a")],
+    "_RUN12": [mb("a" * 11 + " ")],
     "_B64_RUN": [mb("a", "===")],
     "_HEX_RUN": [mb("0", "0" if SIZE % 2 else "")],
     "_ANSI": ["\x1b[" + mb("0"), "\x1b]" + mb("a")],
@@ -128,7 +128,7 @@ AT_START: dict[str, tuple[str, list[mb]]] = {
     "places._EXAMPLE": ("search", [mb(".example.")]),
     "places._PATH_BUCKET_HOSTS": ("fullmatch", [mb("s3-a"), "s3" + mb(".a")]),
     "places._LOOPBACK": ("fullmatch", [mb("127.")]), "places._IPV4": ("fullmatch", [mb("1.")]),
-    "places._PRIVATE_V4": ("match", [mb("10.")]),
+    "places._PRIVATE_V4": ("match", [mb("10.")]), "places._DOCUMENTATION_V4": ("match", [mb("192.")]),
 }
 # Patterns compiled from parts at run time.
 BUILT: dict[str, tuple[re.Pattern[str], str, list[mb]]] = {
@@ -237,14 +237,12 @@ def test_scrub_of_a_hostile_megabyte_is_bounded(label: str) -> None:
 
 
 def test_scrub_of_a_megabyte_of_matches_is_linear_in_the_matches() -> None:
-    """``a@a.a`` repeated: 100,000 addresses, each replaced and reported (the same one on one line
-    once). That is Python work per match (about 4 us), on top of the scans: measured 0.6-1.2 s CPU
-    here, where the quadratic pattern took minutes; half the text takes about half the time."""
+    """``a@a.a`` repeated: 100,000 addresses, each replaced (and reported once: the same finding on
+    one line is one). That is Python work per match, about 4 us, on top of the scans: measured
+    0.6-1.2 s CPU here, so the bound is twice the others'; the quadratic pattern took minutes."""
     text = str(mb("a@a.a"))
     took = _cpu(lambda: _scrub(text))
-    half = _cpu(lambda: _scrub(text[:SIZE // 2]))
     assert took < 2 * BOUND, f"scrub() of 100,000 addresses: {took:.2f} s CPU"
-    assert took < 4 * half + 0.1, f"1 MB took {took:.2f} s, 500 KB {half:.2f} s: not linear"
     result = _scrub(text)
-    assert "@" not in result.text.replace("<email>", "") or result.text.count("<email>") >= 99_000
-    assert len(result.findings) == 1 and result.findings[0].kind == "email"
+    assert result.text.count("<email>") == 100_000 and "a@a" not in result.text
+    assert [f.kind for f in result.findings] == ["email"]

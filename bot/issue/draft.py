@@ -671,7 +671,10 @@ def with_warning(body: str, hazards: dict[str, Any] | None) -> str:
     notes = _NOTES.match(body)
     cut = notes.end() if notes else 0
     return body[:cut] + top + body[cut:].lstrip("\n")
-_PLACEHOLDERS = re.compile(r"<redacted:[^<>\n]*>|<(?:ip|email|host|path|user-or-host)>|<env>/")
+# What the scrubber writes where a private value was (bot/scrub.py, bot/scrub_places.py); in the
+# repro's own code each one changes what a maintainer would run.
+_PLACEHOLDERS = re.compile(r"<redacted:[^<>\n]*>|<(?:ip|email|host|path|user-or-host|bucket|entity|project|workspace"
+                           r"|tenant|service-account|private-org)>|<env>/")
 
 
 def script_placeholders(body: str) -> list[tuple[int, str]]:

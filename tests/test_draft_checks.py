@@ -1,6 +1,7 @@
-"""The draft's one `pip install` line resolves as written: a local build's pin carries the PyTorch
-index the lock names (`torch==2.13.0+cpu` is on no other index); no other index line is copied
-(a mirror the user passed may be private)."""
+"""Two checks of what a draft says. Its one `pip install` line resolves as written: a local
+build's pin carries the PyTorch index the lock names (`torch==2.13.0+cpu` is on no other index),
+and no other index line is copied (a mirror the user passed may be private). And every
+placeholder the scrubber leaves inside the repro's own code holds the filing for a person."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,3 +39,12 @@ def test_a_local_build_names_the_pytorch_index_and_nothing_else(tmp_path: Path) 
 
 def test_plain_releases_need_no_index(tmp_path: Path) -> None:
     assert _install(tmp_path, LOCK.replace("+cpu", "")) == "pip install torch==2.13.0 transformers==5.23.0"
+
+
+def test_every_place_the_scrubber_fills_in_the_code_waits_for_a_person() -> None:
+    """A bucket, a tracker's entity or a service account scrubbed inside the repro's own code
+    changes the script a maintainer would run, as an address does (bot/scrub_places.py)."""
+    from bot.issue.draft import script_placeholders
+    body = ("### Reproduction\n\n```python\nimport fsspec\nfs = fsspec.open('s3://<bucket>/x.bin')\n"
+            "run = init(entity='<entity>', project='<project>')\nx = '<pad>'\n```\n")
+    assert script_placeholders(body) == [(2, "<bucket>"), (3, "<entity>"), (3, "<project>")]
