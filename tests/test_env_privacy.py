@@ -149,6 +149,12 @@ def test_environment_kinds(python: dict, kind: str) -> None:
     ({"name": "lib", "version": "1.0", "kind": "vcs", "url": "git+ssh://git@github.com/acme/lib.git"}, True),
     ({"name": "peft", "version": "0.13.0", "kind": "vcs", "url": "https://github.com/acme/peft"}, False),
     ({"name": "wheel-from-web", "version": "1.0", "kind": "archive", "url": "https://x.example/w.whl"}, True),
+    # a release's own wheel carried onto a machine with no network (the GPU example's bitsandbytes)
+    ({"name": "bitsandbytes", "version": "0.49.0", "kind": "archive",
+      "url": "file:///tmp/w/bitsandbytes-0.49.0-py3-none-manylinux_2_24_x86_64.whl"}, False),
+    ({"name": "bitsandbytes", "version": "0.49.0", "kind": "archive",
+      "url": "https://wheels.evil.example/bitsandbytes-0.49.0-py3-none-any.whl"}, True),
+    ({"name": "acme", "version": "1.0", "kind": "archive", "url": "file:///tmp/w/acme-1.0+x-py3-none-any.whl"}, True),
     ({"name": "from-conda", "version": "1.0", "kind": "conda"}, False),
 ])
 def test_the_private_distribution_rule(info: dict, private: bool) -> None:

@@ -70,7 +70,17 @@ def private_distribution(info: dict, known: Iterable[str]) -> bool:
     label = _local_label(str(info.get("version") or ""))
     if label and not PUBLIC_LOCAL_LABEL.fullmatch(label):
         return True
+    if _release_copy(info):
+        return False
     return info.get("kind") in _DIRECT_KINDS and not _public_source(info.get("url"))
+
+
+def _release_copy(info: dict) -> bool:
+    """A wheel or sdist of an index release carried onto the machine (the GPU example's
+    bitsandbytes): the index has the same file, so it is public whatever folder it came from."""
+    from bot.targets.sysinfo import release_copy
+    return info.get("kind") == "archive" and release_copy(str(info.get("name") or ""), str(info.get("version") or ""),
+                                                          info.get("url"))
 
 
 def _public_version(version: str) -> str:
@@ -87,6 +97,8 @@ def _source(pkg: dict) -> dict:
     """A package's record without where a private source lives."""
     if pkg.get("kind") not in _DIRECT_KINDS or _public_source(pkg.get("url")):
         return pkg
+    if _release_copy(pkg):
+        return {**pkg, "url": _archive_name(str(pkg["url"]))}   # where it sat on the disk is nobody's business
     pkg = dict(pkg)
     url = pkg.pop("url", None)
     pkg.pop("requested_revision", None)
