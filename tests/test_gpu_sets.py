@@ -218,11 +218,12 @@ def test_pinned_confirmation_that_loses_the_failure_says_why(tmp_path):
     assert "--gpus-per-job 2" in e.value.message and "run 2 only 0" in e.value.message
 
 
-def test_the_draft_says_it_needs_two_gpus():
+def test_the_draft_says_it_needs_two_gpus(tmp_path):
     from bot.issue.draft import _evidence
+    from bot.store import ReproDir
     from reducer.signature import Signature
     sig = Signature("RuntimeError", SAME_DEVICE, ())
-    folder = SimpleNamespace()
+    folder = ReproDir(tmp_path)
     needs = _evidence(folder, {"runs": [{}, {}], "needs_gpus": 2, "gpus": {"one_gpu": "passes"}}, None, True, sig, [])
     plain = _evidence(folder, {"runs": [{}, {}]}, None, True, sig, [])
     assert any("needs 2 GPUs" in s and "on one GPU the original passes" in s for s in needs)
