@@ -219,7 +219,7 @@ def test_cli_python_m_line_reduces_the_modules_file(tmp_path):
     repro = (folder / "repro.py").read_text()
     assert "unused" not in repro and "from .helpers import parse" in repro   # reduced, still a package module
     from bot.issue.draft import _command
-    assert _command(sig, sig["script"], sig["args"]) == "python -m pkg.mod '{bad'"
+    assert _command(sig, sig["script"]) == "python -m pkg.mod '{bad'"
 
 
 # ------------------------------------------------------------------ a rendezvous of its own
