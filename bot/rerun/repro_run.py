@@ -31,10 +31,6 @@ class StoredRepro:
         return cls(folder, folder.repro.read_text(encoding="utf-8"), Signature.from_dict(meta["signature"]),
                    MatchOptions.from_dict(meta.get("options") or {}), RunRecipe.from_signature(meta))
 
-    @property
-    def script_name(self) -> str:
-        return self.recipe.script
-
     def default_timeout(self) -> float:
         return self.recipe.default_timeout()
 

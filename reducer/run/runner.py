@@ -154,10 +154,6 @@ def group_usage(pgid: int) -> tuple[int, float]:
     return rss, cpu
 
 
-def group_rss(pgid: int) -> int:
-    return group_usage(pgid)[0]
-
-
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _MEMORY_POLL = 0.25

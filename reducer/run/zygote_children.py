@@ -258,7 +258,7 @@ def _serve(sock):
     its OWN pid (C goes on at once), leaves a successor behind (a double fork, so that the
     successor is reparented to C, the subreaper), hands the socket over, and becomes that W."""
     _prctl(_PR_SET_PDEATHSIG, 9)  # dies with C
-    os.setpgid(0, 0)  # its own group: spares' memory is not the run's (group_rss), and C's group kill misses them
+    os.setpgid(0, 0)  # its own group: spares' memory is not the run's (group_usage), and C's group kill misses them
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)  # hold none of the run's pipes open
