@@ -163,7 +163,15 @@ def _index():
     return out
 
 
-def _record(frame, exc, tb=None):
+def _rank():
+    """This process's rank in a launched job (torchrun, accelerate launch), else None."""
+    try:
+        return int(os.environ["RANK"]) if int(os.environ.get("WORLD_SIZE", "1")) > 1 else None
+    except (KeyError, ValueError):
+        return None
+
+
+def _values(frame):
     global _calls_at
     if _calls_at is None:
         _calls_at = _index()
@@ -185,15 +193,39 @@ def _record(frame, exc, tb=None):
                     continue
                 if "value" in described or "recipe" in described:
                     values[name] = described
-    record = {"line": frame.f_lineno, "func": frame.f_code.co_name,
-              "exc_type": type(exc).__module__ + "." + type(exc).__qualname__,
-              "message": str(exc)[:2000], "values": values, "child": _child}
-    callee = _callee(frame, tb)
+    return values
+
+
+def _emit_record(frame, exc_type, message, callee, **more):
+    record = {"line": frame.f_lineno, "func": frame.f_code.co_name, "exc_type": exc_type,
+              "message": message, "values": _values(frame), "child": _child, **more}
+    rank = _rank()
+    if rank is not None:
+        record["rank"] = rank
+    state = _process_state()
+    if state is not None:
+        record["state"] = state
     if callee is not None:
         record["callee"] = callee
     if RECIPE_ERRORS:
         record["recipe_errors"] = RECIPE_ERRORS[:8]
     _emit(record)
+
+
+def _record(frame, exc, tb=None):
+    _emit_record(frame, type(exc).__module__ + "." + type(exc).__qualname__, str(exc)[:2000], _callee(frame, tb))
+
+
+# Watched calls (REPROBOT_BOUNDARY_AT: "line:callee,..."): every process records the values of
+# such a call when it enters the callee, failing or not. A failure in one rank of a launched job
+# needs the other ranks' values of the same call (each may build a model of another size), and a
+# rank that only waits in a collective may be killed before it raises anything.
+_watch = set()
+for _w in os.environ.get("REPROBOT_BOUNDARY_AT", "").split(","):
+    _l, _, _c = _w.partition(":")
+    if _l.isdigit() and _c:
+        _watch.add((int(_l), _c))
+_watched = set()
 
 
 # The arguments of the latest call each frame of the script made into another file, taken when
@@ -215,6 +247,11 @@ def _entering(frame):
         if name in loc:
             taken[name] = _copied(loc[name])
     _entered[id(back)] = (back.f_code, code, taken)
+    key = (back.f_lineno, code.co_name)
+    if key in _watch and key not in _watched and _records[0] < _MAX_RECORDS:
+        _watched.add(key)
+        _records[0] += 1
+        _emit_record(back, "", "", _received_by(code, taken, _function_of(code, frame.f_globals, taken)), entry=True)
     if code.co_name == "__init__" and code.co_argcount:
         _remember_made(frame, code, taken, back.f_lineno)
 
@@ -423,14 +460,21 @@ class Boundary:
     callee: dict[str, Any] | None = None
     child: bool = False             # recorded in a child process of the run
     recipe_errors: list[str] = field(default_factory=list)   # recipes that raised (a bug of ours to see)
+    rank: int | None = None         # the process's rank in a launched job (torchrun, accelerate launch)
+    # the process-wide library state the call ran in, as recipes rebuild it (reducer/recipes.py's
+    # ``process_state``): {"imports", "setup", "rank": {"expr", "imports"}}
+    state: dict[str, Any] | None = None
+    entry: bool = False             # a watched call as it was entered, not a failure
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Boundary:
-        callee = d.get("callee")
+        callee, state, rank = d.get("callee"), d.get("state"), d.get("rank")
         return cls(int(d["line"]), str(d.get("func", "")), str(d.get("exc_type", "")), str(d.get("message", "")),
                    {str(k): dict(v) for k, v in dict(d.get("values", {})).items() if isinstance(v, dict)},
                    callee if isinstance(callee, dict) else None, bool(d.get("child", False)),
-                   [str(e) for e in d.get("recipe_errors", [])][:8])
+                   [str(e) for e in d.get("recipe_errors", [])][:8],
+                   rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
+                   state if isinstance(state, dict) else None, bool(d.get("entry", False)))
 
     def recipe_of(self, expr: str) -> dict[str, Any] | None:
         recipe = self.values.get(expr, {}).get("recipe")
@@ -476,8 +520,31 @@ def boundary_run(source: str, run, recipes: tuple[Path, ...] = ()) -> list[Bound
         out = Path(d) / "boundary.jsonl"
         # REPROBOT_TRACE_OUT too: under a launch line the ranks are the script's interpreters, and
         # the runner hands them this launcher (in child mode) as it hands them the trace's
-        run(source, [str(launcher)], {ENV_VAR: str(out), "REPROBOT_TRACE_OUT": str(out), **recipe_env(recipes)})
-        return load(out)
+        env = {ENV_VAR: str(out), "REPROBOT_TRACE_OUT": str(out), **recipe_env(recipes)}
+        run(source, [str(launcher)], env)
+        found = load(out)
+        watch = peer_calls(found)
+        if watch:
+            # a rank's failure: one more run records the same call as every rank entered it
+            out.unlink(missing_ok=True)
+            run(source, [str(launcher)], {**env, "REPROBOT_BOUNDARY_AT": watch})
+            found += [b for b in load(out) if b.entry]
+        return found
+
+
+def peer_calls(boundaries: list[Boundary]) -> str:
+    """The calls to watch in every rank ("line:callee,..."): those where a rank of a launched job
+    failed, when no other rank's values of them were recorded (at most two)."""
+    out: list[str] = []
+    for b in boundaries:
+        if b.rank is None or b.entry or not b.callee or not b.callee.get("name"):
+            continue
+        if any(o.rank not in (None, b.rank) and o.line == b.line for o in boundaries):
+            continue
+        key = f"{b.line}:{b.callee['name']}"
+        if key not in out:
+            out.append(key)
+    return ",".join(out[:2])
 
 
 def matching(boundaries: list[Boundary], exc_type: str, message: str) -> list[Boundary]:

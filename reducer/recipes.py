@@ -31,7 +31,16 @@ did not). It defines:
     ones after the first two named by ``positional``) as ``_reprobot_load``, for a recipe to
     repeat the load when it is part of the failure (quantization, a device_map).
 
-The first file whose ``rebuild`` answers wins, in the order the caller gives them.
+``process_state() -> dict | None`` (optional)
+    The library state of the whole process that a failing call needs and no argument carries (a
+    torch.distributed process group a ``DistributedDataParallel(...)`` joins): ``{"imports",
+    "setup"}`` statements that bring it about again in a candidate, plus, for a process that is
+    one rank of a launched job, ``"rank": {"expr", "imports"}`` -- how a candidate reads its own
+    rank (a value that differed between ranks is written per rank, indexed by it). Asked when a
+    failure or a watched call is recorded; None when the process has no such state.
+
+The first file whose ``rebuild`` answers wins, in the order the caller gives them; the
+``process_state`` answers of all files are joined.
 """
 from __future__ import annotations
 
@@ -79,6 +88,28 @@ def _load_recipes():
                 pass
         if callable(space.get("rebuild")):
             _RECIPES.append(space["rebuild"])
+        if callable(space.get("process_state")):
+            _STATES.append(space["process_state"])
+
+
+_STATES = []
+
+
+def _process_state():
+    """The process-wide state recipes, joined (None when none answers)."""
+    out = {"imports": [], "setup": []}
+    for fn in _STATES:
+        try:
+            got = fn()
+        except Exception as e:
+            RECIPE_ERRORS.append("process_state: %s: %s" % (type(e).__name__, str(e)[:200]))
+            continue
+        if not isinstance(got, dict):
+            continue
+        _merge(out, {"imports": list(got.get("imports") or []), "setup": list(got.get("setup") or [])})
+        if isinstance(got.get("rank"), dict) and "rank" not in out:
+            out["rank"] = got["rank"]
+    return out if out["setup"] or "rank" in out else None
 
 
 _SAVED = {}          # absolute path -> the object saved there (at most 16)

@@ -119,6 +119,23 @@ def _received(callee: dict | None, call: ast.Call) -> _Received | None:
     return _Received(positional, keywords, defaults, receiver, [n for n, _ in params], name)
 
 
+def _callee_for(b, call: ast.Call, source: str) -> dict | None:
+    """The callee record ``call`` entered: a constructor call entered its class's ``__init__``,
+    whose ``self`` is of the class the call spells (``DDP(model)`` with DDP imported as an alias),
+    so the record is renamed to the spelling, as ``_Builder.constructed`` does for a made object."""
+    callee = getattr(b, "callee", None)
+    if not callee or callee.get("name") != "__init__" or _spelled(call) is None:
+        return callee
+    params = [p for p in callee.get("params", []) if isinstance(p, list) and len(p) == 2]
+    kind = params[0][1].get("type") if params and params[0][0] == "self" and isinstance(params[0][1], dict) else None
+    text = _segment(source, call.func)
+    if not kind or text is None:
+        return callee
+    if b.object_of(text) == kind or kind.rsplit(":", 1)[-1].rsplit(".", 1)[-1] == _spelled(call):
+        return {**callee, "name": _spelled(call)}
+    return callee
+
+
 def _imports(tree: ast.Module) -> dict[str, tuple[int, str]]:
     """bound name -> (order, the import statement that binds only it), over every import of the
     script (a guard's, a function's too): the candidate is one flat module."""
@@ -431,7 +448,7 @@ class _Builder:
 
     def call(self, call: ast.Call, literal_only: bool) -> tuple[str, _Parts] | None:
         parts = _Parts()
-        self.received = _received(getattr(self.b, "callee", None), call)
+        self.received = _received(_callee_for(self.b, call, self.source), call)
         text = self.written(call, parts, literal_only)
         return None if text is None else (text, parts)
 
@@ -710,6 +727,90 @@ def _dedent(text: str | None) -> str | None:
     return textwrap.dedent(text)
 
 
+def _peers(b, boundaries) -> list:
+    """The same call's records in the other ranks of a launched job (one per rank, a watched
+    entry first), when ``b`` is a rank's failure."""
+    if getattr(b, "rank", None) is None:
+        return []
+    name = (b.callee or {}).get("name")
+    by_rank: dict[int, object] = {}
+    for o in sorted(boundaries, key=lambda o: not getattr(o, "entry", False)):
+        r = getattr(o, "rank", None)
+        if r is None or r == b.rank or r in by_rank or o.line != b.line:
+            continue
+        if name and (o.callee or {}).get("name") not in (None, name):
+            continue
+        by_rank[r] = o
+    return [by_rank[r] for r in sorted(by_rank)]
+
+
+def _per_rank(b, own: tuple[str, _Parts],
+              others: list[tuple[int, tuple[str, _Parts] | None]]) -> tuple[str, _Parts] | None:
+    """One call for every rank: where the ranks' values differ, each differing part written per
+    rank and indexed by the candidate's own rank (``vocab_size=(26, 25)[dist.get_rank()]``).
+    The failing rank's call alone when another rank's cannot be written or not every rank of the
+    job was seen (no tuple to index)."""
+    calls = {b.rank: own, **{r: got for r, got in others}}
+    if any(got is None for got in calls.values()) or sorted(calls) != list(range(len(calls))):
+        return own
+    texts = [calls[r][0] for r in sorted(calls)]           # type: ignore[index]
+    if len(set(texts)) == 1:
+        return own
+    state = b.state if isinstance(b.state, dict) else {}
+    rank = state.get("rank") if isinstance(state.get("rank"), dict) else \
+        {"expr": 'int(os.environ["RANK"])', "imports": ["import os"]}
+    try:
+        trees = [ast.parse(t, mode="eval").body for t in texts]
+        index = ast.parse(str(rank["expr"]), mode="eval").body
+        text = ast.unparse(_merge_nodes(trees, index))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return own
+    parts = _Parts()
+    for got in calls.values():
+        parts.absorb(got[1])                                # type: ignore[index]
+    for line in rank.get("imports") or []:
+        if line not in parts.imports:
+            parts.imports.append(line)
+    return text, parts
+
+
+def _merge_nodes(nodes: list[ast.AST], index: ast.expr) -> ast.AST:
+    """The nodes as one: equal parts once, a differing part as ``(r0, r1, ...)[index]`` at the
+    smallest node where the ranks differ."""
+    first = nodes[0]
+    if all(ast.dump(n) == ast.dump(first) for n in nodes[1:]):
+        return first
+    same_shape = all(type(n) is type(first) for n in nodes) and all(
+        (isinstance(getattr(n, f), list) and len(getattr(n, f)) == len(getattr(first, f)))
+        or (isinstance(getattr(n, f), ast.AST) and isinstance(getattr(first, f), ast.AST))
+        or getattr(n, f) == getattr(first, f)
+        for n in nodes for f in first._fields)
+    if not same_shape or isinstance(first, ast.Constant):
+        return ast.Subscript(value=ast.Tuple(elts=list(nodes), ctx=ast.Load()), slice=index, ctx=ast.Load())
+    out = type(first)()
+    for f in first._fields:
+        value = getattr(first, f)
+        if isinstance(value, list):
+            setattr(out, f, [_merge_nodes([getattr(n, f)[i] for n in nodes], index)
+                             if isinstance(value[i], ast.AST) else value[i] for i in range(len(value))])
+        elif isinstance(value, ast.AST):
+            setattr(out, f, _merge_nodes([getattr(n, f) for n in nodes], index))
+        else:
+            setattr(out, f, value)
+    return out
+
+
+def _with_state(b, parts: _Parts) -> None:
+    """The process-wide state the call ran in (a process group), set up before everything else."""
+    state = getattr(b, "state", None)
+    if not isinstance(state, dict) or not state.get("setup"):
+        return
+    for line in state.get("imports") or []:
+        if line not in parts.imports:
+            parts.imports.append(line)
+    parts.setup[:0] = [line for line in state["setup"] if line not in parts.setup]
+
+
 def candidates(source: str, boundaries, allowed) -> list[str]:
     """Whole-program candidates, most promising first: per boundary of the target failure, the
     calls on its line with every part written as a value (innermost first), then a library
@@ -721,19 +822,24 @@ def candidates(source: str, boundaries, allowed) -> list[str]:
     literal: list[str] = []
     guesses: list[str] = []
     slices: list[str] = []
-    for b in boundaries[:2]:
+    for b in [b for b in boundaries if not getattr(b, "entry", False)][:2]:
         builder = _Builder(source, tree, b, allowed)
+        peers = [_Builder(source, tree, p, allowed) for p in _peers(b, boundaries)]
         calls = _calls_at(tree, b.line)
         # the call that entered the recorded callee first: the one the failure went through; where
         # only a pass-through wrapper was seen, the outermost call (its arguments' calls had ended)
-        calls = ([c for c in calls if _spelled(c) == (b.callee or {}).get("name")]
-                 + [c for c in reversed(calls) if _spelled(c) != (b.callee or {}).get("name")
-                    and _received(b.callee, c) is not None]
-                 + [c for c in calls if _received(b.callee, c) is None])
+        entered = {id(c): _callee_for(b, c, source) for c in calls}
+        calls = ([c for c in calls if _spelled(c) == (entered[id(c)] or {}).get("name")]
+                 + [c for c in reversed(calls) if _spelled(c) != (entered[id(c)] or {}).get("name")
+                    and _received(entered[id(c)], c) is not None]
+                 + [c for c in calls if _received(entered[id(c)], c) is None])
         for call in calls:
             got = builder.call(call, literal_only=True)
+            if got is not None and peers:
+                got = _per_rank(b, got, [(p.b.rank, p.call(call, literal_only=True)) for p in peers])
             if got is not None:
                 text, parts = got
+                _with_state(b, parts)
                 if not parts.unresolved:
                     literal.append("\n".join(_merged(parts.imports) + parts.setup + [text]) + "\n")
                 else:       # values that name the script's own classes: with their definitions
@@ -744,6 +850,8 @@ def candidates(source: str, boundaries, allowed) -> list[str]:
             if guess is not None:
                 guesses.append(guess)
             got = builder.call(call, literal_only=False)
+            if got is not None:
+                _with_state(b, got[1])
             if got is not None and got[1].unresolved:
                 sliced = builder.slice(got[0], got[1], b.line)
                 if sliced is not None:

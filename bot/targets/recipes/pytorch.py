@@ -136,3 +136,30 @@ def rebuild(value, source):
     if found is None:
         return None
     return {"expr": found, "imports": ["import torch"], "setup": []}
+
+
+# torchrun and accelerate launch hand every rank these; the env:// rendezvous reads them, so a
+# candidate run under the same launch line joins its group with no argument but the backend.
+_LAUNCHED = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def process_state():
+    """A rank of a launched job whose process group is up: ``init_process_group(<backend>)`` before
+    the call (DistributedDataParallel and every collective need it), and its rank read from the
+    group. Nothing for a group started some other way (a tcp:// address, explicit ranks in a
+    spawn child): the candidate could not start it again from the environment alone."""
+    import os
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not all(k in os.environ for k in _LAUNCHED):
+        return None
+    try:
+        if int(os.environ["WORLD_SIZE"]) < 2 or not (dist.is_available() and dist.is_initialized()):
+            return None
+        backend = str(dist.get_backend())
+    except Exception:
+        return None
+    if not backend.isidentifier():      # a multi-device spec ("cpu:gloo,cuda:nccl"): left to the slice
+        return None
+    return {"imports": ["import torch.distributed as dist"],
+            "setup": ["dist.init_process_group(%r)" % backend],
+            "rank": {"expr": "dist.get_rank()", "imports": ["import torch.distributed as dist"]}}
