@@ -14,6 +14,12 @@ that builds it and only that: the statements that bind the names the unwritten p
 local assignment before the call, hoisted; the top-level definitions they read, transitively)
 and the imports.
 
+A failure in one rank of a launched job (torchrun, accelerate launch) is written for every rank:
+the launcher recorded the same call as each rank entered it (``reducer.boundary.peer_calls``), the
+values that differ between ranks become ``(r0, r1)[<the rank>]`` at the smallest part that
+differs, and the process-wide state the call ran in (a process group, from the target's
+``process_state`` recipe) is set up before it.
+
 What it must never change: the callee (a library function or method, spelled through the
 script's own import, or imported by its module when the script reached it through a variable),
 the arguments' order, keywords and values. A value the static provenance check says may come
