@@ -1,7 +1,7 @@
 """The ML-floor benchmark (issue #38): `reprobot reduce` on Hugging Face-stack CPU scripts whose
 failing call takes a model, a config, a tensor or a checkpoint, each against its hand floor.
 
-    python bench/mlfloor.py [--part train|heldout|heldout2|both] [--only NAME,...] [--max-time 600] [--jobs 2]
+    python bench/mlfloor.py [--part train|heldout|heldout2|heldout3|both|A,B] [--only NAME,...] [--max-time 600] [--jobs 2]
                             [--workdir DIR] [--json OUT] [--pin CPUS]
 
 Each part is a folder of bench/mlfloor/ with a MANIFEST.json: per script its launch line (if any),
@@ -84,8 +84,9 @@ def run_one(part: str, entry: dict, workdir: Path, max_time: float, jobs: int,
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--part", choices=("train", "heldout", "heldout2", "both"), default="both",
-                   help="both: train and heldout; heldout2 is the second held-out set, run on its own")
+    p.add_argument("--part", default="both",
+                   help="a part (train, heldout, heldout2, heldout3) or several joined by commas; both: "
+                        "train and heldout. Every part is reported on its own line")
     p.add_argument("--only", default="", help="comma-separated script names (without .py)")
     p.add_argument("--max-time", type=float, default=600)
     p.add_argument("--jobs", type=int, default=2)
@@ -94,7 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pin", type=int, default=0, metavar="CPUS",
                    help="run scripts side by side, each confined to its own CPUS cores")
     a = p.parse_args(argv)
-    parts = ["heldout", "train"] if a.part == "both" else [a.part]
+    parts = ["heldout", "train"] if a.part == "both" else [x.strip() for x in a.part.split(",") if x.strip()]
+    missing = [x for x in parts if not (HERE / x / "MANIFEST.json").is_file()]
+    if missing:
+        p.error(f"no such part: {', '.join(missing)}")
     only = {n.strip() for n in a.only.split(",") if n.strip()}
     workdir = a.workdir or Path(tempfile.mkdtemp(prefix="reprobot-mlfloor-"))
     todo = []

@@ -1,0 +1,3 @@
+from accelerate import Accelerator
+
+Accelerator().pad_across_processes(None)
