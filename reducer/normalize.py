@@ -6,16 +6,17 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from reducer.stack import checkout_pattern
+
 if TYPE_CHECKING:
     from reducer.outcome import TracebackRecord
 
 # Where installed packages live, on POSIX and Windows, in venvs, conda and system Pythons.
 _SITE = re.compile(r"[\\/](?:site|dist)-packages[\\/]", re.IGNORECASE)
+# Editable installs of the stack (pip install -e ~/transformers) run from a source checkout:
+# ".../transformers/src/transformers/trainer.py" is still a library frame. Which packages' checkouts
+# count is the targets' knowledge (reducer/stack.py: what the bot registers, or the engine's own).
 # The standard library: .../lib/python3.12/..., ...\Lib\... (Windows), .../lib64/python3.11/...
-# Editable installs of the stack (pip install -e ~/transformers) run from a source
-# checkout: ".../transformers/src/transformers/trainer.py" is still a library frame.
-_CHECKOUT = re.compile(r"[\\/]src[\\/](?=(?:transformers|peft|accelerate|bitsandbytes|huggingface_hub|"
-                       r"safetensors|tokenizers|trl|diffusers|datasets|torch)[\\/])")
 _STDLIB = re.compile(r"[\\/](?:lib(?:64)?[\\/]python\d+(?:\.\d+)?t?|Lib)[\\/]", re.IGNORECASE)
 
 
@@ -29,7 +30,7 @@ def library_path(path: str) -> str | None:
         # own scrubber (bot/scrub.py) writes stored tracebacks as "<env>/peft/peft_model.py".
         if path.startswith(elided):
             return path[len(elided):].replace("\\", "/") or None
-    hits = list(_SITE.finditer(path)) or list(_CHECKOUT.finditer(path))
+    hits = list(_SITE.finditer(path)) or list(checkout_pattern().finditer(path))
     if hits:
         rel = path[hits[-1].end():]
     else:

@@ -10,6 +10,9 @@ still fails the same way is kept:
 - a model folder: ``AutoModelForCausalLM.from_config(<that config>)`` / ``LlamaForCausalLM(<it>)``,
   random weights (kept only if the failure does not depend on the saved ones);
 - a PEFT adapter folder: ``get_peft_model(model, LoraConfig(r=4, ...))``;
+  (the calls that build a config from its model type and put an adapter on a model are the
+  targets' spelling, asked through reducer/stack.py: with none registered those rewrites are
+  not tried)
 - ``json.load(open(path))`` of a small file: the value, as a literal;
 - any small text file or folder of them (a tokenizer, a CSV, a JSONL): written by the repro
   itself to a temporary folder just before the statement that reads it.
@@ -36,6 +39,7 @@ from reducer.artefacts import Artefact, Context, Read, dotted, find_reads
 from reducer.cst import collect, render
 from reducer.passes.cleanup import drop_dead_code, drop_unused_imports
 from reducer.names import uses
+from reducer.stack import Spelling, adapter_wrapper, config_by_type
 
 # A file or folder above this is named, not written into the repro.
 MAX_INLINE_BYTES = 64 * 1024
@@ -113,18 +117,17 @@ def _owner(art: Artefact) -> str:
     return art.call.rsplit(".", 1)[0]
 
 
-def _config_code(info: dict[str, Any], owner: str) -> str | None:
+def _config_code(info: dict[str, Any], owner: str) -> Spelling | None:
+    """The config as a call: the owner's class with its values, or, when the script loaded
+    through another class, the target's by-type call (reducer/stack.py)."""
     values = dict(info.get("values") or {})
     model_type = values.pop("model_type", info.get("model_type"))
-    if owner.rsplit(".", 1)[-1] == "AutoConfig" or owner.rsplit(".", 1)[-1] != info.get("class"):
-        return call_code(f"{_auto_config(owner)}.for_model", [repr(model_type)], values, [])
-    return call_code(owner, [], values, [])
-
-
-def _auto_config(owner: str) -> str:
-    """``AutoConfig``, spelled through the module the owner is spelled through (``transformers.``)."""
-    prefix = owner.rsplit(".", 1)[0] + "." if "." in owner else ""
-    return prefix + "AutoConfig" if prefix.startswith("transformers") else "AutoConfig"
+    if owner.rsplit(".", 1)[-1] != info.get("class"):       # AutoConfig, or another class
+        by_type = config_by_type(owner)
+        code = None if by_type is None else call_code(by_type.code, [repr(model_type)], values, [])
+        return None if by_type is None or code is None else Spelling(code, by_type.imports)
+    code = call_code(owner, [], values, [])
+    return None if code is None else Spelling(code)
 
 
 # ---- the rewrites of one read -------------------------------------------------------------------
@@ -154,18 +157,22 @@ def _config_rewrites(module: cst.Module, call: cst.Call, art: Artefact, probe: P
         values.pop(k.split("=", 1)[0].strip(), None)
     owner = _owner(art)
     info = {**info, "values": values}
-    code = _config_code(info, owner)
-    if code is not None:
+    spelled = _config_code(info, owner)
+    if spelled is not None:
+        code = spelled.code
         if kept:
             code = code[:-1] + "".join(f"    {k},\n" for k in kept) + ")"
-        yield "config values inline", _with_imports(_swap(module, call, code), _needs_auto(code))
+        yield "config values inline", _with_imports(_swap(module, call, code), list(spelled.imports))
 
 
 def _model_rewrites(module: cst.Module, call: cst.Call, art: Artefact, probe: Probe) -> Iterator[Rewrite]:
     info = probe("config", art.path)
     if not info:
         return
-    config = call_code(f"{_auto_config(_owner(art))}.for_model", [repr(info.get("model_type"))],
+    by_type = config_by_type(_owner(art))
+    if by_type is None:
+        return
+    config = call_code(by_type.code, [repr(info.get("model_type"))],
                        {k: v for k, v in (info.get("values") or {}).items() if k != "model_type"}, [])
     if config is None:
         return
@@ -176,7 +183,7 @@ def _model_rewrites(module: cst.Module, call: cst.Call, art: Artefact, probe: Pr
     forms = ([f"{owner}.from_config(\n    {config},\n" + "".join(f"    {k},\n" for k in kept) + ")"] if kept and auto else [])
     forms.append(f"{owner}.from_config({config})" if auto else f"{owner}({config})")
     for code in forms:
-        yield "model from its config, random weights", _with_imports(_swap(module, call, code), _needs_auto(code))
+        yield "model from its config, random weights", _with_imports(_swap(module, call, code), list(by_type.imports))
 
 
 def _adapter_rewrites(module: cst.Module, call: cst.Call, art: Artefact, probe: Probe) -> Iterator[Rewrite]:
@@ -187,14 +194,14 @@ def _adapter_rewrites(module: cst.Module, call: cst.Call, art: Artefact, probe: 
     if not info or not info.get("class"):
         return
     cls = info["class"]
+    wrapper = adapter_wrapper(cls)
     config = call_code(cls, [], dict(info.get("values") or {}), [])
-    if config is None:
+    if config is None or wrapper is None:
         return
     model = module.code_for_node(positional[0].value)
     kept = _kept_keywords(call, module, {"adapter_name"}, set())
-    code = f"get_peft_model({model}, " + config.replace("\n", "\n    ") + "".join(f", {k}" for k in kept) + ")"
-    yield "adapter config inline, get_peft_model", _with_imports(_swap(module, call, code),
-                                                                  [("peft", "get_peft_model"), ("peft", cls)])
+    code = f"{wrapper.code}({model}, " + config.replace("\n", "\n    ") + "".join(f", {k}" for k in kept) + ")"
+    yield f"adapter config inline, {wrapper.code}", _with_imports(_swap(module, call, code), list(wrapper.imports))
 
 
 def _json_literal(module: cst.Module, wrapper: cst.Call, art: Artefact,
@@ -328,10 +335,6 @@ def _insert_before(module: cst.Module, call: cst.Call, lines: list[cst.BaseState
         return None
     changed = stmt.deep_replace(old, new)
     return _tidy(render(module.deep_replace(stmt, cst.FlattenSentinel([*lines, changed]))))  # type: ignore[arg-type]
-
-
-def _needs_auto(code: str) -> list[tuple[str, str]]:
-    return [("transformers", "AutoConfig")] if re.search(r"(?<![.\w])AutoConfig\.", code) else []
 
 
 def _with_imports(source: str, wanted: list[tuple[str, str]]) -> str:

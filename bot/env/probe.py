@@ -37,8 +37,9 @@ EXTRA = ("deepspeed", "diffusers", "pip", "triton", "torchao", "psutil", "setupt
 # What reprobot's side adds with --packages: the other distributions each registered target's
 # System Info names.
 REQUESTED = []
-# Imported one by one (each its own section) to record import errors; torch and bitsandbytes have
-# sections of their own, and reprobot's side adds an "import:NAME" section per target that asks.
+# Imported one by one (each its own section) to record import errors; torch has a section of its
+# own, a target may bring one (bitsandbytes: TARGET_SECTIONS), and reprobot's side adds an
+# "import:NAME" section per target that asks.
 IMPORTED = ("numpy", "safetensors", "huggingface_hub", "tokenizers")
 # The targets' own commands whose location `tools` records (`accelerate env` prints its own);
 # reprobot's side passes them with --clis.
@@ -382,79 +383,6 @@ def section_import(name):
     return out
 
 
-def _mapped_bnb_libs():
-    libs = []
-    try:
-        with open("/proc/self/maps") as fh:
-            for line in fh:
-                path = line.split()[-1] if line.strip() else ""
-                base = os.path.basename(path)
-                if base.startswith("libbitsandbytes") and path not in libs:
-                    libs.append(path)
-    except OSError:
-        pass
-    return libs
-
-
-def section_bitsandbytes():
-    # bitsandbytes imports torch; when it is absent, neither is imported here.
-    if not _installed("bitsandbytes"):
-        return {"installed": False}
-    try:
-        import bitsandbytes
-        from bitsandbytes import cextension
-    except BaseException as e:
-        return {"installed": True, "import_error": _err(e), "mapped_libraries": _mapped_bnb_libs()}
-    out = {"installed": True, "version": getattr(bitsandbytes, "__version__", None),
-           "backend": getattr(cextension, "BNB_BACKEND", None)}
-    lib = getattr(cextension, "lib", None)
-    if lib is None:
-        out["library"] = None
-    else:
-        # Recent versions wrap the ctypes CDLL in BNBNativeLibrary._lib; an error stand-in carries
-        # error_msg. Read __dict__ directly: the wrappers' __getattr__ forwards or raises.
-        attrs = getattr(lib, "__dict__", {})
-        cdll = attrs.get("_lib", lib)
-        out["library"] = getattr(cdll, "_name", None)
-        out["library_class"] = type(lib).__name__
-        if "error_msg" in attrs:
-            out["library_error"] = str(attrs["error_msg"]).strip().splitlines()[0][:300]
-        compiled = getattr(type(lib), "compiled_with_cuda", None)
-        if compiled is not None:
-            out["compiled_with_cuda"] = bool(compiled)
-    out["mapped_libraries"] = _mapped_bnb_libs()
-    return out
-
-
-def _accelerate_config_path():
-    # accelerate's own rule (accelerate/commands/config/config_args.py).
-    home = os.path.expanduser(os.environ.get("HF_HOME", os.path.join(
-        os.environ.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")))
-    return os.path.join(home, "accelerate", "default_config.yaml")
-
-
-def section_accelerate_config():
-    path = _accelerate_config_path()
-    if not os.path.isfile(path):
-        return {"found": False}
-    out = {"found": True, "path": path}
-    if _installed("accelerate"):
-        try:
-            from accelerate.commands.config import load_config_from_file
-            out["config"] = load_config_from_file(None).to_dict()
-            return out
-        except BaseException as e:
-            out["load_error"] = _err(e)
-    try:
-        import yaml
-        with open(path, encoding="utf-8") as fh:
-            out["config"] = yaml.safe_load(fh)
-    except Exception:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            out["raw"] = fh.read(20000)
-    return out
-
-
 def section_tools():
     # What `accelerate env` reports as its location; with the environment not activated, the
     # script next to this interpreter is the one the user would run.
@@ -500,8 +428,23 @@ def section_module_map(modules):
 
 
 SECTIONS = ("python", "platform", "cpu", "memory", "packages", "distributions", "env_vars", "tools",
-            "nvidia_smi", "torch") + tuple("import:" + n for n in IMPORTED) + (
-            "bitsandbytes", "accelerate_config")
+            "nvidia_smi", "torch") + tuple("import:" + n for n in IMPORTED)
+# The targets' own sections (Target.probe_section in bot/targets/): reprobot's side writes each one's
+# source next to this script and passes the files with --section-files; each runs into this
+# namespace before any section and defines section_<name>(), run after the sections above.
+TARGET_SECTIONS = []
+
+
+def _load_section_files(paths):
+    for path in paths:
+        before = set(globals())
+        try:
+            with open(path, encoding="utf-8") as fh:
+                exec(compile(fh.read(), path, "exec"), globals())
+        except Exception:
+            continue    # its section then fails on its own (no section_<name>), the others run
+        TARGET_SECTIONS.extend(n[len("section_"):] for n in sorted(set(globals()) - before)
+                               if n.startswith("section_"))
 
 
 def _run_section(name, modules):
@@ -522,16 +465,17 @@ def probe_main(argv):
     parser.add_argument("--stack", default="", help="comma-separated target packages, recorded first")
     parser.add_argument("--packages", default="", help="comma-separated distributions to record as well")
     parser.add_argument("--clis", default="", help="comma-separated commands whose location to record")
+    parser.add_argument("--section-files", default="", help="the targets' section files, os.pathsep-separated")
     args = parser.parse_args(argv)
     STACK[:] = [p for p in args.stack.split(",") if p]
     REQUESTED[:] = [p for p in args.packages.split(",") if p]
     CLIS[:] = [p for p in args.clis.split(",") if p]
-    only = [s for s in args.only.split(",") if s] or list(SECTIONS)
+    _load_section_files([p for p in args.section_files.split(os.pathsep) if p])
+    only = [s for s in args.only.split(",") if s] or list(SECTIONS) + TARGET_SECTIONS
     skip = set(s for s in args.skip.split(",") if s)
     modules = [m for m in args.modules.split(",") if m]
     # Libraries print banners and warnings on import; none of that may reach reprobot's output.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    os.environ.setdefault("BITSANDBYTES_NOWELCOME", "1")
     with open(args.out, "a", encoding="utf-8") as out:
         def emit(obj):
             out.write(json.dumps(obj, default=str) + "\n")
@@ -589,6 +533,7 @@ def run_probe(python: str, sections: "list[str] | None" = None, modules: "list[s
         script = os.path.join(tmp, "reprobot_probe.py")
         with open(script, "w", encoding="utf-8") as fh:
             fh.write(probe_source())
+        section_files = os.pathsep.join(write_target_sections(tmp))
         work = os.path.join(tmp, "cwd")  # empty cwd: nothing there can shadow the user's packages
         os.mkdir(work)
         # The same environment the candidates run in (the runner keeps PYTHONPATH too): a stack
@@ -603,6 +548,8 @@ def run_probe(python: str, sections: "list[str] | None" = None, modules: "list[s
             cmd = [exe, script, out, "--only", ",".join(todo)]
             for flag, value in probe_args().items():
                 cmd += [flag, value]
+            if section_files:
+                cmd += ["--section-files", section_files]
             if modules:
                 cmd += ["--modules", ",".join(modules)]
             failure = None
@@ -663,22 +610,37 @@ def stack_names() -> "list[str]":
 
 
 def probe_sections() -> "list[str]":
-    """Every section, with an import section for each target that asks for one."""
+    """Every section, with an import section for each target that asks for one, and each
+    target's own section last."""
     from bot.targets import probe_imports
+    from bot.targets.registry import probe_sections as target_sections
     base = [s for s in SECTIONS if not s.startswith("import:")]
     at = base.index("torch") + 1
     imports = ["import:" + n for n in dict.fromkeys((*IMPORTED, *probe_imports()))]
-    return base[:at] + imports + base[at:]
+    return base[:at] + imports + base[at:] + [section.name for section in target_sections()]
 
 
 def probe_args() -> "dict[str, str]":
     """What the probe is told from the target registry: the stack, the other distributions the
-    targets' System Info names, and the targets' commands."""
+    targets' System Info names, and the targets' commands (their own sections' files are written
+    by ``run_probe``, next to the script)."""
     from bot.targets import env_packages, ordered_dists, system_info_clis
     stack = list(ordered_dists())
     recorded = set(stack) | set(SUPPORT) | set(EXTRA)
     return {"--stack": ",".join(stack), "--packages": ",".join(p for p in env_packages() if p not in recorded),
             "--clis": ",".join(system_info_clis())}
+
+
+def write_target_sections(folder: str) -> "list[str]":
+    """Each target's probe section as a file in ``folder`` (the probe's temporary one)."""
+    from bot.targets.registry import probe_sections as target_sections
+    paths = []
+    for section in target_sections():
+        path = os.path.join(folder, f"reprobot_probe_{section.name}.py")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(section.source())
+        paths.append(path)
+    return paths
 
 
 def shape_env(raw: dict) -> dict:
@@ -699,9 +661,15 @@ def shape_env(raw: dict) -> dict:
     torch = raw.get("torch", {})
     if isinstance(packages.get("torch"), dict) and packages["torch"].get("installed"):
         packages["torch"]["import"] = torch.get("import_error") or torch.get("probe_error") or "ok"
-    bnb = raw.get("bitsandbytes", {})
-    if isinstance(packages.get("bitsandbytes"), dict) and packages["bitsandbytes"].get("installed"):
-        packages["bitsandbytes"]["import"] = bnb.get("import_error") or bnb.get("probe_error") or "ok"
+    # The targets' own sections (bitsandbytes, accelerate_config), each under its own key; one
+    # that imports its package says how that import went.
+    from bot.targets.registry import probe_sections as target_sections
+    sections = {}
+    for section in target_sections():
+        data = sections[section.name] = raw.get(section.name, {})
+        pkg = packages.get(section.imports or "")
+        if isinstance(pkg, dict) and pkg.get("installed") and isinstance(data, dict):
+            pkg["import"] = data.get("import_error") or data.get("probe_error") or "ok"
     smi = raw.get("nvidia_smi", {})
     gpus = smi.get("gpus") or [{"name": d.get("name"), "memory_bytes": d.get("memory_bytes"),
                                 "capability": d.get("capability")} for d in torch.get("devices", [])]
@@ -717,8 +685,7 @@ def shape_env(raw: dict) -> dict:
         "gpu": {"gpus": gpus, "driver_version": smi.get("driver_version"),
                 "nvidia_smi": bool(smi.get("present")), **({"nvidia_smi_error": smi["error"]} if smi.get("error") else {})},
         "packages": packages,
-        "bitsandbytes": bnb,
-        "accelerate_config": raw.get("accelerate_config", {}),
+        **sections,
         "env_vars": raw.get("env_vars", {}),
         "tools": raw.get("tools", {}),
         "distributions": {d["name"]: d["version"] for d in dists.get("distributions", [])},
@@ -737,20 +704,33 @@ def recorded_names() -> "list[str]":
     return [*stack_names(), *EXTRA, *(p for p in args["--packages"].split(",") if p)]
 
 
-def capture_env(python: str, timeout: float = DEFAULT_TIMEOUT) -> dict:
+def capture_env(python: str, timeout: float = DEFAULT_TIMEOUT, notebook: "list[str] | None" = None) -> dict:
     """env.json's content for the interpreter ``python``: only what a maintainer needs (no
     interpreter path, host, private distribution or private source: bot/env/privacy.py), then
-    scrubbed (no usernames, homes, hosts)."""
+    scrubbed (no usernames, homes, hosts). ``notebook``: what a reduced notebook installs, recorded
+    beside the run's versions (bot/env/notebook_installs.py)."""
     # Imported here: the top of this file also runs on its own in the user's interpreter.
     from bot.env.privacy import private_env
     from bot.scrub import scrub_tree
     raw = run_probe(python, timeout=timeout)
-    return scrub_tree(private_env(shape_env(raw), raw, recorded_names()))
+    env = private_env(shape_env(raw), raw, recorded_names())
+    if notebook is not None:
+        from bot.env.notebook_installs import KEY, installs_section
+        env[KEY] = installs_section(notebook, raw, recorded_names())
+    return scrub_tree(env)
 
 
 def write_env(repro_dir, python: str, timeout: float = DEFAULT_TIMEOUT) -> dict:
-    """Capture the environment of ``python`` into ``repro_dir/env.json``; returns what was written."""
+    """Capture the environment of ``python`` into ``repro_dir/env.json``; returns what was written.
+    A repro of a notebook also records what the notebook installs, and says on screen which of
+    those the run's versions do not satisfy."""
+    from bot.env.notebook_installs import notebook_requirements, screen_line
     from bot.store import write_json_atomic
-    env = capture_env(python, timeout=timeout)
+    env = capture_env(python, timeout=timeout, notebook=notebook_requirements(repro_dir.path))
     write_json_atomic(repro_dir.env_json, env)
+    if line := screen_line(env):
+        from rich.markup import escape
+
+        from bot.output import console
+        console.print(f"[yellow]{escape(line)}[/]")
     return env

@@ -13,7 +13,7 @@ created the issue:
    search are not subject to indexing lag). Only an issue the filing identity itself wrote,
    with the marker as the body's own hidden comment, counts: anyone can write the marker into
    an issue, and an issue by someone else must not stop the filing.
-3. The POST is sent exactly once (bot/issue/github.py's write client never retries a POST). When it
+3. The POST is sent exactly once (bot/github_api.py's write client never retries a POST). When it
    fails, only the safe GETs of step 2 are repeated to learn whether it landed.
 Labels and assignees are never sent: upstream drops them for non-maintainers.
 """
@@ -276,7 +276,7 @@ def confirm_filed(entry: FiledIssue, client: Github, sig_id: str) -> tuple[Filed
     host that GitHub names for the repository, is an issue (not a pull request), and is the
     filing identity's own with this failure's marker (as ``find_marked`` decides). Returns the
     issue as GitHub describes it, or (None, why it is ignored)."""
-    from bot.issue.github import github_errors
+    from bot.github_api import github_errors
 
     with github_errors(f"reading back {entry.repo}#{entry.number} from filed.json"):
         gh_repo = client.get_repo(entry.repo)
@@ -322,7 +322,7 @@ def filer_login(client: Github) -> str:
     no issue can be recognised as ours, so this raises rather than guess."""
     import os
 
-    from bot.issue.github import graphql
+    from bot.github_api import graphql
 
     try:
         return str(client.get_user().login)
@@ -352,7 +352,7 @@ def find_marked(client: Github, repo: str, sig_id: str) -> Any | None:
     read directly, since search can lag behind a create by a minute or more. "Could not check"
     is never "not found": when the listing cannot be read this raises, and nothing is filed.
     """
-    from bot.issue.github import search_throttle
+    from bot.github_api import search_throttle
 
     login = filer_login(client)
     searched = True
@@ -439,7 +439,7 @@ def submit(repro: ReproDir, draft: Draft, client: Github,
 
 
 def _submit(repro: ReproDir, draft: Draft, client: Github, notify: Callable[[str], None]) -> SubmitResult:
-    from bot.issue.github import github_errors
+    from bot.github_api import github_errors
 
     prior = trusted_filed(repro, draft.repo, client, draft.signature_id, notify)
     if prior is not None:

@@ -1,7 +1,10 @@
-"""huggingface/accelerate: its bug-report form and the block ``accelerate env`` prints."""
+"""huggingface/accelerate: its bug-report form, the block ``accelerate env`` prints, and its section
+of the environment probe (the default config file that block shows)."""
 from __future__ import annotations
 
-from bot.targets.base import EXPECTED, OWN_SCRIPTS, REPRODUCTION, Target, checkboxes, system_info_field
+import os
+
+from bot.targets.base import EXPECTED, OWN_SCRIPTS, REPRODUCTION, ProbeSection, Target, checkboxes, system_info_field
 from bot.targets.sysinfo import (accelerate_config_lines, cuda_notes, fields, gpu_names, install_notes, platform_of,
                                  python_of, torch_of, version_of)
 
@@ -25,6 +28,40 @@ def render(env: dict) -> str:
     text = fields(items) + "\n- `Accelerate` default config:\n" + accelerate_config_lines(env, "Not found")
     extra = install_notes(env) + cuda_notes(env)
     return text + ("\n" + fields(extra) if extra else "")
+
+
+# --- its section of the environment probe ---------------------------------------------------------
+# These two functions run in the USER's interpreter, inside the probe (bot/env/probe.py ships their
+# source there): Python 3.9+, the standard library, ``_installed`` and ``_err`` from the probe. They
+# are never called in reprobot's own process, which never imports the user's stack.
+
+def _accelerate_config_path():
+    # accelerate's own rule (accelerate/commands/config/config_args.py).
+    home = os.path.expanduser(os.environ.get("HF_HOME", os.path.join(
+        os.environ.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")))
+    return os.path.join(home, "accelerate", "default_config.yaml")
+
+
+def section_accelerate_config():
+    path = _accelerate_config_path()
+    if not os.path.isfile(path):
+        return {"found": False}
+    out = {"found": True, "path": path}
+    if _installed("accelerate"):  # noqa: F821 (the probe's)
+        try:
+            from accelerate.commands.config import load_config_from_file
+            out["config"] = load_config_from_file(None).to_dict()
+            return out
+        except BaseException as e:
+            out["load_error"] = _err(e)  # noqa: F821
+    try:
+        import yaml
+        with open(path, encoding="utf-8") as fh:
+            out["config"] = yaml.safe_load(fh)
+    except Exception:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            out["raw"] = fh.read(20000)
+    return out
 
 
 TARGET = Target(
@@ -55,4 +92,5 @@ TARGET = Target(
     checkout_parent="src",
     env_packages=("numpy",),
     probe_import=True,
+    probe_section=ProbeSection("accelerate_config", (_accelerate_config_path, section_accelerate_config)),
 )

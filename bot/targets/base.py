@@ -1,14 +1,17 @@
 """What a target is: the ``Target`` every module in bot/targets/ declares, the form-field
 shapes its bug-report form is built from, and the fields most forms share.
 
-This is the bottom of bot/: it imports nothing of reprobot's but reducer.errors, so every
-layer above (env, issue, upstream, rerun, commands) can read a target without a cycle.
+This is the bottom of bot/: it imports nothing of reprobot's but the engine's (reducer.errors, and
+reducer.stack, the interface through which the engine reads what targets know), so every layer
+above (env, issue, upstream, rerun, commands) can read a target without a cycle.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from reducer.stack import Spelling
 
 # Who can help: people edit this data file without touching code; it is keyed by ``repo``.
 MAINTAINERS_FILE = "data/maintainers.json"   # a resource of the bot package
@@ -73,6 +76,31 @@ WHO_CAN_HELP = textarea("who-can-help", "Who can help?")
 OWN_SCRIPTS = ("The official example scripts", "My own modified scripts")
 
 
+# --- a section of the environment probe ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class ProbeSection:
+    """A section the environment probe (bot/env/probe.py) runs for a target: what its System Info
+    needs that package metadata does not say (a native library, a config file)."""
+    name: str                      # the probe's section and env.json's key ("bitsandbytes")
+    # ``section_<name>`` and the helpers it calls, module-level functions of the target's module.
+    # The probe runs their SOURCE in the user's interpreter (Python 3.9+, the standard library at
+    # hand, its library imported only inside the function, the probe's ``_installed(dist)`` and
+    # ``_err(exc)`` in scope); reprobot never calls them.
+    functions: tuple[Callable[..., object], ...]
+    # The package the section imports: its import error (or "ok") becomes that package's
+    # ``import`` in env.json, as an import section's would.
+    imports: str | None = None
+    # Variables set (where unset) before the probe runs any section: a library's import banner off.
+    environment: tuple[tuple[str, str], ...] = ()
+
+    def source(self) -> str:
+        """What the probe runs for this section: the variables, then the functions' source."""
+        import inspect
+        lines = ["import os"] + [f"os.environ.setdefault({k!r}, {v!r})" for k, v in self.environment]
+        return "\n".join(lines) + "\n\n\n" + "\n\n".join(inspect.getsource(f) for f in self.functions)
+
+
 # --- the target ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -115,6 +143,25 @@ class Target:
     # Its value recipes (reducer/recipes.py): a file of bot/targets/recipes/ that rebuilds its
     # classes' objects (a model from its config, a tensor from its shape) in the user's interpreter.
     recipes: str | None = None
+    # Its section of the environment probe, when its System Info needs one (bitsandbytes' native
+    # library, accelerate's config file).
+    probe_section: ProbeSection | None = None
+    # Routing by model family: a regex on a frame's package-relative path whose group "family"
+    # names one of its model families ("transformers/models/gemma4/"), a regex of its model classes'
+    # names in a message or repro.py whose group "stem" names one ("Gemma4ForCausalLM"), and the
+    # stems that match it without being a family ("AutoModel", "PeftModel").
+    family_path: str | None = None
+    family_class: str | None = None
+    not_families: frozenset[str] = frozenset()
+    # A failure across three of the stack's packages on one of its models is filed here, where the
+    # integration is wired (transformers'), unless a package that wires them itself is innermost.
+    integration_home: bool = False
+    # Standalone rewrites (reducer/standalone.py, through reducer/stack.py): given how the script
+    # spells the class it loaded through, the callable that builds a config from a model type
+    # (``AutoConfig.for_model``), or None; given an adapter config's class, the callable that puts it
+    # on a model (``get_peft_model``), or None.
+    config_by_type: Callable[[str], Spelling | None] | None = None
+    adapter_wrapper: Callable[[str], Spelling | None] | None = None
 
     @property
     def template_name(self) -> str:

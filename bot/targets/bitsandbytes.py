@@ -1,8 +1,10 @@
-"""bitsandbytes-foundation/bitsandbytes: its bug-report form and the block ``python -m
-bitsandbytes`` prints."""
+"""bitsandbytes-foundation/bitsandbytes: its bug-report form, the block ``python -m
+bitsandbytes`` prints, and its section of the environment probe (the native library it loaded)."""
 from __future__ import annotations
 
-from bot.targets.base import EXPECTED, REPRODUCTION, Target, system_info_field
+import os
+
+from bot.targets.base import EXPECTED, REPRODUCTION, ProbeSection, Target, system_info_field
 from bot.targets.sysinfo import fields, gpu_names, install_notes, platform_of, python_of, torch_of, version_of
 
 # bitsandbytes/diagnostics/main.py lists these under "Related packages".
@@ -57,6 +59,55 @@ def render(env: dict) -> str:
     return "\n".join(lines)
 
 
+# --- its section of the environment probe ---------------------------------------------------------
+# These two functions run in the USER's interpreter, inside the probe (bot/env/probe.py ships their
+# source there): Python 3.9+, the standard library, ``_installed`` and ``_err`` from the probe. They
+# are never called in reprobot's own process, which never imports the user's stack.
+
+def _mapped_bnb_libs():
+    libs = []
+    try:
+        with open("/proc/self/maps") as fh:
+            for line in fh:
+                path = line.split()[-1] if line.strip() else ""
+                base = os.path.basename(path)
+                if base.startswith("libbitsandbytes") and path not in libs:
+                    libs.append(path)
+    except OSError:
+        pass
+    return libs
+
+
+def section_bitsandbytes():
+    # bitsandbytes imports torch; when it is absent, neither is imported here.
+    if not _installed("bitsandbytes"):  # noqa: F821 (the probe's)
+        return {"installed": False}
+    try:
+        import bitsandbytes
+        from bitsandbytes import cextension
+    except BaseException as e:
+        return {"installed": True, "import_error": _err(e), "mapped_libraries": _mapped_bnb_libs()}  # noqa: F821
+    out = {"installed": True, "version": getattr(bitsandbytes, "__version__", None),
+           "backend": getattr(cextension, "BNB_BACKEND", None)}
+    lib = getattr(cextension, "lib", None)
+    if lib is None:
+        out["library"] = None
+    else:
+        # Recent versions wrap the ctypes CDLL in BNBNativeLibrary._lib; an error stand-in carries
+        # error_msg. Read __dict__ directly: the wrappers' __getattr__ forwards or raises.
+        attrs = getattr(lib, "__dict__", {})
+        cdll = attrs.get("_lib", lib)
+        out["library"] = getattr(cdll, "_name", None)
+        out["library_class"] = type(lib).__name__
+        if "error_msg" in attrs:
+            out["library_error"] = str(attrs["error_msg"]).strip().splitlines()[0][:300]
+        compiled = getattr(type(lib), "compiled_with_cuda", None)
+        if compiled is not None:
+            out["compiled_with_cuda"] = bool(compiled)
+    out["mapped_libraries"] = _mapped_bnb_libs()
+    return out
+
+
 TARGET = Target(
     key="bitsandbytes", repo="bitsandbytes-foundation/bitsandbytes", packages=("bitsandbytes",), order=40,
     fields=(system_info_field(), REPRODUCTION, EXPECTED),
@@ -73,4 +124,7 @@ TARGET = Target(
     # Its import is probed by the probe's own bitsandbytes section (native library, backend);
     # the targets among RELATED are recorded as targets already.
     env_packages=("diffusers", "numpy", "pip", "safetensors", "triton"),
+    # Its import banner must not reach the probe's output: the variable is set before any section.
+    probe_section=ProbeSection("bitsandbytes", (_mapped_bnb_libs, section_bitsandbytes), imports="bitsandbytes",
+                               environment=(("BITSANDBYTES_NOWELCOME", "1"),)),
 )

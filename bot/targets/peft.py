@@ -1,8 +1,10 @@
-"""huggingface/peft: its bug-report form and the versions that form asks for."""
+"""huggingface/peft: its bug-report form and the versions that form asks for, and how a repro puts an
+adapter config on a model without the adapter's folder."""
 from __future__ import annotations
 
 from bot.targets.base import EXPECTED, REPRODUCTION, WHO_CAN_HELP, Target, system_info_field
 from bot.targets.sysinfo import cuda_notes, fields, install_notes, pkg, platform_of, python_of, torch_of, version_of
+from reducer.stack import Spelling
 
 
 def render(env: dict) -> str:
@@ -22,6 +24,12 @@ def render(env: dict) -> str:
     return fields(items + install_notes(env) + cuda_notes(env))
 
 
+def adapter_wrapper(config_class: str) -> Spelling:
+    """An adapter folder rebuilt in the repro (reducer/standalone.py): ``get_peft_model(model,
+    LoraConfig(<its non-default values>))``, random adapter weights."""
+    return Spelling("get_peft_model", (("peft", "get_peft_model"), ("peft", config_class)))
+
+
 TARGET = Target(
     recipes="peft.py", key="peft", repo="huggingface/peft", packages=("peft",), order=20,
     fields=(system_info_field(), WHO_CAN_HELP, REPRODUCTION, EXPECTED),
@@ -37,4 +45,5 @@ TARGET = Target(
     area_prefixes=(("peft/", "peft integration"),),
     checkout_parent="src",
     probe_import=True,
+    adapter_wrapper=adapter_wrapper,
 )

@@ -15,8 +15,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from bot.targets.base import Target
+from bot.targets.base import ProbeSection, Target
+from reducer import stack as engine_stack
 from reducer.errors import ExitCode, ReprobotError
+from reducer.stack import Spelling
 
 # Owners routing can name that reprobot does not file at: where the verdict sends the reader.
 ELSEWHERE: dict[str, str] = {
@@ -61,10 +63,12 @@ def register(target: Target) -> Target:
     if clash:
         raise ValueError(f"package(s) {sorted(clash)} already belong to another target")
     _REGISTRY[target.key] = target
+    _CHECKOUTS.clear()
     return target
 
 
 def unregister(key: str) -> Target:
+    _CHECKOUTS.clear()
     return _REGISTRY.pop(key)
 
 
@@ -192,8 +196,52 @@ def env_packages() -> tuple[str, ...]:
     return tuple(dict.fromkeys(p for t in _REGISTRY.values() for p in (*t.packages, *t.env_packages)))
 
 
+def probe_sections() -> tuple[ProbeSection, ...]:
+    """Each target's own section of the environment probe, in the order commands list targets."""
+    return tuple(t.probe_section for t in _REGISTRY.values() if t.probe_section)
+
+
+def family_owners() -> tuple[Target, ...]:
+    """The targets that own model families (routing reads their path and class patterns)."""
+    return tuple(t for t in _REGISTRY.values() if t.family_path or t.family_class)
+
+
+def integration_home() -> Target | None:
+    """Where a failure across three of the stack's packages on its models is filed."""
+    return next((t for t in _REGISTRY.values() if t.integration_home), None)
+
+
+def checkout_packages() -> frozenset[str]:
+    """Every package whose editable checkout is library code to the engine's frame normaliser:
+    the targets' and every owner routing knows (those filed elsewhere, the other checkouts)."""
+    if not _CHECKOUTS:
+        _CHECKOUTS.append(frozenset((*owner_packages(), *OTHER_CHECKOUTS)))
+    return _CHECKOUTS[0]
+
+
+_CHECKOUTS: list[frozenset[str]] = []     # cleared on every register/unregister
+
+
+class TargetsStack:
+    """The engine's interface (reducer/stack.py), answered from the registry as it is at each
+    question, so a target registered later is known to the engine at once."""
+
+    def checkout_packages(self) -> frozenset[str]:
+        return checkout_packages()
+
+    def config_by_type(self, owner: str) -> Spelling | None:
+        return next((found for t in _REGISTRY.values() if t.config_by_type and (found := t.config_by_type(owner))),
+                    None)
+
+    def adapter_wrapper(self, config_class: str) -> Spelling | None:
+        return next((found for t in _REGISTRY.values()
+                     if t.adapter_wrapper and (found := t.adapter_wrapper(config_class))), None)
+
+
 for _target in _builtin():
     register(_target)
+# The bot's start-up: from here on the engine asks the targets (reducer/stack.py).
+ENGINE_STACK = engine_stack.register(TargetsStack())
 
 
 # --- TARGETS and REPO_KEYS: views read from the registry on each access, so a target registered

@@ -1,9 +1,11 @@
-"""huggingface/transformers: its bug-report form and the block ``transformers env`` prints."""
+"""huggingface/transformers: its bug-report form and the block ``transformers env`` prints, the model
+families and integrations routing files here, and how a repro builds a config from its model type."""
 from __future__ import annotations
 
 from bot.targets.base import EXPECTED, OWN_SCRIPTS, REPRODUCTION, WHO_CAN_HELP, Target, checkboxes, system_info_field
 from bot.targets.sysinfo import (accelerate_config_lines, cuda_notes, fields, gpu_names, install_notes, pkg,
                                  platform_of, python_of, torch_of, version_of)
+from reducer.stack import Spelling
 
 
 def render(env: dict) -> str:
@@ -30,6 +32,16 @@ def render(env: dict) -> str:
     if accel == "CUDA":
         items += [("Using GPU in script?", "<fill in>"), ("GPU type", (gpu_names(env) or ["unknown"])[0])]
     return fields(items + install_notes(env) + cuda_notes(env))
+
+
+def config_by_type(owner: str) -> Spelling:
+    """A config or model folder rebuilt in the repro (reducer/standalone.py): ``AutoConfig.for_model(
+    "llama", <its non-default values>)``, spelled through the module the script spells the class it
+    loaded through (``transformers.AutoConfig`` after ``import transformers``), imported when bare."""
+    prefix = owner.rsplit(".", 1)[0] + "." if "." in owner else ""
+    if prefix.startswith("transformers"):
+        return Spelling(prefix + "AutoConfig.for_model")
+    return Spelling("AutoConfig.for_model", (("transformers", "AutoConfig"),))
 
 
 TARGET = Target(
@@ -61,4 +73,15 @@ TARGET = Target(
     checkout_parent="src",
     env_packages=("huggingface_hub", "safetensors", "deepspeed"),
     probe_import=True,
+    # Routing: its model families (transformers/models/<family>/, and the class names that spell one),
+    # and the integrations it wires (a failure across three of the stack's packages on its models).
+    family_path=r"^transformers/models/(?P<family>[\w]+)/",
+    family_class=(r"\b(?P<stem>[A-Z][A-Za-z0-9_]*?)(?:ForConditionalGeneration|For[A-Z][A-Za-z0-9]+|LMHeadModel|"
+                  r"PreTrainedModel|TextModel|VisionModel|Model|ClippableLinear|DecoderLayer|Attention|Config)\b"),
+    not_families=frozenset(["auto", "peft", "lora", "pretrained", "bitsandbytes", "generation", "base", "training",
+                            "quanto", "gptq", "awq", "hqq", "torch", "hf", "fbgemm", "compressed", "accelerator",
+                            "ia3", "adalora", "prefix", "prompt", "multihead", "self", "cross", "flash", "sdpa",
+                            "eager", "quantization", "cache", "text", "vision", "audio"]),
+    integration_home=True,
+    config_by_type=config_by_type,
 )

@@ -318,7 +318,7 @@ def search_phrase(query: Query) -> str | None:
 
 def github_search(client: Any, query: Query, repos: list[str], *, per_page: int = 10) -> list[IndexedIssue]:
     """GitHub issue search for the exact error phrase in the target repos (30/min budget)."""
-    from bot.issue.github import github_errors, search_throttle
+    from bot.github_api import github_errors, search_throttle
 
     phrase = search_phrase(query)
     if not phrase:

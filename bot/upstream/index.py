@@ -608,7 +608,7 @@ def sync(index: IssueIndex, repo: str, *, client: Any, full: bool = False, comme
          progress: Callable[[SyncStats], None] | None = None) -> SyncStats:
     """Fetch issues and PRs updated since the last sync (sort=updated, ascending), page by
     page through PyGithub's requester, each page committed with its watermark."""
-    from bot.issue.github import github_errors
+    from bot.github_api import github_errors
 
     if not _REPO_NAME.match(repo):
         raise ReprobotError(f"--repo {repo!r}: expected OWNER/NAME", ExitCode.USAGE)

@@ -7,9 +7,11 @@ Evidence is read from the failing traceback (and, for a repro folder, from repro
 * which package's API the user CALLED (the entry point: the outermost library frame);
 * a call that CROSSED a package boundary with arguments the callee rejects
   (``TypeError: X() got an unexpected keyword argument``): the caller owns the bug;
-* which MODEL FAMILY is on the path (``transformers/models/<family>/``);
+* which MODEL FAMILY is on the path (``transformers/models/<family>/``: the target that owns model
+  families says how its paths and class names show one, ``Target.family_path``/``family_class``);
 * an INTEGRATION failure crossing three of the stack's packages on a transformers model is
-  filed where the integration is wired (transformers), with the others cross-linked.
+  filed where the integration is wired (``Target.integration_home``: transformers), with the
+  others cross-linked.
 
 Each piece of evidence adds points to a candidate, with a reason a human can check. Failures
 that are torch's own, huggingface_hub's, or the user's code get "not one of ours": a wrong
@@ -28,7 +30,7 @@ from typing import Any
 
 from bot import targets as registry
 from bot.targets import TARGETS  # noqa: F401  (re-exported: tests read it from here)
-from bot.targets.base import MAINTAINERS_FILE
+from bot.targets.base import MAINTAINERS_FILE, Target
 from bot.upstream.failure import FailureReport, PathFrame, path_frames
 from bot.upstream.raise_sites import RaiseSite, raisers
 from reducer.errors import ExitCode, ReprobotError
@@ -48,10 +50,6 @@ _TORCH_OWN = re.compile(r"^torch/(_dynamo|_inductor|_export|fx|distributed/elast
 _TORCH_OWN_EXC = re.compile(r"(torch\._dynamo\.exc\.|InductorError|BackendCompilerFailed|TorchRuntimeError)")
 _OOM = re.compile(r"(OutOfMemoryError|MemoryError)$")
 _OOM_MESSAGE = re.compile(r"^(CUDA|XPU|MPS|HIP) out of memory|^\[enforce fail.*\] .*out of memory", re.IGNORECASE)
-_FAMILY_DIR = re.compile(r"^transformers/models/(?P<family>[\w]+)/")
-_FAMILY_CLASS = re.compile(
-    r"\b(?P<stem>[A-Z][A-Za-z0-9_]*?)(?:ForConditionalGeneration|For[A-Z][A-Za-z0-9]+|LMHeadModel|PreTrainedModel|"
-    r"TextModel|VisionModel|Model|ClippableLinear|DecoderLayer|Attention|Config)\b")
 MULTIMODAL_HINTS = ("vl", "vision", "llava", "idefics", "paligemma", "mllama", "smolvlm", "gemma3", "gemma4",
                     "pixtral", "blip", "kosmos", "florence", "internvl", "qwen2_5_omni", "aria")
 
@@ -90,13 +88,25 @@ def _call_text(line: str) -> str | None:
     return m.group(1) if m else None
 
 
-_NOT_FAMILIES = frozenset(["auto", "peft", "lora", "pretrained", "bitsandbytes", "generation", "base", "training", "quanto", "gptq", "awq", "hqq", "torch", "hf", "fbgemm", "compressed", "accelerator", "ia3", "adalora", "prefix", "prompt", "multihead", "self", "cross", "flash", "sdpa", "eager", "quantization", "cache", "text", "vision", "audio"])
+@lru_cache(maxsize=32)
+def _pattern(regex: str) -> re.Pattern[str]:
+    return re.compile(regex)
 
 
-def _family_name(stem: str) -> str | None:
+def family_dir(rel: str | None) -> tuple[Target, re.Match[str]] | None:
+    """(the target, the match) when a package-relative path is model code of one of a target's
+    families (``transformers/models/gemma4/...``), else None."""
+    for owner in registry.family_owners():
+        m = _pattern(owner.family_path).match(rel or "") if owner.family_path else None
+        if m:
+            return owner, m
+    return None
+
+
+def _family_name(stem: str, not_families: frozenset[str] = frozenset()) -> str | None:
     """``Qwen2VL`` -> ``qwen2_vl`` (a known family's spelling when maintainers.json lists it)."""
     name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", stem).lower().strip("_")
-    if not name or name.replace("_", "") in _NOT_FAMILIES or name.split("_")[0] in _NOT_FAMILIES:
+    if not name or name.replace("_", "") in not_families or name.split("_")[0] in not_families:
         return None
     squash = name.replace("_", "")
     for names in maintainers().get("family_kinds", {}).values():
@@ -111,14 +121,17 @@ def model_families(frames: list[PathFrame], message: str, repro_source: str | No
     names in the message and in repro.py (``Gemma4ForConditionalGeneration`` -> gemma4)."""
     fams: list[str] = []
     for pf in reversed(frames):
-        m = _FAMILY_DIR.match(pf.rel or "")
-        if m and m.group("family") not in fams:
-            fams.append(m.group("family"))
+        found = family_dir(pf.rel)
+        if found and found[1].group("family") not in fams:
+            fams.append(found[1].group("family"))
     for text in [message] + ([repro_source] if repro_source else []):
-        for m in _FAMILY_CLASS.finditer(text or ""):
-            fam = _family_name(m.group("stem"))
-            if fam and fam not in fams:
-                fams.append(fam)
+        for owner in registry.family_owners():
+            if not owner.family_class:
+                continue
+            for m in _pattern(owner.family_class).finditer(text or ""):
+                fam = _family_name(m.group("stem"), owner.not_families)
+                if fam and fam not in fams:
+                    fams.append(fam)
     return fams
 
 
@@ -490,11 +503,14 @@ def _model_family(ev: _Evidence) -> None:
     ev.family = families[0] if families else None
     if not ev.family:
         return
-    if ev.innermost is not None and _FAMILY_DIR.match(ev.innermost.rel or ""):
-        ev.cand("transformers").add(W_FAMILY, f"the failing line is {ev.family} model code "
-                                              f"(transformers/models/{ev.family}/)")
-    elif any(_FAMILY_DIR.match(pf.rel or "") for pf in ev.lib):
-        ev.cand("transformers").add(W_FAMILY / 2, f"{ev.family} model code is on the path")
+    inner = family_dir(ev.innermost.rel) if ev.innermost is not None else None
+    if inner is not None:
+        owner, m = inner
+        models = m.group(0)[:m.start("family")]                # "transformers/models/"
+        ev.cand(owner.packages[0]).add(W_FAMILY, f"the failing line is {ev.family} model code "
+                                                 f"({models}{ev.family}/)")
+    elif (on_path := next((found for pf in ev.lib if (found := family_dir(pf.rel))), None)) is not None:
+        ev.cand(on_path[0].packages[0]).add(W_FAMILY / 2, f"{ev.family} model code is on the path")
 
 
 def _presence(ev: _Evidence) -> None:
@@ -515,13 +531,17 @@ def _integration(ev: _Evidence) -> None:
     integration is wired, when torch rejected state the integration produced (or transformers
     itself raised): a package of ours that raised directly keeps the issue."""
     involved = ev.involved
-    if (len(involved) >= 3 and "transformers" in involved and ev.boundary is None
+    home = registry.integration_home()
+    if home is None:
+        return
+    pkg = home.packages[0]
+    if (len(involved) >= 3 and pkg in involved and ev.boundary is None
             and ev.raised_in not in ("user code", "huggingface_hub")
-            and (ev.raised_in not in registry.stack_packages() or ev.raised_in == "transformers")
+            and (ev.raised_in not in registry.stack_packages() or ev.raised_in == pkg)
             and not _wired_by_innermost(ev)):
-        ev.cand("transformers").add(W_INTEGRATION, f"the failure crosses {len(involved)} of the stack's packages "
-                                                   f"({', '.join(sorted(involved))}) on a transformers model: file "
-                                                   "where the integration is wired, cross-link the rest")
+        ev.cand(pkg).add(W_INTEGRATION, f"the failure crosses {len(involved)} of the stack's packages "
+                                        f"({', '.join(sorted(involved))}) on a {pkg} model: file "
+                                        "where the integration is wired, cross-link the rest")
 
 
 def _wired_by_innermost(ev: _Evidence) -> bool:
@@ -675,9 +695,9 @@ def detect_areas(record: TracebackRecord, frames: list[PathFrame], repro_source:
         if not pf.package or pf.plumbing:
             continue
         rel = pf.rel or ""
-        fam = _FAMILY_DIR.match(rel)
+        fam = family_dir(rel)
         if fam:
-            hit(f"model family: {fam.group('family')}")
+            hit(f"model family: {fam[1].group('family')}")
         for prefix, area in registry.area_prefixes():
             if rel.startswith(prefix):
                 hit(area)
