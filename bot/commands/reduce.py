@@ -31,9 +31,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "script; `!pip install` lines are recorded, not run; timing and display magics are "
                     "dropped (`%time STMT` and a `%%time` cell keep their code); any other magic or shell "
                     "line is refused with the cell and line; the failing cell is reported and the repro "
-                    "is a plain repro.py.")
+                    "is a plain repro.py. SCRIPT may be a pytest test: `reprobot reduce tests/test_x.py::test_name`, "
+                    "a parametrized id (`tests/test_x.py::test_name[param-id]`), `tests/test_x.py -k EXPR`, a "
+                    "test file, or the launch line `-- pytest tests/test_x.py::test_name` (`-- python -m pytest "
+                    "...`, the same): pytest runs it once, the first failing test (--pick N: the Nth) is written "
+                    "as a plain script with its fixtures as plain code (tmp_path, tmp_path_factory, monkeypatch, "
+                    "capsys, and the fixtures of your conftest.py files and test module; any other is refused "
+                    "with one line naming it) and the chosen parameter set's values, checked to fail as the test "
+                    "does, and reduced.")
     p.add_argument("script", type=Path, nargs="?", default=None,
-                   help="the failing Python script or Jupyter notebook (or none, and a launch line after `--`)")
+                   help="the failing Python script, Jupyter notebook or pytest test (tests/test_x.py::test_name) "
+                        "(or none, and a launch line after `--`)")
+    p.add_argument("-k", dest="keyword", default=None, metavar="EXPR",
+                   help="with a test file: the tests pytest's -k EXPR selects (the first failing one is reduced)")
     add_python(p, "interpreter that runs the script")
     p.add_argument("--out", type=Path, default=DEFAULT_ROOT, help="folder of the repros store (default: ./repros)")
     p.add_argument("--frames", type=whole("--frames", 0), default=DEFAULT_FRAMES,
@@ -41,7 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ignore-message", action="store_true", help="match on type and frames only")
     p.add_argument("--normalize-devices", action="store_true",
                    help="treat cuda:0 and cuda:1 (GPU 0, GPU 1) as the same in messages")
-    p.add_argument("--pick", type=whole("--pick", 1), default=1, help="which of several distinct failures to keep (1-based)")
+    p.add_argument("--pick", type=whole("--pick", 1), default=1,
+                   help="which of several distinct failures to keep (1-based); for tests, which failing test")
     p.add_argument("--runs", type=whole("--runs", 1), default=2,
                    help="runs that must show the failure before reducing (default: 2); when one of them passes "
                         "or fails differently, the failure is flaky and its rate is measured (--flaky-runs)")
@@ -144,7 +155,17 @@ def _run(args: argparse.Namespace):
         _check_cluster(args)
     script_args = list(args.passthrough)
     launch = None
-    if args.script is None:
+    from bot.pytest_input import requested_node
+    # A pytest test (node id, -k, a test file, `-- pytest ...`): written as a plain script that
+    # fails the same way (bot/pytest_input.py), then reduced as any script, under the test
+    # module's name in a scratch copy of its folder.
+    request = requested_node(args.script, getattr(args, "keyword", None), script_args)
+    test = args.test = None
+    if request is not None:
+        from bot.pytest_input import load_test
+        test = args.test = load_test(request, args.python, args.timeout, args.pick)
+        args.script, script_args = test.path, []
+    elif args.script is None:
         from reducer.run.launch import parse_launch
         launch = parse_launch(script_args, Path.cwd(), args.python)
         args.script, script_args = launch.script, list(launch.args)
@@ -153,20 +174,22 @@ def _run(args: argparse.Namespace):
     from bot.notebook import load_notebook
     # A notebook's code cells, exported to one script (bot/notebook.py); anything else is a script.
     # A notebook's saved outputs (plots) do not count against --max-script-size: its code does.
-    notebook = args.notebook = load_notebook(args.script, args.max_script_size)
+    notebook = args.notebook = load_notebook(args.script, args.max_script_size) if test is None else None
     if args.script.is_file():
-        check_script_bytes(len(notebook.script.encode()) if notebook is not None else args.script.stat().st_size,
+        check_script_bytes(len(notebook.script.encode()) if notebook is not None else
+                           len(test.script.script.encode()) if test is not None else args.script.stat().st_size,
                            args.max_script_size)
     if notebook is None and (args.from_outputs or args.as_notebook) and args.script.is_file():
         raise ReprobotError(f"{args.script}: --from-outputs and --as-notebook are for a notebook (.ipynb)",
                             ExitCode.USAGE)
-    source = notebook.script if notebook is not None else load_script(args.script)
+    source = notebook.script if notebook is not None else test.script.script if test is not None \
+        else load_script(args.script)
     check_statements(source, args.max_statements)
     check_nesting(source, args.script)   # a notebook's exported script too (load_script checks a file's)
     spec = FailureSpec(
         script=args.script, source=source, python=args.python, args=tuple(script_args),
         options=MatchOptions(args.frames, args.ignore_message, args.normalize_devices),
-        pick=args.pick, runs=args.runs, timeout=args.timeout, deadline=deadline,
+        pick=args.pick if test is None else 1, runs=args.runs, timeout=args.timeout, deadline=deadline,
         limits=RunLimits(args.max_processes, args.max_file_size, args.max_disk), gpus=_gpus(args),
         gpus_per_job=args.gpus_per_job, launch=launch, flaky_runs=args.flaky_runs,
         env=({HANG_ENV: f"{args.hang_after:g}"} if args.hang_after else {}))
@@ -183,15 +206,24 @@ def _run(args: argparse.Namespace):
         try:
             failure = find_failure(spec, notify=lambda msg: console.print(f"[dim]{msg}[/]", highlight=False))
         except ReprobotError as e:
+            if test is not None:
+                from bot.pytest_input import not_reproduced as test_not_reproduced
+                raise test_not_reproduced(test, e) from None
             if notebook is None or not args.from_outputs:
                 raise
             from bot.notebook import not_reproduced
             raise not_reproduced(notebook, e) from None
+        if test is not None:
+            from bot.pytest_input import confirm
+            confirm(test, failure)
         repro = record_failure(failure, root=args.out)
         print_failure(failure, repro)
         if notebook is not None:
             from bot.notebook import report
             report(notebook, failure, repro, args.from_outputs)
+        if test is not None:
+            from bot.pytest_input import report as report_test
+            report_test(test, failure, repro)
     args.repro = repro
     if args.no_reduce:
         return 0

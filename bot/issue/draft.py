@@ -471,6 +471,9 @@ def _evidence(repro: ReproDir, sig_data: dict[str, Any], reduction: dict[str, An
     from bot.issue.notebook_note import draft_sentence
     if sentence := draft_sentence(repro):       # reduced from a notebook: which cell failed (issue #43)
         out.append(sentence)
+    from bot.issue.pytest_note import draft_sentence as test_sentence
+    if sentence := test_sentence(repro):        # reduced from a pytest test: which one (issue #43)
+        out.append(sentence)
     frames = " < ".join(code_span(f) for f in sig.frames)
     out.append(f"Failure signature {code_span(sig.id)}: {code_span(sig.exc_type)}"
                + (f" raised at {frames}" if frames else "") + ".")
