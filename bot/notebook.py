@@ -79,6 +79,13 @@ def report(nb: Notebook, failure, repro: ReproDir, from_outputs: bool) -> None:
         console.print(f"failing cell: [bold]{escape(scrub(describe_cell(nb, place)).text)}[/] "
                       "(the cell that was running when it failed)")
     data = {**nb.to_dict(), "failing_cell": _place_dict(nb, place)}
+    # A private index's URL or a checkout's path in a `!pip install` line is nobody else's
+    # business: stored as env.json records it (bot/env/notebook_installs.py).
+    from bot.env.notebook_installs import shown_requirement
+    data["requirements"] = [shown_requirement(r) for r in nb.requirements]
+    for raw, shown in zip(nb.requirements, data["requirements"]):
+        if raw != shown:        # the install line as recorded in "dropped" names it too
+            data["dropped"] = [line.replace(raw, shown) for line in data.get("dropped") or []]
     if from_outputs and nb.saved_error is not None:
         same = confirms(nb.saved_error, failure.record)
         same_cell = place is None or place.cell == nb.saved_error.cell

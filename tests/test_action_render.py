@@ -176,7 +176,8 @@ def test_short_polite_replies(tmp_path: Path, status: str) -> None:
     assert "@someone" not in text
     expected = {"no-failure": "without an error", "timeout": "5 s per run", "flaky": "not again",
                 "syntax-error": "line 1: invalid syntax", "no-script": "no Python code block",
-                "attachment-only": "cannot open attached files", "too-large": "10000000 bytes",
+                "attachment-only": "runs an attached notebook", "too-large": "10000000 bytes",
+                "attachment-error": "did not run the attached file: ran to completion",
                 "error": "could not finish", "not-isolated": "cannot isolate code posted by the public",
                 "edited": "edited after the label was added"}[status]
     assert expected in text

@@ -13,7 +13,8 @@ Rules (docs/ACTION.md repeats them for users):
 - ``pip install`` lines and ```` ```requirements ```` blocks are recorded as dependency hints,
   each checked to be a plain PEP 508 requirement (no URLs, no pip options); they are only
   installed when the workflow says so;
-- attachments (uploaded files) cannot be fetched: a body with one and no code block says so.
+- attachments (uploaded files) are not code blocks: a body with one and no code block says so,
+  and the reproduce job runs an attached notebook or test file instead (bot/action/attachment.py).
 
 The markdown is parsed with markdown-it-py (CommonMark), so ``~~~`` fences, longer backtick
 fences and indentation follow the same rules GitHub's renderer does. Dependency hints are read
@@ -235,8 +236,8 @@ def extract(body: str) -> Extraction:
             return Extraction("no-script", why=f"the Python code block{'s are' if len(hidden) > 1 else ' is'} hidden "
                                                f"({where}); reprobot runs only code a reader sees", **common)
         if attachments:
-            return Extraction("attachment-only", why="the script is an attachment; attachments are not fetched",
-                              **common)
+            return Extraction("attachment-only", why="the script is an attached file; of those, reprobot runs only "
+                                                     "a notebook or a test file", **common)
         return Extraction("no-script", why="no Python code block in the discussion", **common)
     marked = [b for b in candidates if b.marked]
     if marked:

@@ -154,6 +154,7 @@ class Reply:
     why: str = ""
     syntax_error: str = ""
     hidden_why: str = ""                  # where the post's hidden Python blocks are (never run)
+    attachment: str = ""                  # the attached file that ran, as a code span
     # The post this reply is about (bot/action/freshness.py), set by publish from the event and
     # from GitHub, never from the artifact: the body's sha256 as labelled (what ran), as shown
     # now when they differ, and when the post was last edited.
@@ -262,7 +263,8 @@ def load_reply(artifact: Path, node_id: str, result: ActionResult) -> Reply:
     reply = Reply(status=result.status, node_id=node_id, result=result,
                   requirements=[code_span(r, 120) for r in result.requirements[:20]],
                   detail=md_text(result.detail, 300), why=md_text(result.why, 120),
-                  syntax_error=md_text(result.syntax_error or "", 200), hidden_why=md_text(result.hidden_why, 120))
+                  syntax_error=md_text(result.syntax_error or "", 200), hidden_why=md_text(result.hidden_why, 120),
+                  attachment=code_span(result.attachment, 120) if result.attachment else "")
     repro = artifact / REPRO_SUBDIR
     if not repro.is_dir() or repro.is_symlink():
         return reply

@@ -31,11 +31,15 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.action.event import DiscussionEvent, configured_label
 from bot.action.extract import extract
 from bot.action.result import REPRO_SUBDIR, RESULT_FILE, ActionResult
 from bot.action.sandbox import Layout, Limits, Step
+
+if TYPE_CHECKING:
+    from bot.action.attachment import Hosts, Link
 from reducer.errors import ExitCode, ReprobotError
 from reducer.run.guard import enter as enter_cgroup
 from reducer.run.processes import kill_group
@@ -85,6 +89,19 @@ class ReproduceOptions:
     isolation: str = "namespaces"
     read_only: tuple[str, ...] = ()             # host paths shared read-only with the sandbox (a model cache)
     limits: Limits = Limits()
+    # Where attached files may be fetched from (bot/action/attachment.py); None: $REPROBOT_ATTACHMENT_*
+    # or GitHub's own hosts.
+    attachment_hosts: "Hosts | None" = None
+
+
+def _attached(body: str) -> "Link | None":
+    """The first notebook or test file the post links as a reader sees it, or None."""
+    from bot.action.attachment import runnable_links
+    try:
+        links = runnable_links(body)
+    except Exception:  # noqa: BLE001 - the body is the public's: an unreadable one runs nothing
+        return None
+    return links[0] if links else None
 
 
 def child_env(home: Path, pass_env: tuple[str, ...] = (), environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -346,8 +363,13 @@ def reproduce(event: DiscussionEvent, opts: ReproduceOptions, *, environ: dict[s
     result.requirements, result.rejected_requirements = ex.requirements, ex.rejected
     result.attachments, result.syntax_error = ex.attachments, ex.syntax_error
     result.hidden, result.hidden_why, result.info_marker = ex.hidden, ex.hidden_why, ex.info_marker
-    if ex.status != "ok" or ex.script is None:
+    # No runnable code block: a notebook or a test file the post links as an attachment is run
+    # instead (bot/action/attachment.py); it is fetched only once the sandbox is known to work.
+    attached = _attached(event.body) if ex.status in ("attachment-only", "no-script") else None
+    if (ex.status != "ok" or ex.script is None) and attached is None:
         return done(ex.status, ex.syntax_error or ex.why)
+    if attached is not None and attached.kind == "test" and importlib.util.find_spec("bot.pytest_input") is None:
+        return done("attachment-error", f"{attached.name} is a test file, and this Action cannot take tests yet")
 
     from bot.action import sandbox
     iso = sandbox.probe() if opts.isolation == "namespaces" else sandbox.Isolation("none")
@@ -355,11 +377,21 @@ def reproduce(event: DiscussionEvent, opts: ReproduceOptions, *, environ: dict[s
         return done("not-isolated", iso.reason)
     result.isolation = iso.mode
 
+    script_name, script = f"discussion_{event.number}.py", ex.script or ""
+    if attached is not None:
+        from bot.action.attachment import AttachmentError, Hosts, fetch
+        result.attachment, result.block, result.candidates = attached.name, None, 0
+        result.why = f"the attached {attached.kind} file (the post has no runnable code block)"
+        try:
+            script = fetch(attached, opts.attachment_hosts or Hosts.from_env(dict(src_env)))
+        except AttachmentError as e:
+            return done("attachment-error", str(e))
+        # Its own name: a notebook is read as one (.ipynb), a test module is found by pytest's rules.
+        script_name = attached.name
     work = Path(tempfile.mkdtemp(prefix="reprobot-action-", dir=_scratch_root(opts, src_env)))
     try:
         isolate = iso.mode == "namespaces"
-        script_name = f"discussion_{event.number}.py"
-        sandbox.stage_workdir(work, script_name, ex.script, isolate=isolate)
+        sandbox.stage_workdir(work, script_name, script, isolate=isolate)
         sandbox.snapshot(work)
         layout = sandbox.Layout(work=work, isolate=isolate, python=opts.python, read_only=opts.read_only,
                                 hide=(*sandbox.runner_folders(src_env), str(opts.out.resolve())), limits=opts.limits)

@@ -28,7 +28,8 @@ STATUSES = (
     "edited",           # the body changed after the label was added: not run (bot/action/freshness.py)
     "not-isolated",     # this runner cannot isolate the posted code, so it did not run it
     "no-script",        # no Python code block
-    "attachment-only",  # the script is an attachment, which is not fetched
+    "attachment-only",  # the only script is an attached file reprobot does not run (a .py, a .zip)
+    "attachment-error", # an attached notebook or test file could not be fetched (its host, size, the download)
     "syntax-error",     # the script does not parse
     "no-failure",       # it ran to the end without a traceback
     "timeout",          # it ran past the time limit without failing
@@ -66,6 +67,7 @@ class ActionResult:
     hidden: int = 0                     # Python code blocks a reader does not see (never run)
     hidden_why: str = ""                # where the first of them is ("inside a collapsed <details>")
     info_marker: int | None = None      # a block marked only in its info string (not honoured)
+    attachment: str = ""                # the attached file that ran instead of a code block (its name)
     schema: int = SCHEMA
 
     def to_dict(self) -> dict[str, Any]:
@@ -161,5 +163,5 @@ _CHECKS = {
     "requirements_installed": _bool, "attachments": _int, "body_bytes": _int, "max_body": _int,
     "max_time": _num, "timeout": _num, "reduce_exit": _opt_int, "wall_time": _num, "detail": _text,
     "steps": _steps, "isolation": _text, "body_sha256": _text, "hidden": _int, "hidden_why": _text,
-    "info_marker": _opt_int,
+    "info_marker": _opt_int, "attachment": _text,
 }

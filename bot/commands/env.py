@@ -57,10 +57,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.repro_dir is not None:
         from bot.store import ReproDir, write_json_atomic
+        from bot.env.notebook_installs import notebook_requirements, screen_line
         repro = ReproDir.open(args.repro_dir)
-        env = capture_env(args.python, timeout=args.timeout)
+        env = capture_env(args.python, timeout=args.timeout, notebook=notebook_requirements(repro.path))
         write_json_atomic(repro.env_json, env)
         console.print(f"wrote {escape(str(repro.env_json))}")
+        if line := screen_line(env):        # a notebook's pins that this interpreter does not meet
+            console.print(f"[yellow]{escape(line)}[/]")
         if not args.no_lock:
             if not repro.repro.is_file():
                 raise ReprobotError(f"{repro.path}: no repro.py to compute the lock from (use --no-lock)",

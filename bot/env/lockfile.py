@@ -392,8 +392,13 @@ def write_lock(repro_dir: ReproDir, python: str, imported_modules: list[str] | N
     if offline is None:
         offline = os.environ.get("REPROBOT_OFFLINE", "") not in ("", "0")
 
+    from bot.env.notebook_installs import requirements_in_comments
+    # A notebook's own installs follow as comments: requirements.in stays what ran (see there why).
+    from bot.env.probe import recorded_names
+    notebook = "\n".join(requirements_in_comments(repro_dir.path, env.dists, recorded_names()))
     write_text_atomic(repro_dir.requirements_in,
-                      scrub(render_requirements_in(roots, extra_index, env.python_version, len(imported_modules))).text)
+                      scrub(render_requirements_in(roots, extra_index, env.python_version, len(imported_modules))
+                            + (notebook + "\n" if notebook else "")).text)
 
     hashed = [d for d in closure if d.hashable]
     # What pip-compile must resolve: the importable roots, and the installed dependencies of
