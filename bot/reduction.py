@@ -116,12 +116,21 @@ def _reduce(failure: Failure, repro: ReproDir, opts: Options, pool: GpuPool, ora
         # the search ended, its cold check did not (a DDP script's cold run can take a minute):
         # the same one-line stop as at the limit mid-search, never a traceback
         saver(result.best_source, {**result.stats.to_dict(), "verified": None}, "stopped: time limit", result.seen)
+        if opts.pin_env:
+            # the environment does not wait on the verdict: pinned within PIN_GRACE as for a
+            # verified result, so an unverified stop still says what it failed in
+            capture_environment(failure, repro, oracle)
         raise time_limit(repro, result) from None
     write_text_atomic(repro.traceback_txt, record.text + "\n")
     record_repro_run(repro, record, outcome, failure)
     # the repro.py this cold check verified: `file --submit` files no other (bot/verified.py)
     record_verified(repro, best)
-    flaky_line = confirm_rate(failure, repro, oracle, best)
+    try:
+        flaky_line = confirm_rate(failure, repro, oracle, best)
+    except DeadlineReached:
+        # a stopped reduction's grace ran out measuring the self-contained repro's rate: the
+        # cold check above stands; the rate is the original's, said as such
+        flaky_line = unmeasured_rate(failure, repro)
     if opts.pin_env:
         capture_environment(failure, repro, oracle)
     print_reduced(repro, result, best, record)
@@ -159,6 +168,17 @@ def confirm_rate(failure: Failure, repro: ReproDir, oracle: Oracle, best: str) -
     line = f"flaky: the repro {after.words()} (the original {rate.words()})"
     write_json_atomic(repro.reduction_json, {**data, "flaky": {"original": rate.to_dict(), "repro": after.to_dict(),
                                                                "sentence": line}})
+    return line
+
+
+def unmeasured_rate(failure: Failure, repro: ReproDir) -> str:
+    """A flaky failure whose repro's rate the time limit left unmeasured: reduction.json and the
+    line say the original's rate only."""
+    rate = failure.rate
+    assert rate is not None
+    line = f"flaky: the original {rate.words()}; the repro's own rate was not measured before the time limit"
+    data = repro.read_json(repro.reduction_json) if repro.reduction_json.is_file() else {}
+    write_json_atomic(repro.reduction_json, {**data, "flaky": {"original": rate.to_dict(), "sentence": line}})
     return line
 
 

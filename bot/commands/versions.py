@@ -74,6 +74,8 @@ def git_url(package: str, ref: str) -> str:
 def run(args: argparse.Namespace) -> int:
     import json
 
+    from rich.markup import escape
+
     from bot.output import console
     from bot.rerun.lock import read_lock
     from bot.rerun.report import print_rows
@@ -93,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
     rows, bisection, data = run_versions(
         folder, args.python, index=index_options(args, read_lock(folder.requirements_lock)), packages=packages,
         bisect=args.bisect, sweep=None if args.bisect else args.package, low=low, high=high, git=tuple(git),
-        timeout=args.timeout, notify=notify)
+        timeout=args.timeout, notify=notify,
+        say_rate=lambda line: console.print(f"[yellow]{escape(line)}[/]", highlight=False, soft_wrap=True))
     if args.json:
         print(json.dumps(data, indent=2))
         return 0

@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         entry: dict = {"folder": str(folder.path), "new": [], "posted": [], "would_post": []}
         if not args.post_only:
             try:
-                new = check_folder(folder, args.python, _index(args), state, packages, say)
+                new = check_folder(folder, args.python, _index(args), state, packages, say,
+                                   say_rate=lambda line, e=entry: _rate_changed(e, line))
             except ReprobotError as e:
                 # One broken folder (no lock, no repro.py) must not stop the others being watched.
                 entry["error"] = e.message
@@ -105,6 +106,16 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"folders": report, "summary": line}, indent=2))
     return ExitCode.OK if not failed else ExitCode.BAD_INPUT
+
+
+def _rate_changed(entry: dict, line: str) -> None:
+    """A run on the locked releases passed where the failure was taken to fail every time: said
+    on screen (and in --json), as `versions` says it."""
+    from rich.markup import escape
+
+    from bot.output import console
+    entry["rate"] = line
+    console.print(f"[yellow]{escape(line)}[/]", highlight=False, soft_wrap=True)
 
 
 def summary(report: list[dict]) -> str:

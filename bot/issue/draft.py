@@ -28,6 +28,7 @@ from bot.scrub import Finding, scrub
 from bot.run_recipe import RunRecipe
 from bot.store import ReproDir, write_json_atomic, write_text_atomic
 from reducer.errors import ExitCode, ReprobotError
+from reducer.flaky import loop_command
 from reducer.normalize import _collapse_multiline_reprs, library_path
 from reducer.outcome import Frame, TracebackRecord
 from reducer.signature import PLUMBING, MatchOptions, Signature, find_match
@@ -417,8 +418,9 @@ def _system_info(env: dict[str, Any] | None, repo_key: str, notes: list[str]) ->
 
 
 def _evidence(repro: ReproDir, sig_data: dict[str, Any], reduction: dict[str, Any] | None,
-              reduced: bool, sig: Signature, notes: list[str]) -> list[str]:
-    """Sentences about how the repro was obtained, each backed by a figure in the folder."""
+              reduced: bool, sig: Signature, notes: list[str], command: str = "python repro.py") -> list[str]:
+    """Sentences about how the repro was obtained, each backed by a figure in the folder;
+    ``command`` runs the repro (the run recipe's line: a flaky one is run in a loop of it)."""
     out: list[str] = []
     runs = sig_data.get("runs") or []
     if reduced and reduction:
@@ -441,6 +443,9 @@ def _evidence(repro: ReproDir, sig_data: dict[str, Any], reduction: dict[str, An
             notes.append("repro.py was not verified after the reduction stopped: `reprobot reduce "
                          "<script> --resume` verifies it before filing")
             out.append("It was not re-run on its own after the reduction stopped (unverified).")
+            if not reduction.get("repro_record"):
+                # traceback.txt is still the original's: said, never shown as the repro's own
+                out.append("The traceback below is the original script's (`original.py`), not this repro's.")
     elif not reduced:
         notes.append("repro.py is missing: the original script is shown, not reduced (run `reprobot reduce`)")
         out.append("The script below is the original, not reduced.")
@@ -450,17 +455,25 @@ def _evidence(repro: ReproDir, sig_data: dict[str, Any], reduction: dict[str, An
         out.append(f"It hangs: {target.get('message') or 'no progress'}.")
     rate = sig_data.get("rate") if isinstance(sig_data.get("rate"), dict) else None
     flaky = (reduction or {}).get("flaky") if isinstance((reduction or {}).get("flaky"), dict) else None
+    # the runs later steps made on the locked versions (bot/rerun/rate.py): a pass among them
+    # made a failure taken to fail every time flaky
+    later = sig_data.get("later_runs") if isinstance(sig_data.get("later_runs"), dict) else {}
+    passed_later = (later.get("runs") or 0) > (later.get("failed") or 0)
     if rate and rate.get("runs") and rate.get("failed") != rate.get("runs"):
         # A failure that shows only sometimes must say so: a maintainer who runs it once and
         # sees it pass would otherwise close the issue.
-        if sig_data.get("seed") is not None:
+        if sig_data.get("seed") is not None and not passed_later:
             out.append(f"The original failed this way in {rate['failed']} of {rate['runs']} runs; with a fixed "
                        f"random seed (the repro's first line) it fails every time.")
         else:
             after = (flaky or {}).get("repro") or rate
+            original = (flaky or {}).get("original") or sig_data.get("rate_confirmed") or rate
+            steps = ", ".join(code_span(str(k)) for k in (later.get("steps") or {}))
             out.append(f"It is flaky: the repro fails in {after['failed']} of {after['runs']} runs (the original "
-                       f"in {rate['failed']} of {rate['runs']}). Run it in a loop: "
-                       f"`for i in $(seq {after['runs']}); do python repro.py && echo passed || echo FAILED; done`.")
+                       f"in {original['failed']} of {original['runs']})"
+                       + (f"; it was taken to fail every time until a later run on the locked versions passed "
+                          f"({steps})" if passed_later and sig_data.get("rate_confirmed") else "")
+                       + f". Run it in a loop: {code_span(loop_command(command, int(after['runs'])))}.")
     elif runs:
         out.append(f"The original script failed this way in {len(runs)} of {len(runs)} runs before reduction.")
     needs = _needs_gpus(sig_data, reduction)
@@ -623,7 +636,7 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
         "system_info": _system_info(env, repo_key, notes),
         "missing_mark": MISSING_MARK,
         "who_can_help": who,
-        "evidence": _evidence(repro, sig_data, reduction, reduced, sig, notes),
+        "evidence": _evidence(repro, sig_data, reduction, reduced, sig, notes, _command(sig_data, run_as)),
         "script": source,
         "hazards": hazard_context(find_hazards(source), bool(reduced and (reduction or {}).get("status") == "done")),
         "reduced": reduced,
@@ -694,7 +707,7 @@ def script_placeholders(body: str) -> list[tuple[int, str]]:
 # What a draft is built from: when one of these changes after the draft was written (versions
 # or contrast ran, the reduction went on, routing or dedup ran again), the draft is stale.
 DRAFT_INPUTS = ("repro.py", "traceback.txt", "reduction.json", "route.json", "related.json", "versions.json",
-                "contrast.json", "env.json", "requirements.lock")
+                "contrast.json", "env.json", "requirements.lock", "signature.json")
 
 
 def built_from(repro: ReproDir) -> dict[str, str]:

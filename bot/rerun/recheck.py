@@ -7,12 +7,17 @@
    environment its runs set), in the interpreter ``--python`` names. A flaky repro gets the few
    runs that make missing a real failure unlikely; a repro that passes, fails differently,
    hangs or cannot start is not filed (exit 5, no flag: reduce again, or run it where it failed).
+3. Its runs count toward the failure's rate (bot/rerun/rate.py): when a repro taken to fail every
+   time passes, it is run to ``MEASURE_RUNS`` runs; still failing in some of them, it is flaky, the
+   folder says so, and nothing is filed this time (exit 7): the draft, built as if it failed every
+   time, is previewed again with its rate first.
 """
 from __future__ import annotations
 
 import math
 from typing import Callable
 
+from bot.rerun.rate import LaterRuns
 from bot.rerun.repro_run import ReproRunner, StoredRepro
 from bot.rerun.verdict import Kind, Verdict
 from bot.store import ReproDir
@@ -73,12 +78,24 @@ def rerun(repro: ReproDir, python: str, notify: Callable[[str], None]) -> Verdic
     notify(f"re-check: running repro.py once more before filing" + (f" (up to {runs} runs: it is flaky)"
                                                                       if runs > 1 else ""))
     runner = ReproRunner(stored, python)
+    # every run is a draw of the failure's rate (bot/rerun/rate.py): a pass of a failure taken to
+    # fail every time makes the re-check measure the rate before anything is concluded
+    later = LaterRuns(repro, "file --submit")
     try:
-        verdict = runner.verdict()
+        verdict = later.seen(runner.verdict(), runner.verdict)
         while verdict.kind is not Kind.SAME and runner.runs < runs and verdict.kind in (Kind.PASS, Kind.DIFFERENT):
-            verdict = runner.verdict()
+            verdict = later.seen(runner.verdict())
     finally:
         runner.close()
+        line = later.save()
+    if line is not None:
+        notify(line)
+        if later.rate.failed:
+            # Still the failure, but flaky: the draft was built saying it fails every time.
+            raise ReprobotError(f"not filed: repro.py passed in the re-check though it was taken to fail every "
+                                f"time; it {later.rate.words()} (flaky). signature.json and reduction.json now "
+                                f"give that rate: preview the draft again (`reprobot file --dry-run`), which states "
+                                f"it, then file it", ExitCode.FLAKY)
     if verdict.kind is Kind.SAME:
         notify(f"re-check: it fails the same way ({stored.target.id}, {verdict.wall_time or 0:.1f}s)")
         return verdict

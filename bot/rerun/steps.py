@@ -5,6 +5,7 @@ from typing import Callable
 
 from bot.rerun.contrast import Contrast, contrast
 from bot.rerun.lock import read_lock
+from bot.rerun.rate import LaterRuns
 from bot.rerun.releases import IndexOptions
 from bot.rerun.report import save_contrast, save_versions
 from bot.rerun.repro_run import ReproRunner, StoredRepro
@@ -21,7 +22,10 @@ def _quiet(_: str) -> None:
 def run_versions(folder: ReproDir, python: str, *, index: IndexOptions | None = None,
                  packages: tuple[str, ...] | None = None, bisect: str | None = None, sweep: str | None = None,
                  low: str | None = None, high: str | None = None, git: tuple[tuple[str, str], ...] = (),
-                 timeout: float | None = None, notify: Notify = _quiet) -> tuple[list[Row], Bisection | None, dict]:
+                 timeout: float | None = None, notify: Notify = _quiet,
+                 say_rate: Notify | None = None) -> tuple[list[Row], Bisection | None, dict]:
+    """The rows (or the bisection), written to versions.json; ``say_rate`` (default ``notify``) hears
+    the one line saying that the runs on the locked versions changed the failure's rate."""
     repro = StoredRepro.load(folder)
     lock = read_lock(folder.requirements_lock)
     runner = ReproRunner(repro, python, timeout=timeout)
@@ -30,6 +34,7 @@ def run_versions(folder: ReproDir, python: str, *, index: IndexOptions | None = 
         # same executable the rows run, not a bare name looked up again elsewhere.
         versions = VersionRunner(runner, runner.runner.python, lock, index or IndexOptions(tuple(lock.index_options)),
                                  notify)
+        versions.later = LaterRuns(folder, "versions")
         bisection = None
         rows: list[Row] = []
         if bisect:
@@ -43,7 +48,11 @@ def run_versions(folder: ReproDir, python: str, *, index: IndexOptions | None = 
     finally:
         runner.close()
     data = save_versions(folder, rows, bisection, versions.base.full_python, runner.runs)
-    return rows, bisection, data
+    # the runs on the locked versions count toward the failure's rate (said when they change it)
+    rate_line = versions.later.save()
+    if rate_line:
+        (say_rate or notify)(rate_line)
+    return rows, bisection, {**data, "rate": rate_line}
 
 
 def run_contrast(folder: ReproDir, python: str, *, jobs: int = 1, gpu: str | None = None,

@@ -16,6 +16,7 @@ from packaging.utils import canonicalize_name
 
 from bot.rerun.environments import Installed, NotInstallable, overlay_environment, probe
 from bot.rerun.lock import Lock, versions_stack
+from bot.rerun.rate import LaterRuns, on_locked_versions
 from bot.rerun.releases import IndexOptions, Releases, list_releases
 from bot.rerun.repro_run import ReproRunner
 from bot.rerun.verdict import Kind, Verdict
@@ -111,6 +112,8 @@ class VersionRunner:
         # The lock is a whole closure: every pin the interpreter does not already have goes on top.
         self.locked_pins = {name: v for name, v in lock.pins.items() if self.base.version(name) != v}
         self._releases: dict[str, Releases] = {}
+        # the runs on the locked versions, each a draw of the failure's rate (bot/rerun/rate.py)
+        self.later: LaterRuns | None = None
 
     def releases(self, name: str) -> Releases:
         key = canonicalize_name(name)
@@ -130,8 +133,20 @@ class VersionRunner:
             return Row(label, self._shown(merged, swap), verdict, time.monotonic() - started, dict(swap))
         self.notify(f"{label}: running the repro")
         verdict = self.runner.verdict(env=env.env())
+        note = ""
+        if self.later is not None and on_locked_versions(self.lock.pins, merged_swap(swap)):
+            # The release set the failure was recorded on: a pass here is evidence about its rate
+            # first; a failure taken to be deterministic is run again until its rate is known.
+            measuring = not self.later.measured
+            self.later.seen(verdict, lambda: self.runner.verdict(env=env.env()))
+            if measuring and self.later.measured:
+                rate = self.later.rate
+                same = next((v for v in self.later.verdicts if v.kind is Kind.SAME), None)
+                # the failure is still here, at its rate: the row does not read as fixed
+                note = f"flaky: {rate.words()} here" if same is not None else f"{rate.words()} here"
+                verdict = same or verdict
         return Row(label, self._shown({**merged, **env.pins}, swap), verdict, time.monotonic() - started,
-                   dict(swap))
+                   dict(swap), note=note)
 
     def _shown(self, pins: dict[str, str], swap: dict[str, str]) -> dict[str, str]:
         out = {}
@@ -231,6 +246,10 @@ class VersionRunner:
         return Bisection(package, tried, versions[hi1], versions[lo1], len(versions), note=note,
                          then_changed=versions[hi2] if two else None, then_last=versions[lo2] if two else None,
                          same_bug=same_bug)
+
+
+def merged_swap(swap: dict[str, str]) -> dict[str, str]:
+    return {canonicalize_name(k): v for k, v in swap.items()}
 
 
 def same_bug_as(verdict: Verdict, target) -> bool:

@@ -23,6 +23,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from bot.rerun.lock import Lock, read_lock, versions_stack
+from bot.rerun.rate import LaterRuns
 from bot.rerun.releases import IndexOptions
 from bot.rerun.repro_run import ReproRunner, StoredRepro
 from bot.rerun.verdict import Kind
@@ -131,15 +132,20 @@ def _lock_diff(lock: Lock, row: Row) -> list[str]:
 
 
 def check_folder(folder: ReproDir, python: str, index: IndexOptions | None, state: WatchState,
-                 packages: tuple[str, ...] | None = None, notify: Notify = lambda _: None) -> list[Finding]:
+                 packages: tuple[str, ...] | None = None, notify: Notify = lambda _: None,
+                 say_rate: Notify | None = None) -> list[Finding]:
     """Run the repro on the releases new since the last check; the new findings (also added to
-    ``state``, which the caller saves)."""
+    ``state``, which the caller saves). A run on the locked releases (the low end of a
+    bisection) counts toward the failure's rate; ``say_rate`` (default ``notify``) hears the line
+    when it changed it (bot/rerun/rate.py)."""
     repro = StoredRepro.load(folder)
     lock = read_lock(folder.requirements_lock)
     runner = ReproRunner(repro, python)
     found: list[Finding] = []
+    later = LaterRuns(folder, "watch")
     try:
         vr = VersionRunner(runner, runner.runner.python, lock, index or IndexOptions(tuple(lock.index_options)), notify)
+        vr.later = later
         for name in (packages or watched_packages(repro, lock)):
             rel = vr.releases(name)
             if rel.error:
@@ -162,6 +168,9 @@ def check_folder(folder: ReproDir, python: str, index: IndexOptions | None, stat
             state.checked[name] = latest
     finally:
         runner.close()
+        line = later.save()
+        if line:
+            (say_rate or notify)(f"{folder.path.name}: {line}")
     now = _now()
     for f in found:
         f.found_at = now
