@@ -119,3 +119,23 @@ def test_the_users_own_raise_is_not_titled_twice(tmp_path: Path) -> None:
     record = parse_tracebacks(text)[-1]
     title = make_title(r.entry_point, record, r.model_family)
     assert title == "RuntimeError: cannot load weights.bin", title
+
+
+def test_without_routing_a_called_module_is_named_by_the_method_past_the_plumbing() -> None:
+    # a draft built before `route` ran (no route.json): the stored traceback's frames alone, paths
+    # written ``<env>/...`` as reprobot stores them, the class read from this interpreter's torch
+    from bot.issue.draft import entry_point
+    from reducer.outcome import Frame, TracebackRecord
+    import torch.nn.parallel.distributed as ddp
+    line = next(i for i, text in enumerate(Path(ddp.__file__).read_text().splitlines(), 1)
+                if text.strip().startswith("def forward(self, *inputs"))
+    plumbing = [Frame("<env>/torch/nn/modules/module.py", 1, "_wrapped_call_impl", "return self._call_impl(*args)"),
+                Frame("<env>/torch/nn/modules/module.py", 2, "_call_impl", "return forward_call(*args)"),
+                Frame("<env>/torch/nn/parallel/distributed.py", line + 2, "forward", "self._pre_forward(*inputs)")]
+    for script_line in ("loss = model(x).sum()", "DDP(nn.Linear(4, 4))(torch.randn(3, 4)).sum()"):
+        record = TracebackRecord(exc_type="RuntimeError", message="Expected to have finished reduction",
+                                 frames=[Frame("/w/train.py", 9, "step", script_line), *plumbing], text="")
+        assert entry_point(record, "train.py", None) == "DistributedDataParallel.forward"
+    # no script frame shown at all: the first library function that is not plumbing
+    record = TracebackRecord(exc_type="RuntimeError", message="m", frames=plumbing, text="")
+    assert entry_point(record, "train.py", None) == "DistributedDataParallel.forward"

@@ -258,15 +258,48 @@ def entry_point(record: TracebackRecord, script: str, route: dict[str, Any] | No
     if route and route.get("entry_point"):
         return str(route["entry_point"])
     idx = _script_frames(record, script)
+    start = idx[-1] + 1 if idx else 0
+    if idx and start < len(record.frames) and _plumbing(record.frames[start]):
+        # an object called (``model(x)``, ``DDP(...)(x)``): the library function it entered is the
+        # method behind the call plumbing, never the script's variable or the constructor's alias
+        real = next((f for f in record.frames[start:] if library_path(f.path) and not _plumbing(f)), None)
+        if real is not None:
+            return _qualified(real)
     if idx and record.frames[idx[-1]].line:
-        nxt = record.frames[idx[-1] + 1].func if idx[-1] + 1 < len(record.frames) else None
+        nxt = record.frames[start].func if start < len(record.frames) else None
         name = _called_name(record.frames[idx[-1]].line, nxt)
         if name:
             return name
     for f in record.frames:
-        if library_path(f.path):
-            return f.func
+        if library_path(f.path) and not _plumbing(f):
+            return _qualified(f)
     return None
+
+
+def _plumbing(frame: Frame) -> bool:
+    rel = library_path(frame.path)
+    return rel is not None and f"{rel}:{frame.func}" in PLUMBING
+
+
+def _qualified(frame: Frame) -> str:
+    """``Class.method`` for a library frame whose source this interpreter has (the stack the repro
+    ran in: ``DistributedDataParallel.forward``; a stored path reads ``<env>/torch/...``), else the
+    function's own name."""
+    from bot.upstream.route import enclosing_class
+    rel = library_path(frame.path)
+    if rel is None:
+        return frame.func
+    source = Path(frame.path)
+    if not source.is_file():
+        import importlib.util
+        try:
+            spec = importlib.util.find_spec(rel.split("/", 1)[0])
+        except (ImportError, ValueError):
+            spec = None
+        roots = list(spec.submodule_search_locations or []) if spec is not None else []
+        source = next((Path(r).parent / rel for r in roots if (Path(r).parent / rel).is_file()), source)
+    owner = enclosing_class(str(source), frame.lineno)
+    return f"{owner}.{frame.func}" if owner else frame.func
 
 
 def make_title(entry: str | None, record: TracebackRecord, family: str | None = None) -> str:
