@@ -204,7 +204,7 @@ def test_ten_megabyte_body_is_refused_fast_and_politely(wf: Workflow) -> None:
 
 def test_no_failure_no_script_and_syntax_error_replies(wf: Workflow) -> None:
     cases = [("labeled_no_failure.json", "no-failure", "finished without an error"),
-             ("labeled_attachment.json", "attachment-only", "cannot open attached files"),
+             ("labeled_attachment.json", "attachment-only", "but no other attached file"),
              ("labeled_syntax_error.json", "syntax-error", "does not parse")]
     for n, (name, status, words) in enumerate(cases, start=20):
         node = wf.server.add_discussion(REPO, number=n, title=name, body="")
