@@ -20,45 +20,30 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = ROOT / "bench" / "mlfloor"
-GOAL = 1.5
-
-
-def _reprobot() -> list[str]:
-    exe = Path(sys.executable).with_name("reprobot")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "bot"]
+sys.path.insert(0, str(ROOT))
+from bench.corpus_run import GOAL, judged, reduce_json  # noqa: E402
 
 
 def run_one(part: str, entry: dict, workdir: Path, max_time: float, jobs: int,
             cpus: set[int] | None = None) -> dict:
     folder = HERE / part
     out = workdir / part / Path(entry["file"]).stem
-    cmd = _reprobot() + ["reduce", "--out", str(out), "--jobs", str(jobs), "--max-time", str(max_time),
-                         "--no-env", "--json", "--quiet"]
+    args = ["--out", str(out), "--jobs", str(jobs), "--max-time", str(max_time), "--no-env"]
     if entry.get("pick"):
-        cmd += ["--pick", str(entry["pick"])]
+        args += ["--pick", str(entry["pick"])]
     if entry.get("launch"):
-        cmd += ["--", *entry["launch"], *entry.get("args", [])]
+        args += ["--", *entry["launch"], *entry.get("args", [])]
     else:
-        cmd += [str(folder / entry["file"]), *(["--", *entry["args"]] if entry.get("args") else [])]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    t0 = time.monotonic()
+        args += [str(folder / entry["file"]), *(["--", *entry["args"]] if entry.get("args") else [])]
     # the affinity is inherited by every process the reduction starts (candidates, zygotes, children)
     pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
-    proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, env=env, timeout=max_time * 3 + 600,
-                          preexec_fn=pin)
-    wall = time.monotonic() - t0
-    try:
-        result = json.loads(proc.stdout[proc.stdout.index("{"):])
-    except ValueError:
-        result = {"status": f"error (exit {proc.returncode})", "error": proc.stderr.strip()[-300:]}
+    proc, result, wall = reduce_json(args, folder, max_time * 3 + 600, preexec_fn=pin)
     # the JSON's paths are scrubbed (a home folder becomes ~): the folder is the one under --out
     found = sorted(out.glob("*/reduction.json"))
     folder = str(found[0].parent) if found else result.get("repro_dir")
@@ -69,12 +54,12 @@ def run_one(part: str, entry: dict, workdir: Path, max_time: float, jobs: int,
     floor = int(entry["floor_statements"])
     row = {"part": part, "script": entry["file"], "floor": floor, "statements": statements,
            "cpus": sorted(cpus) if cpus else None,
-           "ratio": round(statements / floor, 2) if statements else None, "exit": proc.returncode,
+           "exit": proc.returncode,
            "status": result.get("status"), "runs": result.get("runs"), "wall_s": round(wall, 1),
            "verified": result.get("verified"), "folder": folder}
     # the size the repro had at --max-time (a reduction stopped there keeps its best result; the
     # status column says whether it also finished and was verified cold)
-    row["goal_met"] = bool(statements) and statements <= GOAL * floor and proc.returncode in (0, 14)
+    judged(row, floor, proc.returncode)
     if row["folder"] and Path(row["folder"], "repro.py").is_file():
         row["repro"] = Path(row["folder"], "repro.py").read_text(encoding="utf-8")
     if "error" in result:

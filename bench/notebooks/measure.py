@@ -15,38 +15,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 HERE = ROOT / "bench" / "notebooks"
 sys.path.insert(0, str(ROOT))
-GOAL = 1.5
-
-
-def _reprobot() -> list[str]:
-    exe = Path(sys.executable).with_name("reprobot")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "bot"]
+from bench.corpus_run import GOAL, judged, reduce_json  # noqa: E402
 
 
 def run_one(nb: Path, workdir: Path, max_time: float, jobs: int) -> dict:
     from bench.interesting import is_interesting
     from reducer.size import count_statements
     out = workdir / nb.stem
-    cmd = _reprobot() + ["reduce", str(nb), "--out", str(out), "--jobs", str(jobs), "--max-time", str(max_time),
-                         "--no-env", "--json", "--quiet"]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=nb.parent, capture_output=True, text=True, env=env, timeout=max_time * 3 + 600)
-    wall = time.monotonic() - t0
-    try:
-        result = json.loads(proc.stdout[proc.stdout.index("{"):])
-    except ValueError:
-        result = {"status": f"error (exit {proc.returncode})", "error": proc.stderr.strip()[-300:]}
+    proc, result, wall = reduce_json([str(nb), "--out", str(out), "--jobs", str(jobs), "--max-time", str(max_time),
+                                      "--no-env"], nb.parent, max_time * 3 + 600)
     found = sorted(out.glob("*/signature.json"))
     folder = found[0].parent if found else None
     floor_src = (nb.parent / f"{nb.stem}.floor.py").read_text(encoding="utf-8")
@@ -67,10 +51,7 @@ def run_one(nb: Path, workdir: Path, max_time: float, jobs: int) -> dict:
             row["repro"] = (folder / "repro.py").read_text(encoding="utf-8")
     if "error" in result:
         row["error"] = result["error"]
-    s = row["statements"]
-    row["ratio"] = round(s / floor, 2) if s else None
-    row["goal_met"] = bool(s) and s <= GOAL * floor and proc.returncode in (0, 14)
-    return row
+    return judged(row, floor, proc.returncode)
 
 
 def main(argv: list[str] | None = None) -> int:

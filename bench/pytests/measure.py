@@ -18,22 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 HERE = ROOT / "bench" / "pytests"
 sys.path.insert(0, str(ROOT))
-GOAL = 1.5
-
-
-def _reprobot() -> list[str]:
-    exe = Path(sys.executable).with_name("reprobot")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "bot"]
+from bench.corpus_run import GOAL, judged, reduce_json  # noqa: E402
 
 
 def cases(part: str) -> list[Path]:
@@ -47,16 +39,8 @@ def run_one(case: Path, workdir: Path, max_time: float, jobs: int) -> dict:
     manifest = json.loads((case / "MANIFEST.json").read_text())
     out = workdir / case.name
     target = manifest.get("reduce_args") or [manifest["node"]]
-    cmd = _reprobot() + ["reduce", *target, "--out", str(out), "--jobs", str(jobs), "--max-time", str(max_time),
-                         "--no-env", "--json", "--quiet"]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=case, capture_output=True, text=True, env=env, timeout=max_time * 3 + 900)
-    wall = time.monotonic() - t0
-    try:
-        result = json.loads(proc.stdout[proc.stdout.index("{"):])
-    except ValueError:
-        result = {"status": f"error (exit {proc.returncode})", "error": proc.stderr.strip()[-400:]}
+    proc, result, wall = reduce_json([*target, "--out", str(out), "--jobs", str(jobs), "--max-time", str(max_time),
+                                      "--no-env"], case, max_time * 3 + 900)
     found = sorted(out.glob("*/signature.json"))
     folder = found[0].parent if found else None
     floor_src = (case / "floor.py").read_text(encoding="utf-8")
@@ -77,10 +61,7 @@ def run_one(case: Path, workdir: Path, max_time: float, jobs: int) -> dict:
             row["repro"] = (folder / "repro.py").read_text(encoding="utf-8")
     if "error" in result:
         row["error"] = result["error"]
-    s = row["statements"]
-    row["ratio"] = round(s / floor, 2) if s else None
-    row["goal_met"] = bool(s) and s <= GOAL * floor and proc.returncode in (0, 14)
-    return row
+    return judged(row, floor, proc.returncode)
 
 
 def main(argv: list[str] | None = None) -> int:

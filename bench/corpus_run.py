@@ -1,0 +1,43 @@
+"""What the corpus benchmarks (bench/mlfloor.py, bench/notebooks/measure.py,
+bench/pytests/measure.py) share: one `reprobot reduce ... --json --quiet` run of a corpus entry,
+and the row's verdict against its hand floor."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+GOAL = 1.5          # a repro meets the goal at most this many times its floor's statements
+
+ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def reprobot() -> list[str]:
+    exe = Path(sys.executable).with_name("reprobot")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "bot"]
+
+
+def reduce_json(args: list[str], cwd: Path, timeout: float, preexec_fn=None) -> tuple[subprocess.CompletedProcess, dict, float]:
+    """``reprobot reduce ARGS --json --quiet`` in ``cwd``: the process, its summary (or a status
+    saying why there is none) and the wall time."""
+    t0 = time.monotonic()
+    proc = subprocess.run(reprobot() + ["reduce", *args, "--json", "--quiet"], cwd=cwd, capture_output=True,
+                          text=True, env={**os.environ, **ENV}, timeout=timeout, preexec_fn=preexec_fn)
+    wall = time.monotonic() - t0
+    try:
+        result = json.loads(proc.stdout[proc.stdout.index("{"):])
+    except ValueError:
+        result = {"status": f"error (exit {proc.returncode})", "error": proc.stderr.strip()[-400:]}
+    return proc, result, wall
+
+
+def judged(row: dict, floor: int, returncode: int) -> dict:
+    """The row's ratio to the floor and whether it meets the goal (done, or stopped at the limit
+    with its best kept)."""
+    s = row.get("statements")
+    row["ratio"] = round(s / floor, 2) if s else None
+    row["goal_met"] = bool(s) and s <= GOAL * floor and returncode in (0, 14)
+    return row
