@@ -40,7 +40,9 @@ from bot.rerun.environments import (Environment, Installed, NotInstallable, _pip
                                     overlay_environment, probe, requirement)
 from bot.rerun.releases import IndexOptions  # noqa: E402
 
-BASE_PYTHON = os.environ.get("REALBUGS_PYTHON") or str(REPO / ".venv" / "bin" / "python")
+# the project's venv (scripts/setup.sh), else the interpreter running this (a checkout without one)
+BASE_PYTHON = os.environ.get("REALBUGS_PYTHON") or next(
+    (str(p) for p in [REPO / ".venv" / "bin" / "python"] if p.is_file()), sys.executable)
 DOWNLOAD_TIMEOUT = 600.0
 
 
