@@ -41,3 +41,16 @@ def judged(row: dict, floor: int, returncode: int) -> dict:
     row["ratio"] = round(s / floor, 2) if s else None
     row["goal_met"] = bool(s) and s <= GOAL * floor and returncode in (0, 14)
     return row
+
+
+def folder_fields(folder: Path, floor_src: str, original: Path, record_name: str) -> tuple[dict, dict]:
+    """What a reduced folder says for a row (verified, whether the floor fails with its signature,
+    repro.py's text) and the input's own record (``notebook.json``, ``pytest.json``; {} if none)."""
+    from bench.interesting import is_interesting
+    reduction, record = folder / "reduction.json", folder / record_name
+    fields = {"verified": json.loads(reduction.read_text()).get("verified") if reduction.is_file() else None,
+              "floor_same_signature": is_interesting(floor_src, folder / "signature.json", original,
+                                                     sys.executable, 300.0)}
+    if (folder / "repro.py").is_file():
+        fields["repro"] = (folder / "repro.py").read_text(encoding="utf-8")
+    return fields, json.loads(record.read_text()) if record.is_file() else {}

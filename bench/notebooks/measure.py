@@ -22,11 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent
 HERE = ROOT / "bench" / "notebooks"
 sys.path.insert(0, str(ROOT))
-from bench.corpus_run import GOAL, judged, reduce_json  # noqa: E402
+from bench.corpus_run import GOAL, folder_fields, judged, reduce_json  # noqa: E402
 
 
 def run_one(nb: Path, workdir: Path, max_time: float, jobs: int) -> dict:
-    from bench.interesting import is_interesting
     from reducer.size import count_statements
     out = workdir / nb.stem
     proc, result, wall = reduce_json([str(nb), "--out", str(out), "--jobs", str(jobs), "--max-time", str(max_time),
@@ -39,16 +38,10 @@ def run_one(nb: Path, workdir: Path, max_time: float, jobs: int) -> dict:
            "before": result.get("statements_before"), "status": result.get("status"), "runs": result.get("runs"),
            "exit": proc.returncode, "wall_s": round(wall, 1)}
     if folder is not None:
-        reduction = folder / "reduction.json"
-        row["verified"] = json.loads(reduction.read_text()).get("verified") if reduction.is_file() else None
-        record = json.loads((folder / "notebook.json").read_text()) if (folder / "notebook.json").is_file() else {}
-        cell = record.get("failing_cell") or {}
-        row["failing_cell"] = cell.get("cell")
-        saved = record.get("saved_error") or {}
-        row["saved_error_cell"] = saved.get("cell")
-        row["floor_same_signature"] = is_interesting(floor_src, folder / "signature.json", nb, sys.executable, 300.0)
-        if (folder / "repro.py").is_file():
-            row["repro"] = (folder / "repro.py").read_text(encoding="utf-8")
+        fields, record = folder_fields(folder, floor_src, nb, "notebook.json")
+        row["failing_cell"] = (record.get("failing_cell") or {}).get("cell")
+        row["saved_error_cell"] = (record.get("saved_error") or {}).get("cell")
+        row.update(fields)
     if "error" in result:
         row["error"] = result["error"]
     return judged(row, floor, proc.returncode)

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent
 HERE = ROOT / "bench" / "pytests"
 sys.path.insert(0, str(ROOT))
-from bench.corpus_run import GOAL, judged, reduce_json  # noqa: E402
+from bench.corpus_run import GOAL, folder_fields, judged, reduce_json  # noqa: E402
 
 
 def cases(part: str) -> list[Path]:
@@ -34,7 +34,6 @@ def cases(part: str) -> list[Path]:
 
 
 def run_one(case: Path, workdir: Path, max_time: float, jobs: int) -> dict:
-    from bench.interesting import is_interesting
     from reducer.size import count_statements
     manifest = json.loads((case / "MANIFEST.json").read_text())
     out = workdir / case.name
@@ -50,15 +49,10 @@ def run_one(case: Path, workdir: Path, max_time: float, jobs: int) -> dict:
            "status": result.get("status"), "runs": result.get("runs"), "exit": proc.returncode,
            "wall_s": round(wall, 1)}
     if folder is not None:
-        reduction = folder / "reduction.json"
-        row["verified"] = json.loads(reduction.read_text()).get("verified") if reduction.is_file() else None
-        record = json.loads((folder / "pytest.json").read_text()) if (folder / "pytest.json").is_file() else {}
+        fields, record = folder_fields(folder, floor_src, case / "floor.py", "pytest.json")
         row["failing_test"] = record.get("node")
         row["kept_as_functions"] = record.get("kept_as_functions")
-        row["floor_same_signature"] = is_interesting(floor_src, folder / "signature.json", case / "floor.py",
-                                                     sys.executable, 300.0)
-        if (folder / "repro.py").is_file():
-            row["repro"] = (folder / "repro.py").read_text(encoding="utf-8")
+        row.update(fields)
     if "error" in result:
         row["error"] = result["error"]
     return judged(row, floor, proc.returncode)
