@@ -36,7 +36,7 @@ def candidate_memory(original_peak_rss: int) -> int | None:
     brings back a default-sized model (a 768-wide, 16-layer vision tower took a 0.43 GB example
     to 1.73 GB; a dropped ``num_hidden_layers`` took a 422 MB script to 544 MB), which is not a
     simplification a maintainer wants to run. The slack covers the sampling and the allocator, not
-    a bigger model; the final verification is stricter still (bot/reduction.py ``heavier``)."""
+    a bigger model; the final verification is stricter still (reducer/cold_verdict.py ``heavier``)."""
     if original_peak_rss <= 0:
         return None
     return original_peak_rss + max(original_peak_rss // 5, 96 * 1024 ** 2)

@@ -4,18 +4,16 @@ cross-device error only when two devices are listed). The real thing: examples/g
 """
 from __future__ import annotations
 
-import json
-import os
 import sys
 import textwrap
 import threading
 import time
-from types import SimpleNamespace
 
 import pytest
 
 import reducer.run.gpu as gpu_mod
 from reducer.run.devices import DEVICES_ENV, read_devices
+from reducer.engine import DONE, Options, Quiet, reduce
 from reducer.errors import ExitCode, ReprobotError
 from reducer.failure import FailureSpec, find_failure
 from reducer.run.gpu import GpuPool, split_sets
@@ -192,15 +190,12 @@ TWO_ONLY = """
 """ % SAME_DEVICE
 
 
-def test_needs_two_gpus_is_detected_and_stored(tmp_path):
+def test_needs_two_gpus_is_detected(tmp_path):
+    # (that signature.json stores it: tests/test_gpu_sets_folder.py)
     script = write(tmp_path / "two.py", TWO_ONLY)
     failure = find_failure(spec_for(script, gpus=["0", "1"], gpus_per_job=2))
     assert failure.gpu.source == "--gpus-per-job" and failure.gpu.set == ("0", "1")
     assert failure.gpu.needs_gpus == 2 and failure.gpu.one_gpu == "passes"
-    from bot.store import record_failure
-    repro = record_failure(failure, root=tmp_path / "r")
-    data = json.loads(repro.signature_json.read_text())
-    assert data["needs_gpus"] == 2 and data["gpus"]["set"] == ["0", "1"]
 
 
 def test_a_failure_that_shows_on_one_gpu_needs_nothing(tmp_path):
@@ -218,26 +213,21 @@ def test_pinned_confirmation_that_loses_the_failure_says_why(tmp_path):
     assert "--gpus-per-job 2" in e.value.message and "run 2 only 0" in e.value.message
 
 
-def test_the_draft_says_it_needs_two_gpus(tmp_path):
-    from bot.issue.draft import _evidence
-    from bot.store import ReproDir
-    from reducer.signature import Signature
-    sig = Signature("RuntimeError", SAME_DEVICE, ())
-    folder = ReproDir(tmp_path)
-    needs = _evidence(folder, {"runs": [{}, {}], "needs_gpus": 2, "gpus": {"one_gpu": "passes"}}, None, True, sig, [])
-    plain = _evidence(folder, {"runs": [{}, {}]}, None, True, sig, [])
-    assert any("needs 2 GPUs" in s and "on one GPU the original passes" in s for s in needs)
-    assert not any("GPUs" in s for s in plain)
+# ---- the same set everywhere, and the walk-back (the engine alone: reducer/engine.py) ----------
+class Figures(Quiet):
+    """The engine's listener, keeping the last figures it was handed (reduction.json's)."""
+
+    figures: dict = {}
+
+    def accepted(self, best, figures):
+        self.figures = figures
 
 
-# ---- the same set everywhere, and the walk-back -----------------------------------------------
-def _reduce(tmp_path, script, **opts):
-    from bot.reduction import Options, reduce_failure
-    from bot.store import record_failure
+def _reduce(script, **opts):
     failure = find_failure(spec_for(script, gpus=["0", "1", "2", "3"], gpus_per_job=2))
-    repro = record_failure(failure, root=tmp_path / "r")
-    reduce_failure(failure, repro, Options(jobs=2, jobs_per_gpu=2, pin_env=False, **opts))
-    return failure, repro
+    listener = Figures()
+    result = reduce(failure, Options(jobs=2, jobs_per_gpu=2, **opts), listener)
+    return failure, result, listener.figures
 
 
 class LastSetFirst(GpuPool):
@@ -250,17 +240,17 @@ class LastSetFirst(GpuPool):
 
 
 def test_confirmation_warm_check_and_final_run_share_one_set(tmp_path, recorded_runs, monkeypatch):
-    import bot.reduction
-    monkeypatch.setattr(bot.reduction, "GpuPool", LastSetFirst)
+    import reducer.engine
+    monkeypatch.setattr(reducer.engine, "GpuPool", LastSetFirst)
     script = write(tmp_path / "two.py", TWO_ONLY)
-    failure, repro = _reduce(tmp_path, script)
+    failure, result, data = _reduce(script)
+    assert result.stopped == DONE
     original = script.read_text()
     runs_of_original = [(cvd, warm) for src, cvd, warm, traced in recorded_runs if src == original and not traced]
     # run 1 (all GPUs), confirmation (cold, the set), one-GPU check, then the warm check
     assert runs_of_original[:3] == [("0,1,2,3", False), ("0,1", False), ("0", False)]
     warm_checks = [cvd for cvd, warm in runs_of_original if warm is True]
     assert warm_checks == ["0,1"]
-    data = json.loads(repro.reduction_json.read_text())
     assert data["warm"]["enabled"], data["warm"]
     assert data["gpu_sets"] == [["0", "1"], ["2", "3"]] and data["gpus_per_job"] == 2
     # every other run (candidates, traced runs) got one whole set, never a mix or all four
@@ -273,18 +263,17 @@ def test_confirmation_warm_check_and_final_run_share_one_set(tmp_path, recorded_
 
 def test_a_result_that_loses_the_need_for_two_gpus_is_walked_back(tmp_path):
     script = write(tmp_path / "two.py", TWO_ONLY)
-    failure, repro = _reduce(tmp_path, script, trace=False)
-    data = json.loads(repro.reduction_json.read_text())
-    final = repro.repro.read_text()
-    assert data["needs_gpus"] == 2 and data["status"] == "done"
+    failure, result, data = _reduce(script, trace=False)
+    final = result.best
+    assert data["needs_gpus"] == 2 and data["status"] == "done" and result.stopped == DONE
     # the search itself accepts dropping the guard (it still fails on the set); the final
     # verification notices that it then fails on one GPU too, and walks back
     assert "len(devices) < 2" in final, final
-    assert data.get("cold_fallback") is True
+    assert data.get("cold_fallback") is True and result.cold_fallback
 
 
 def _verdict_setup(tmp_path, source):
-    from bot.reduction import gpu_pool, make_oracle, Options
+    from reducer.engine import gpu_pool, make_oracle
     script = write(tmp_path / "two.py", source)
     failure = find_failure(spec_for(script, gpus=["0", "1"], gpus_per_job=2))
     pool = gpu_pool(Options(), failure)
@@ -292,7 +281,7 @@ def _verdict_setup(tmp_path, source):
 
 
 def test_walk_back_skips_results_that_fail_or_hang_on_one_gpu(tmp_path, recorded_runs):
-    from bot.reduction import cold_verdict
+    from reducer.cold_verdict import cold_verdict
     failure, oracle = _verdict_setup(tmp_path, TWO_ONLY)
     assert failure.gpu.needs_gpus == 2
     keeps = TWO_ONLY.replace("padding = json.dumps([1, 2, 3])\n    ", "")
@@ -300,10 +289,8 @@ def test_walk_back_skips_results_that_fail_or_hang_on_one_gpu(tmp_path, recorded
     hangs = keeps.replace('print("one device: nothing to mix up")', "import time; time.sleep(600)")
     loses = f"raise RuntimeError({SAME_DEVICE!r})\n"
     history = [failure.spec.source, keeps, hangs, loses]
-    saver = SimpleNamespace(history=history)
-    result = SimpleNamespace(best_source=loses)
     before = len(recorded_runs)
-    source, record, _ = cold_verdict(failure, oracle, result, saver)
+    source, record, _ = cold_verdict(failure, oracle, loses, history)
     assert source == keeps and record is not None and SAME_DEVICE in record.message
     tried = [(src, cvd) for src, cvd, _, _ in recorded_runs[before:]]
     assert (hangs, "0") in tried           # the hang on one GPU was run and refused
@@ -312,7 +299,7 @@ def test_walk_back_skips_results_that_fail_or_hang_on_one_gpu(tmp_path, recorded
 
 
 def test_a_hang_on_one_gpu_is_allowed_when_the_original_hung_there(tmp_path):
-    from bot.reduction import keeps_needing_gpus
+    from reducer.cold_verdict import keeps_needing_gpus
     failure, oracle = _verdict_setup(tmp_path, TWO_ONLY)
     hangs = textwrap.dedent(TWO_ONLY).lstrip().replace('print("one device: nothing to mix up")',
                                                          "import time; time.sleep(600)")

@@ -151,10 +151,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
               # record (bot/issue/pytest_note.py), so it sits below the stages
               "bot.pytest_input")),
     ("stages", ("bot.env.*", "bot.upstream.*", "bot.issue.*")),
-    # bot.cluster is reduce's --cluster driver (the search's runs on a Ray cluster), bot.standalone
-    # reduce's last step: both are driven by bot.reduction and drive the engine
-    ("drivers", ("bot.rerun.*", "bot.action.*", "bot.prepare", "bot.reduction", "bot.standalone", "bot.cluster",
-                 "bot.notebook")),
+    # bot.reduction is `reduce`'s adapter to the engine's whole reduction (reducer/engine.py)
+    ("drivers", ("bot.rerun.*", "bot.action.*", "bot.prepare", "bot.reduction", "bot.notebook")),
     ("cli", ("bot.commands.*", "bot.cli", "bot.__main__")),
 )
 
@@ -198,7 +196,7 @@ def test_the_layer_check_can_fail() -> None:
     assert layer_of("bot.targets.registry") == 1 and layer_of("reducer.passes.cleanup") == 0
     assert layer_of("reducer.run.runner") == 0 and layer_of("reducer.run.exception_hook.sitecustomize") == 0
     assert layer_of("bot.commands.file") == 5 and layer_of("bot.cli") == 5
-    assert layer_of("bot.github_api") == 2 and layer_of("bot.cluster") == 4 and layer_of("bot.standalone") == 4
+    assert layer_of("bot.github_api") == 2 and layer_of("bot.reduction") == 4 and layer_of("reducer.engine") == 0
     assert upward_edges({"reducer.search": {"bot.store"}, "bot.upstream.kind": {"bot.rerun.report"},
                          "bot.commands.file": {"bot.issue.filing"}}) == [
         "bot.upstream.kind (stages) -> bot.rerun.report (drivers)",

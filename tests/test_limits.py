@@ -186,7 +186,7 @@ def test_max_time_bounds_the_whole_command_pinning_included(tmp_path) -> None:
     # hanging repro with a fixed 600-s timeout; now the repro's run gets one candidate's timeout
     # and the whole step what is left of --max-time plus PIN_GRACE
     from bot.env.lockfile import PIN_GRACE
-    from bot.reduction import VERIFY_GRACE
+    from reducer.engine import VERIFY_GRACE
     (tmp_path / "hangs.py").write_text("import time\n\nprint('serving')\nwhile True:\n    time.sleep(1)\n")
     started = time.monotonic()
     proc = reprobot("reduce", "hangs.py", "--hang-after", "2", "--timeout", "10", "--max-time", "30",
@@ -215,7 +215,7 @@ def test_pinning_after_the_time_limit_says_how_to_pin_and_runs_nothing(tmp_path,
 def test_the_help_states_the_graces_the_code_uses() -> None:
     from bot.cli import build_parser
     from bot.env.lockfile import PIN_GRACE
-    from bot.reduction import VERIFY_GRACE
+    from reducer.engine import VERIFY_GRACE
     text = " ".join(next(a for a in build_parser("reduce")._subparsers._group_actions[0].choices["reduce"]._actions
                          if "--max-time" in a.option_strings).help.split())
     assert f"at least {VERIFY_GRACE:.0f} s" in text and f"pinned within {PIN_GRACE:.0f} s more" in text

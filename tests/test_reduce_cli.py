@@ -315,7 +315,7 @@ def test_the_time_limit_during_the_final_cold_run_keeps_the_best_and_says_resume
     """On a loaded machine the search's reserve can be too short for the final cold run: that is
     the time limit (exit 14, the --resume line, repro.py kept), never a traceback."""
     write(tmp_path / "t.py", "import json\njson.loads('{x')\n")
-    code = ("import sys, bot.reduction as r\n"
+    code = ("import sys, reducer.engine as r\n"
             "from reducer.errors import DeadlineReached\n"
             "def spent(*a, **k):\n    raise DeadlineReached()\n"
             "r.cold_verdict = spent\n"

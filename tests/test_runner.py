@@ -359,7 +359,7 @@ def test_a_run_is_stopped_when_its_cancel_event_is_set(tmp_path):
 def test_the_final_result_is_never_heavier_than_the_original() -> None:
     from types import SimpleNamespace
 
-    from bot.reduction import heavier
+    from reducer.cold_verdict import heavier
     from reducer.outcome import Outcome
 
     def run(mb: int) -> Outcome:

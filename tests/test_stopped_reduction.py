@@ -99,7 +99,7 @@ def test_a_stopped_reduction_is_verified_pinned_and_drafted_from_its_own_run(wor
 
 def test_a_stop_whose_grace_runs_out_is_pinned_and_says_whose_traceback_it_shows(work, monkeypatch, capsys):
     # no time at all to verify: the cold check meets the deadline at once
-    monkeypatch.setattr("bot.reduction.verify_grace", lambda failure: 0.0)
+    monkeypatch.setattr("reducer.engine.verify_grace", lambda failure: 0.0)
     folder = reduce_stopped(work)
     out = " ".join(capsys.readouterr().out.split())
     assert "not verified (`--resume` verifies it)" in out

@@ -250,7 +250,7 @@ def _check_cluster(args: argparse.Namespace) -> None:
         raise ReprobotError(f"--cluster {args.cluster!r}: expected ray://HOST:PORT, HOST:PORT or auto", ExitCode.USAGE)
     if args.cluster_slots is not None and args.cluster_slots < 1:
         raise ReprobotError("--cluster-slots: expected 1 or more", ExitCode.USAGE)
-    from bot.cluster import check_available
+    from reducer.cluster.session import check_available
     check_available()
 
 

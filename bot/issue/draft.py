@@ -638,7 +638,7 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
         notes.append("requirements.lock is missing: the environment is not pinned (run `reprobot env`)")
 
     entry = entry_point(record, script, route)
-    # verified alone and offline: the steps are exactly that run's (bot/standalone.py)
+    # verified alone and offline: the steps are exactly that run's (reducer/cold_verdict.py self_contained)
     alone = reduced and (reduction or {}).get("verified") == "alone, offline"
     run_as = "repro.py" if alone else script
     kind = classify_repro(repro)

@@ -14,7 +14,7 @@ frames, so it reads as the cold rank's does and the Signature is the same; when 
 the others are sent SIGTERM (torchrun's agent does the same) and the launcher raises a
 ``ChildFailedError``, a wrapper (reducer/ranks.py) that is never a target.
 
-It is an optimisation with the real line as the reference: bot/reduction.py runs the original
+It is an optimisation with the real line as the reference: reducer/warm_start.py runs the original
 both ways and keeps cold runs when they differ, and the result is verified cold, by the line.
 Lines that need the real launcher stay cold: several nodes, restarts, ``--no-python``/``-m``,
 ``--run-path``, output redirection to files, an ``auto``/``gpu`` process count, options this module

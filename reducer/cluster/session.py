@@ -1,23 +1,20 @@
 """`reprobot reduce --cluster`: the search's candidates run on a Ray cluster's slots, everything
 else (the original's confirmation, traces, the final cold verdict, the self-contained check)
-stays local. Ray is imported here only when --cluster is given."""
+stays local. Ray is imported only when --cluster is given (reducer/cluster/ray_runner.py)."""
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-from rich.markup import escape
-
-from bot.output import console
 from reducer.errors import ExitCode, ReprobotError
 from reducer.failure import Failure
-from reducer.run.gpu import GpuPool
 from reducer.oracle import Oracle
+from reducer.run.gpu import GpuPool
 
 INSTALL_HINT = "pip install 'reprobot[ray]'"
 
 
-def _engine():
+def _ray_runner():
     try:
         from reducer.cluster import ray_runner
     except ImportError as e:
@@ -30,19 +27,21 @@ def _engine():
 
 def check_available() -> None:
     """Fail at once (before the original is even run) when Ray is missing."""
-    _engine()
+    _ray_runner()
 
 
 @contextmanager
 def on_cluster(address: str, failure: Failure, oracle: Oracle, pool: GpuPool, slots: int | None,
-               warm: bool, report: dict[str, Any]) -> Iterator[int]:
+               warm: bool, report: dict[str, Any], say: Callable[[str], None],
+               warn: Callable[[str], None]) -> Iterator[int]:
     """For the block, the oracle's candidates run on the cluster; yields how many slots there are
-    (0: the candidates stay local). ``report`` gets the cluster's figures for reduction.json."""
+    (0: the candidates stay local). ``report`` gets the cluster's figures for reduction.json;
+    ``say`` hears where the slots are, ``warn`` what stays local and why."""
     if failure.runner.launched:
-        console.print("[yellow]cluster: a launch line starts its own processes; its candidates run locally[/]")
+        warn("cluster: a launch line starts its own processes; its candidates run locally")
         yield 0
         return
-    engine = _engine()
+    engine = _ray_runner()
     from reducer.cluster.gpus import ClusterGpus
     from reducer.run.zygote import warm_imports
     local, local_gpus = failure.runner, oracle.gpus
@@ -59,15 +58,14 @@ def on_cluster(address: str, failure: Failure, oracle: Oracle, pool: GpuPool, sl
 
     try:
         runner = engine.RayRunner(local, address=None if address == "auto" else address, slots=slots,
-                                  gpus_per_job=per_job, warm_modules=modules, local_run=local_run,
-                                  notify=lambda line: console.print(f"[yellow]{escape(line)}[/]"))
+                                  gpus_per_job=per_job, warm_modules=modules, local_run=local_run, notify=warn)
     except Exception as e:  # noqa: BLE001 - Ray's connection errors are of many kinds
         raise ReprobotError(f"--cluster {address}: cannot use the cluster: {str(e).splitlines()[0][:200]}",
                             ExitCode.USAGE) from None
     st = runner.stats
-    console.print(f"cluster: {runner.slots} slot(s) on {len(st.nodes)} node(s) "
-                  f"({', '.join(f'{k}: {v}' for k, v in st.nodes.items())}), {per_job or 'no'} GPU(s) per job, "
-                  f"{'warm' if modules else 'cold'}; started in {st.start_seconds:.1f}s")
+    say(f"cluster: {runner.slots} slot(s) on {len(st.nodes)} node(s) "
+        f"({', '.join(f'{k}: {v}' for k, v in st.nodes.items())}), {per_job or 'no'} GPU(s) per job, "
+        f"{'warm' if modules else 'cold'}; started in {st.start_seconds:.1f}s")
     oracle.runner, oracle.gpus = runner, ClusterGpus(pool)
     try:
         yield max(runner.slots, 1)
