@@ -508,7 +508,8 @@ class Runner:
                 return self._execute(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace, cancel=cancel)
             cmd = [self.python, *(launcher or []), script_argument(target.name), *self.spec.args]
             if self.zygotes is not None and (warm or (warm is None and launcher is None)):
-                outcome = self._warm(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace, cancel=cancel)
+                outcome = self._warm(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace, cancel=cancel,
+                                     source=source)
                 if outcome is not None:
                     return outcome
             return self._execute(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace, cancel=cancel)
@@ -520,13 +521,16 @@ class Runner:
 
     def _warm(self, cmd: list[str], cwd: Path, env: dict[str, str], timeout: float,
               stop_when: Callable[[list[TracebackRecord]], bool] | None, max_rss: int | None,
-              stop_grace: float, cancel: threading.Event | None = None) -> Outcome | None:
+              stop_grace: float, cancel: threading.Event | None = None, source: str | None = None) -> Outcome | None:
         """The run forked from a warm interpreter; None when the zygote died (the caller runs it
-        cold: a dead zygote takes no verdict with it)."""
-        from reducer.run.zygote import ZygoteError
+        cold: a dead zygote takes no verdict with it). ``source``: the candidate, whose leading
+        environment settings pick the zygote (one whose imports ran with those settings)."""
+        from reducer.run.zygote import ZygoteError, leading_environment, warm_imports
         zygote = None
+        settings = leading_environment(source) if source is not None else ()
         try:
-            zygote = self.zygotes.acquire()
+            zygote = self.zygotes.acquire(settings, None if source is None else
+                                          warm_imports(source, self.script_dir, through_environment=True))
             outcome = self._execute(cmd, cwd, env, timeout, stop_when, max_rss, stop_grace, zygote=zygote,
                                     cancel=cancel)
             self.zygotes.release(zygote)

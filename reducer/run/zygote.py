@@ -31,21 +31,72 @@ class ZygoteError(Exception):
     """The zygote could not start or died; the caller falls back to cold runs."""
 
 
-def warm_imports(source: str, script_dir: Path) -> list[str]:
-    """Modules worth importing ahead: the script's leading block of top-level imports, each as
-    ``module`` or, for ``from module import a, b``, ``module:a,b``. Resolving the names matters:
-    ``from transformers import AutoModel`` loads the model's code lazily, on that attribute
-    access, and it is most of the import time.
+@dataclass(frozen=True)
+class EnvSetting:
+    """``os.environ[name] = value`` (``only_if_unset``: ``os.environ.setdefault(name, value)``)."""
+    name: str
+    value: str
+    only_if_unset: bool = False
 
-    Only the leading block: an import after other statements may depend on them (an
-    environment variable set first, a sys.path change), and importing it early would change
-    what the script does. Modules that live next to the script are left out (they are copied
-    per run), and so is anything that is not a plain import."""
+
+def _environ_names(node: ast.stmt, os_names: set[str], environ_names: set[str]) -> None:
+    """Note what an import binds that reaches ``os.environ``."""
+    if isinstance(node, ast.Import):
+        os_names.update(a.asname or a.name for a in node.names if a.name == "os")
+    elif isinstance(node, ast.ImportFrom) and node.module == "os" and node.level == 0:
+        environ_names.update(a.asname or a.name for a in node.names if a.name == "environ")
+
+
+def _is_environ(expr: ast.expr, os_names: set[str], environ_names: set[str]) -> bool:
+    return ((isinstance(expr, ast.Attribute) and expr.attr == "environ" and isinstance(expr.value, ast.Name)
+             and expr.value.id in os_names) or (isinstance(expr, ast.Name) and expr.id in environ_names))
+
+
+def _text(expr: ast.expr | None) -> str | None:
+    return expr.value if isinstance(expr, ast.Constant) and isinstance(expr.value, str) else None
+
+
+def _env_settings(node: ast.stmt, os_names: set[str], environ_names: set[str]) -> list[EnvSetting] | None:
+    """The settings of a statement that only sets environment variables to literals, else None:
+    ``os.environ["K"] = "v"``, ``os.environ.setdefault("K", "v")``, ``os.environ.update({"K": "v"})``
+    / ``update(K="v")``."""
+    if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript)
+            and _is_environ(node.targets[0].value, os_names, environ_names)):
+        name, value = _text(node.targets[0].slice), _text(node.value)
+        return None if name is None or value is None else [EnvSetting(name, value)]
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and _is_environ(node.value.func.value, os_names, environ_names)):
+        return None
+    call, method = node.value, node.value.func.attr
+    if method == "setdefault" and len(call.args) == 2 and not call.keywords:
+        name, value = _text(call.args[0]), _text(call.args[1])
+        return None if name is None or value is None else [EnvSetting(name, value, only_if_unset=True)]
+    if method == "update":
+        pairs: list[tuple[str | None, str | None]] = []
+        if len(call.args) == 1 and isinstance(call.args[0], ast.Dict):
+            pairs += [(_text(k) if k is not None else None, _text(v)) for k, v in zip(call.args[0].keys,
+                                                                                   call.args[0].values)]
+        elif call.args:
+            return None
+        pairs += [(k.arg, _text(k.value)) for k in call.keywords]     # after the dict, as update does
+        if pairs and all(k is not None and v is not None for k, v in pairs):
+            return [EnvSetting(k, v) for k, v in pairs]      # type: ignore[arg-type]
+    return None
+
+
+def _leading_block(source: str) -> tuple[list[str], tuple[EnvSetting, ...], bool]:
+    """(imports, environment settings, whether an import follows a setting) of the script's
+    leading block: imports and statements that only set environment variables to literals."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return []
+        return [], (), False
     names: list[str] = []
+    settings: list[EnvSetting] = []
+    os_names: set[str] = set()
+    environ_names: set[str] = set()
+    after_setting = False
     for i, node in enumerate(tree.body):
         if i == 0 and isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant):
             continue  # the docstring
@@ -55,8 +106,55 @@ def warm_imports(source: str, script_dir: Path) -> list[str]:
             if node.module != "__future__":
                 attrs = [a.name for a in node.names if a.name != "*"]
                 names.append(node.module + (":" + ",".join(attrs) if attrs else ""))
+        elif (found := _env_settings(node, os_names, environ_names)) is not None:
+            settings += found
+            continue
         else:
             break
+        after_setting = after_setting or bool(settings)
+        _environ_names(node, os_names, environ_names)
+    return names, tuple(settings), after_setting
+
+
+def leading_environment(source: str) -> tuple[EnvSetting, ...]:
+    """The environment the script sets in its leading block, before the imports that follow
+    (``os.environ.setdefault("HF_HUB_OFFLINE", "1")`` above ``import transformers``): a warm
+    interpreter that imports those modules has to have it set first (ZygotePool.acquire). Empty
+    when no import follows a setting."""
+    _names, settings, after = _leading_block(source)
+    return settings if after else ()
+
+
+def packages(modules: list[str]) -> set[str]:
+    """The top-level packages of warm_imports' entries (``transformers:AutoModel`` → transformers)."""
+    return {m.split(":")[0].split(".")[0] for m in modules}
+
+
+def with_settings(env: dict[str, str], settings: tuple[EnvSetting, ...]) -> dict[str, str]:
+    out = dict(env)
+    for s in settings:
+        if s.only_if_unset:
+            out.setdefault(s.name, s.value)
+        else:
+            out[s.name] = s.value
+    return out
+
+
+def warm_imports(source: str, script_dir: Path, through_environment: bool = False) -> list[str]:
+    """Modules worth importing ahead: the script's leading block of top-level imports, each as
+    ``module`` or, for ``from module import a, b``, ``module:a,b``. Resolving the names matters:
+    ``from transformers import AutoModel`` loads the model's code lazily, on that attribute
+    access, and it is most of the import time.
+
+    Only the leading block: an import after other statements may depend on them (a sys.path
+    change, a variable computed first), and importing it early would change what the script does.
+    ``through_environment``: the block goes on past statements that only set environment variables
+    to literals (``leading_environment``), for a warm interpreter started with them set. Modules
+    that live next to the script are left out (they are copied per run), and so is anything that
+    is not a plain import."""
+    names, settings, _after = _leading_block(source)
+    if not through_environment and settings:
+        names, _, _ = _leading_block(_before_first_setting(source))
     out: list[str] = []
     for name in names:
         top = name.split(":")[0].split(".")[0]
@@ -65,6 +163,18 @@ def warm_imports(source: str, script_dir: Path) -> list[str]:
         if name not in out:
             out.append(name)
     return out
+
+
+def _before_first_setting(source: str) -> str:
+    """The source up to its leading block's first environment setting."""
+    tree = ast.parse(source)
+    os_names: set[str] = set()
+    environ_names: set[str] = set()
+    for node in tree.body:
+        if _env_settings(node, os_names, environ_names) is not None:
+            return "\n".join(source.splitlines()[:node.lineno - 1]) + "\n"
+        _environ_names(node, os_names, environ_names)
+    return source
 
 
 @dataclass
@@ -88,10 +198,16 @@ class ZygoteInfo:
 class Zygote:
     """One warm interpreter. Runs one candidate at a time (a slot owns it)."""
 
-    def __init__(self, python: str, modules: list[str], env: dict[str, str]) -> None:
+    def __init__(self, python: str, modules: list[str], env: dict[str, str],
+                 settings: tuple[EnvSetting, ...] = ()) -> None:
         self.python = python
         self.modules = list(modules)
-        self.env = dict(env)
+        # the script's leading environment settings, in force while it imports (leading_environment)
+        self.settings = settings
+        self.env = with_settings(env, settings)
+        # the packages it was asked to import (those it could not import included): a candidate
+        # whose imports reach no other package can run on it (ZygotePool.acquire)
+        self.packages = packages(modules)
         self.info = ZygoteInfo()
         self._proc: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
@@ -264,35 +380,77 @@ class ZygotePool:
         self._all: list[Zygote] = []
         self._lock = threading.Lock()
         self.info: ZygoteInfo | None = None
+        self._modules_for: dict[tuple[EnvSetting, ...], list[str]] = {}
+        self._busy = self._peak = 0
         self.failures = 0
         self._stopped: list[Zygote] = []
 
-    def start_one(self) -> Zygote:
-        z = Zygote(self.python, self.modules, self.env)
+    def start_one(self, settings: tuple[EnvSetting, ...] = (), modules: list[str] | None = None) -> Zygote:
+        if modules is None:
+            modules = self._modules_for.get(settings, self.modules)
+        else:
+            # what an earlier zygote of these settings found importable, plus the new packages
+            known = self._modules_for.get(settings, self.modules if not settings else [])
+            modules = known + [m for m in modules if m not in known]
+        z = Zygote(self.python, modules, self.env, settings)
         info = z.start()
         with self._lock:
             self._all.append(z)
-            if self.info is None:
+            # the report names the zygote that imports the most (a script that sets the
+            # environment before its stack imports gets one more zygote that imports them)
+            if self.info is None or len(info.imported) > len(self.info.imported):
                 self.info = info
             if info.dropped and not self.info.dropped:
                 self.info = info
             # later zygotes need not probe the imports that initialise CUDA again
-            self.modules = info.imported
+            self._modules_for[settings] = info.imported
+            if not settings:
+                self.modules = info.imported
         return z
 
-    def acquire(self) -> Zygote:
+    def acquire(self, settings: tuple[EnvSetting, ...] = (), modules: list[str] | None = None) -> Zygote:
+        """An idle zygote whose imports ran with the candidate's leading environment ``settings``
+        and reached every package of the candidate's leading ``modules`` (None: any idle one of
+        those settings), else a new one importing them. A candidate without the script's
+        environment line, or the boundary call's candidate importing what the original imported
+        later, would otherwise import the stack in its own run, past the warm run's time bound.
+
+        Idle zygotes of other settings or imports stay while there are fewer than two per slot
+        in use at the peak (the search interleaves candidates with and without a line), and the
+        oldest go first past that."""
+        need = packages(modules or [])
+        stale: list[Zygote] = []
         with self._lock:
-            while self._idle:
-                z = self._idle.pop()
-                if z.alive:
+            self._busy += 1
+            self._peak = max(self._peak, self._busy)
+            for z in list(self._idle):
+                if not z.alive:
+                    self._idle.remove(z)
+                elif z.settings == settings and need <= z.packages:
+                    self._idle.remove(z)
                     return z
-        return self.start_one()
+            alive = [z for z in self._all if z.alive]
+            while len(alive) >= 2 * self._peak and self._idle:
+                z = self._idle.pop(0)
+                stale.append(z)
+                alive.remove(z)
+            self._all = [z for z in self._all if z not in stale]
+            self._stopped += stale
+        for z in stale:
+            z.stop()
+        try:
+            return self.start_one(settings, modules)
+        except BaseException:
+            with self._lock:
+                self._busy -= 1
+            raise
 
     def release(self, z: Zygote, healthy: bool = True) -> None:
-        if healthy and z.alive:
-            with self._lock:
+        with self._lock:
+            self._busy = max(0, self._busy - 1)
+            if healthy and z.alive:
                 self._idle.append(z)
-            return
+                return
         self.failures += 1
         z.stop()
 
