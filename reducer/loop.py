@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from reducer.errors import DeadlineReached
-from reducer.gate import CandidateGate, candidate_key
+from reducer.judge import Judge, candidate_key
 from reducer.cst import parses
 from reducer.passes.base import Gate, Pass
-from reducer.scheduler import External, Scheduler
+from reducer.scheduler import External, Interesting, Scheduler
 from reducer.search_stats import ReductionStats, Tally
 from reducer.size import Size, count_statements, size_of
 
@@ -56,23 +56,26 @@ class SearchLoop:
     # one, before DEFAULT_BUDGET seconds of search.
     HEAVY_SHARE = 0.5
     DEFAULT_BUDGET = 600.0
-    # The alarm rings this long after the deadline: the gate's own clock checks come first.
+    # The alarm rings this long after the deadline: the scheduler's own clock checks come first.
     ALARM_GRACE = 1.0
     # A traced run is a cold run the search waits for: at most this share of the wall time.
     RETRACE_SHARE = 0.25
 
-    def __init__(self, gate: CandidateGate, scheduler: Scheduler, tally: Tally, *, view: Gate,
+    def __init__(self, judge: Judge, oracle: Interesting, tally: Tally, *, jobs: int, view: Gate,
                  phases: list[list[Pass]], prelude: list[Pass], heavy: list[Pass],
-                 max_time: float | None = None, oracle_deadline: Callable[[], float | None] = lambda: None,
+                 max_time: float | None = None,
                  format_result: bool = True, retrace: Callable[[str], Any] | None = None,
                  on_accept: Callable[[str, dict[str, Any]], None] | None = None,
                  on_progress: Callable[[Progress], None] | None = None) -> None:
-        self.gate, self.scheduler, self.tally = gate, scheduler, tally
+        self.judge, self.tally = judge, tally
+        # The loop drives the scheduler and is its ``Events``: the clock, progress, the pass after
+        # this one, a new best (reducer/scheduler.py). Built here, so neither waits for the other.
+        self.scheduler = Scheduler(judge, oracle, jobs=jobs, tally=tally, events=self)
+        self._oracle = oracle
         self.stats = tally.stats
         self.view = view            # what each pass is handed
         self.phases, self.prelude, self.heavy = phases, prelude, heavy
         self.max_time = max_time
-        self._oracle_deadline = oracle_deadline
         self.format_result = format_result
         # ``retrace(source)`` traces a smaller best, so passes read the values that reach the
         # failure now (one handler left of three, one loop pass left of five)
@@ -80,9 +83,9 @@ class SearchLoop:
         self.on_accept = on_accept
         self.on_progress = on_progress
         if not self.stats.size_before:
-            self.stats.size_before = gate.best_size.to_dict()
-            self.stats.statements_before = _statements(gate.best)
-        self._start_size = gate.best_size
+            self.stats.size_before = judge.best_size.to_dict()
+            self.stats.statements_before = _statements(judge.best)
+        self._start_size = judge.best_size
         self._t0 = time.monotonic()
         self._deadline: float | None = None
         self._wall_before = self.stats.wall_time
@@ -90,7 +93,12 @@ class SearchLoop:
         self._cpu0 = time.process_time()
         self._searching = False                 # the time check keeps the layout step's reserve
 
-    # ---- what the gate and the scheduler are given -----------------------------------------
+    # ---- what the scheduler asks and tells (its Events) -------------------------------------
+    def _oracle_deadline(self) -> float | None:
+        """The oracle's own end (``reducer.oracle.Oracle.deadline``), read when asked: it may be set
+        after the search is built."""
+        return getattr(self._oracle, "deadline", None)
+
     def check_time(self) -> None:
         ends = [d for d in (self._deadline, self._oracle_deadline()) if d is not None]
         if ends and time.monotonic() >= min(ends) - (self._format_reserve() if self._searching else 0.0):
@@ -99,11 +107,11 @@ class SearchLoop:
     def progress(self) -> None:
         if self.on_progress is not None:
             self.on_progress(Progress(self.tally.pass_name, self.stats.rounds, self.stats.runs, self.stats.accepted,
-                                      self.stats.cache_hits, self._start_size, self.gate.best_size,
+                                      self.stats.cache_hits, self._start_size, self.judge.best_size,
                                       time.monotonic() - self._t0))
 
     def accepted(self, source: str) -> None:
-        """The gate took a new best: the figures, the caller's callback, progress."""
+        """The judge took a new best: the figures, the caller's callback, progress."""
         self._refresh_stats()
         if self.on_accept is not None:
             try:
@@ -149,8 +157,8 @@ class SearchLoop:
             self._close()
             self.stats.speculative_unused += self.scheduler.finish()
             self._refresh_stats()
-            self.stats.statements_after = _statements(self.gate.best)
-        return ReductionResult(self.gate.best, self.stats, self.gate.seen)
+            self.stats.statements_after = _statements(self.judge.best)
+        return ReductionResult(self.judge.best, self.stats, self.judge.seen)
 
     def _search(self) -> None:
         if not self.stats.first_cut_done:     # the prelude, once (kept across --resume)
@@ -170,7 +178,7 @@ class SearchLoop:
                     self._refresh_trace()
                 before = self._round(level, start)
                 # a resumed round started midway: finish it as a whole round before judging it
-                changed = self.gate.best != before or start > 0
+                changed = self.judge.best != before or start > 0
                 start = 0
                 level = 0 if changed else level + 1
             # A fixpoint of every pass. If it came early, a heavier level before stopping; what
@@ -178,11 +186,11 @@ class SearchLoop:
             if not self._heavy_allowed():
                 return
             self._refresh_trace()
-            before = self.gate.best
+            before = self.judge.best
             self.stats.heavy_rounds += 1
             for p in self.heavy:
                 self._run_pass(p)
-            if self.gate.best == before:
+            if self.judge.best == before:
                 self.stats.heavy_skipped = "gained nothing"
                 return
             self.stats.heavy_gains += 1
@@ -192,7 +200,7 @@ class SearchLoop:
         """Run the passes of phase ``level`` once each (from ``start``); returns the best
         source from before the round."""
         self.stats.rounds += 1
-        before = self.gate.best
+        before = self.judge.best
         self.stats.level = level
         for i, p in enumerate(self.phases[level][start:], start):
             self.stats.pass_index = i
@@ -225,8 +233,8 @@ class SearchLoop:
         return True
 
     def _refresh_trace(self) -> None:
-        gate = self.gate
-        if self.retrace is None or gate.trace is None or gate.best == gate.trace.source:
+        judge = self.judge
+        if self.retrace is None or judge.trace is None or judge.best == judge.trace.source:
             return
         spent = self.stats.for_pass("retrace").seconds
         if spent > self.RETRACE_SHARE * max(self.stats.wall_time, time.monotonic() - self._t0):
@@ -236,7 +244,7 @@ class SearchLoop:
         self.progress()
         t0 = time.monotonic()
         try:
-            fresh = self.retrace(gate.best)
+            fresh = self.retrace(judge.best)
         except DeadlineReached:
             raise OutOfTime from None
         except Exception as e:  # noqa: BLE001 - a failed trace only means no fresh values
@@ -247,7 +255,7 @@ class SearchLoop:
         finally:
             self.stats.for_pass("retrace").seconds += time.monotonic() - t0
         if fresh is not None:
-            gate.trace = fresh
+            judge.trace = fresh
             self.stats.retraces += 1
 
     # ---- the deadline ----------------------------------------------------------------------
@@ -282,17 +290,17 @@ class SearchLoop:
         """Lay the result out as a person would; the layout is kept only if it still fails the
         same way (hoisting an import can matter), so it costs at most two runs."""
         from reducer.format import format_source, tidy
-        gate = self.gate
+        judge = self.judge
         self.tally.pass_name = "format"
         t0 = time.monotonic()
         try:
-            for candidate in (format_source(gate.best), tidy(gate.best)):
-                if candidate is None or candidate == gate.best or not parses(candidate, gate.compile_check):
+            for candidate in (format_source(judge.best), tidy(judge.best)):
+                if candidate is None or candidate == judge.best or not parses(candidate, judge.compile_check):
                     continue
                 key = candidate_key(candidate)
-                ok = gate.seen[key] if key in gate.seen else self.scheduler.run_here(candidate, key)
+                ok = judge.seen[key] if key in judge.seen else self.scheduler.run_here(candidate, key)
                 if ok:
-                    gate.best, gate.best_size = candidate, size_of(candidate)
+                    judge.best, judge.best_size = candidate, size_of(candidate)
                     self.stats.for_pass("format").accepted += 1
                     self._refresh_stats()
                     if self.on_accept is not None:
@@ -302,7 +310,7 @@ class SearchLoop:
             self.stats.for_pass("format").seconds += time.monotonic() - t0
 
     def _refresh_stats(self) -> None:
-        self.stats.size_after = self.gate.best_size.to_dict()
+        self.stats.size_after = self.judge.best_size.to_dict()
         self.stats.wall_time = self._wall_before + time.monotonic() - self._t0
         self.stats.reducer_cpu = self._cpu_before + time.process_time() - self._cpu0
 

@@ -1,6 +1,6 @@
 """The scheduler: which candidate runs when, on how many slots.
 
-With one slot, a candidate runs when the gate asks for its verdict. With ``jobs > 1`` up to
+With one slot, a candidate runs when the judge asks for its verdict. With ``jobs > 1`` up to
 ``jobs`` candidates run at once (``first``, ``prefetch``), idle slots run candidates the search
 may want next (``ahead``: find_integer's next probes; ``_speculate``: the next pass's first
 candidates, found by a dry run of it), and a new best stops the runs made ahead that it leaves
@@ -10,6 +10,10 @@ accepted sequence is the one a single slot gives.
 The oracle is called as ``oracle(source)``; one that can stop a run early takes the run's
 cancel event as ``oracle(source, cancel=event)`` (``reducer.oracle.Oracle`` does): it is set
 when the run's verdict can no longer be needed, or when the search ends.
+
+Every candidate reaches the judge (reducer/judge.py) through here, with the scheduler as the
+``Runs`` it asks for verdicts; what the scheduler asks of the loop that built it, and tells it,
+is ``Events`` (reducer/loop.py's ``SearchLoop`` is one), handed to its constructor.
 """
 from __future__ import annotations
 
@@ -22,15 +26,35 @@ from contextlib import AbstractContextManager
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from reducer.errors import DeadlineReached
-from reducer.gate import CandidateGate, Checked
+from reducer.judge import Checked, Judge
 from reducer.passes.base import Offer, Pass
 from reducer.search_stats import Tally
 from reducer.run.slots import accepts_cancel
 
 Interesting = Callable[[str], bool]   # a candidate source -> does it fail the same way (a real run)
+
+
+class Events(Protocol):
+    """What the scheduler asks of the loop that drives it, and what it tells it."""
+
+    def check_time(self) -> None:
+        """Raise (``reducer.loop.OutOfTime``) once the search's time is spent."""
+        ...
+
+    def progress(self) -> None:
+        """A run ended."""
+        ...
+
+    def upcoming(self) -> tuple[int, Pass | None]:
+        """The current pass's index, and the pass after it in its phase (None: none to run ahead)."""
+        ...
+
+    def accepted(self, source: str) -> None:
+        """The judge took ``source`` as the new best."""
+        ...
 
 
 class External(Exception):
@@ -62,15 +86,15 @@ class _DryGate:
     which reads the verdicts of these runs."""
 
     def __init__(self, scheduler: Scheduler, want: int) -> None:
-        gate = scheduler.gate
-        self.best, self.trace, self.failure_message = gate.best, gate.trace, gate.failure_message
+        judge = scheduler.judge
+        self.best, self.trace, self.failure_message = judge.best, judge.trace, judge.failure_message
         self._scheduler, self._want = scheduler, want
         self.found: dict[str, str] = {}
 
     def _take(self, source: str | None) -> None:
         if source is None:
             return
-        c = self._scheduler.gate.check(source)
+        c = self._scheduler.check(source)
         if c.why is None and c.key not in self._scheduler._inflight:
             self.found.setdefault(c.key, source)
             if len(self.found) >= self._want:
@@ -93,29 +117,24 @@ class _DryGate:
         pass        # the dry run wants the pass's own first candidates, not its guesses
 
     def failure_lines(self, source: str) -> tuple[int, ...] | None:
-        return self._scheduler.gate.failure_lines(source)
+        return self._scheduler.judge.failure_lines(source)
 
     def whole_programs(self) -> AbstractContextManager[None]:
-        return self._scheduler.gate.whole_programs()
+        return self._scheduler.judge.whole_programs()
 
 
 class Scheduler:
-    """Runs candidates for the gate (``Runs``), one at a time or on ``jobs`` slots."""
+    """Runs candidates for the judge (``Runs``), one at a time or on ``jobs`` slots."""
 
     # Below this mean run time, computing candidates ahead costs more than the idle slot.
     SPECULATE_MIN_RUN = 0.2
 
-    def __init__(self, gate: CandidateGate, oracle: Interesting, *, jobs: int, tally: Tally,
-                 check_time: Callable[[], None], progress: Callable[[], None],
-                 upcoming: Callable[[], tuple[int, Pass | None]] = lambda: (0, None)) -> None:
-        self.gate = gate
+    def __init__(self, judge: Judge, oracle: Interesting, *, jobs: int, tally: Tally, events: Events) -> None:
+        self.judge = judge
         self.oracle = oracle
         self.jobs = max(1, int(jobs))
         self.tally = tally
-        self._check_time = check_time
-        self._progress = progress
-        # (the current pass's index, the pass after it in its phase): what idle slots may run ahead
-        self._upcoming = upcoming
+        self._events = events
         self._cancellable = accepts_cancel(oracle)
         self.run_time = RunClock()
         self._prefetched: set[str] = set()
@@ -127,20 +146,40 @@ class Scheduler:
         self._pool: ThreadPoolExecutor | None = None
         self._speculated: tuple[str, int] | None = None
 
-    # ---- what the gate asks (Runs) ---------------------------------------------------------
+    # ---- the judge: every candidate goes through here ---------------------------------------
+    def check(self, source: str) -> Checked:
+        """The judge's refusals that need no run, past the loop's clock (a pass computing
+        candidates on a huge script stops at the deadline too)."""
+        self._events.check_time()
+        return self.judge.check(source)
+
+    def consider(self, source: str) -> bool:
+        """Run ``source`` if it could become the new best; accept it if the oracle says so."""
+        return self._decide(self.check(source))
+
+    def _decide(self, c: Checked) -> bool:
+        """The judge's decision, with this scheduler's runs; a new best stops the runs it leaves
+        useless and is told to the loop."""
+        if not self.judge.decide(c, self):
+            return False
+        self.cancel_stale()
+        self._events.accepted(c.source)
+        return True
+
+    # ---- what the judge asks (Runs) --------------------------------------------------------
     def verdict(self, source: str, key: str) -> bool:
-        self._check_time()
+        self._events.check_time()
         if key in self._inflight:       # already running, ahead of time: its verdict will do
             self._settle(key)
             self._prefetched.discard(key)
-            return self.gate.seen[key]
+            return self.judge.seen[key]
         if self.jobs > 1 and self.worth_speculating():
             # run it on a slot, and fill the others with the next pass's first candidates
             self._submit(key, source)
             self._speculate()
             self._settle(key)
             self._prefetched.discard(key)
-            return self.gate.seen[key]
+            return self.judge.seen[key]
         return self.run_here(source, key)
 
     def read_ahead(self, key: str) -> bool:
@@ -151,7 +190,7 @@ class Scheduler:
 
     def run_here(self, source: str, key: str) -> bool:
         """One run on the search's own thread."""
-        self._check_time()
+        self._events.check_time()
         self.tally.here().tried += 1
         self.tally.stats.runs += 1
         try:
@@ -160,8 +199,8 @@ class Scheduler:
             raise DeadlineReached from None
         except Exception as e:
             raise External(e) from e
-        self.gate.seen[key] = interesting
-        self._progress()
+        self.judge.seen[key] = interesting
+        self._events.progress()
         return interesting
 
     def _timed(self, source: str, stop: threading.Event | None = None) -> bool:
@@ -185,10 +224,10 @@ class Scheduler:
         in the seen-set."""
         if self.jobs <= 1:
             for tag, source in candidates:
-                if self.gate.consider(source):
+                if self.consider(source):
                     return tag
             return None
-        gate = self.gate
+        judge = self.judge
         it = iter(candidates)
         queue: deque[tuple[Any, Checked]] = deque()
         more = True
@@ -199,9 +238,9 @@ class Scheduler:
                 if item is None:
                     more = False
                     break
-                c = gate.check(item[1])
+                c = self.check(item[1])
                 queue.append((item[0], c))
-                if c.why not in (None, "seen") or (c.why == "seen" and not gate.seen[c.key]):
+                if c.why not in (None, "seen") or (c.why == "seen" and not judge.seen[c.key]):
                     # refused without a run: it takes no slot, and is decided when its turn
                     # comes (some refusals depend on the best, so one past the candidate that
                     # is accepted must never be recorded)
@@ -226,7 +265,7 @@ class Scheduler:
                 if c.key in self._inflight:     # (a repeat of an earlier candidate is settled already)
                     self._settle(c.key)
                 c = dataclasses.replace(c, why="seen")
-            if gate.decide(c):
+            if self._decide(c):
                 return tag
 
     def prefetch(self, sources: list[str | None]) -> None:
@@ -238,7 +277,7 @@ class Scheduler:
         for s in sources:
             if s is None:
                 continue
-            c = self.gate.check(s)
+            c = self.check(s)
             # a refusal is left to consider(), in order: whether a name is unbound depends on
             # the best at that moment
             if c.why is None and c.key not in todo and c.key not in self._inflight:
@@ -262,7 +301,7 @@ class Scheduler:
                 return
             if s is None:
                 continue
-            c = self.gate.check(s)
+            c = self.check(s)
             if c.why is None and c.key not in self._inflight:
                 self._submit(c.key, s)
                 self.tally.stats.speculated += 1
@@ -275,10 +314,10 @@ class Scheduler:
         """Idle slots run the next pass's first candidates (as if this pass accepts nothing);
         once per pass and best."""
         free = self.jobs - self._running()
-        index, nxt = self._upcoming()
-        if free <= 0 or not self.worth_speculating() or self._speculated == (self.gate.best, index):
+        index, nxt = self._events.upcoming()
+        if free <= 0 or not self.worth_speculating() or self._speculated == (self.judge.best, index):
             return
-        self._speculated = (self.gate.best, index)
+        self._speculated = (self.judge.best, index)
         if nxt is None:
             return
         dry = _DryGate(self, free)
@@ -293,14 +332,14 @@ class Scheduler:
         for key, source in dry.found.items():
             if self._running() >= self.jobs:
                 break
-            if key not in self._inflight and key not in self.gate.seen:
+            if key not in self._inflight and key not in self.judge.seen:
                 self._submit(key, source, stale_on_accept=True)
                 self.tally.stats.speculated += 1
 
     def _submit(self, key: str, source: str, *, stale_on_accept: bool = False) -> None:
         pool = self._pool or ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="reprobot-run")
         self._pool = pool
-        self._check_time()
+        self._events.check_time()
         stop = None
         if stale_on_accept:
             stop = self._stale[key] = threading.Event()
@@ -327,17 +366,17 @@ class Scheduler:
 
     def _settle(self, key: str) -> None:
         """Wait for the run of ``key`` and put its verdict in the seen-set (as a run made ahead,
-        so the gate counts it once)."""
+        so the judge counts it once)."""
         self._stale.pop(key, None)
         fut = self._inflight.pop(key)
         try:
-            self.gate.seen[key] = bool(fut.result())
+            self.judge.seen[key] = bool(fut.result())
         except DeadlineReached:
             raise DeadlineReached from None
         except Exception as e:
             raise External(e) from e
         self._prefetched.add(key)
-        self._progress()
+        self._events.progress()
 
     def _running(self) -> int:
         return sum(1 for f in self._inflight.values() if not f.done())
@@ -350,7 +389,7 @@ class Scheduler:
             if fut.done() and not fut.cancelled() and fut.exception() is None:
                 del self._inflight[key]
                 self._stale.pop(key, None)
-                self.gate.seen[key] = bool(fut.result())
+                self.judge.seen[key] = bool(fut.result())
                 self._prefetched.add(key)
 
     # ---- the end ---------------------------------------------------------------------------

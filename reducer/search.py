@@ -25,9 +25,9 @@ API (what the CLI uses)::
   crashes (a bug) is recorded in its stats (``errors``) and the reduction goes on.
 - A script libcst cannot parse raises ``ReprobotError`` (ExitCode.NOT_PYTHON).
 
-Three parts, each in its own module, assembled here:
+Three parts, each in its own module:
 
-- the gate (reducer/gate.py): which candidate may run (strictly smaller than the best under
+- the judge (reducer/judge.py): which candidate may run (strictly smaller than the best under
   (tokens, characters, text), not seen before, compiles, unbinds no name, spells no secret) and
   which becomes the new best;
 - the scheduler (reducer/scheduler.py): when each candidate runs, on ``jobs`` slots. ``--jobs N``
@@ -37,8 +37,12 @@ Three parts, each in its own module, assembled here:
   when a new best leaves them useless;
 - the loop (reducer/loop.py): the passes to a fixpoint, the deadline, the layout step, progress.
 
-A pass is handed the ``Reducer`` (``consider``, ``first``, ``prefetch``, ``ahead``, ``best``,
-``trace``, ``failure_message``, ``failure_lines``: reducer/passes/base.py's ``Gate``).
+Built in one order, each part handed what it uses: the judge first (it calls nothing back; the
+scheduler hands it its runs with each candidate), then the loop, which builds the scheduler and
+is the ``Events`` it reports to (reducer/scheduler.py). Every candidate goes scheduler → judge.
+
+A pass is handed the ``Reducer``, the gate (``consider``, ``first``, ``prefetch``, ``ahead``,
+``best``, ``trace``, ``failure_message``, ``failure_lines``: reducer/passes/base.py's ``Gate``).
 """
 from __future__ import annotations
 
@@ -46,7 +50,7 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from reducer.gate import CandidateGate
+from reducer.judge import Judge
 from reducer.loop import OutOfTime, Progress, ReductionResult, SearchLoop
 from reducer.passes import DEFAULT_PHASES, HEAVY, PRELUDE, Pass
 from reducer.passes.base import Offer
@@ -58,8 +62,9 @@ __all__ = ["Interesting", "OutOfTime", "PassStats", "Progress", "Reducer", "Redu
 
 
 class Reducer:
-    """The search, as the CLI and the passes see it: the gate, the scheduler and the loop put
-    together. Passes are handed this object (``consider``, ``first``, ``prefetch``, ``ahead``)."""
+    """The search, as the CLI and the passes see it: the judge, the scheduler and the loop put
+    together. Passes are handed this object, their gate (``consider``, ``first``, ``prefetch``,
+    ``ahead``)."""
 
     def __init__(self, source: str, oracle: Interesting, *, jobs: int = 1, max_time: float | None = None,
                  on_accept: Callable[[str, dict[str, Any]], None] | None = None,
@@ -77,27 +82,15 @@ class Reducer:
             phases = DEFAULT_PHASES if passes is None else [passes]
         tally = Tally(ReductionStats.from_dict(stats) if stats else ReductionStats())
         locate = getattr(oracle, "failure_lines", None)
-        # The three parts call each other only through these few late-bound hooks.
-        self.gate = CandidateGate(source, tally=tally, check_time=lambda: self.loop.check_time(), seen=seen,
-                                  name_check=name_check, trace=trace, failure_message=failure_message,
-                                  failure_lines=locate if callable(locate) else None)
-        self.scheduler = Scheduler(self.gate, oracle, jobs=jobs, tally=tally,
-                                   check_time=lambda: self.loop.check_time(),
-                                   progress=lambda: self.loop.progress(),
-                                   upcoming=lambda: self.loop.upcoming())
-        self.loop = SearchLoop(self.gate, self.scheduler, tally, view=self,
+        self.judge = Judge(source, tally=tally, seen=seen, name_check=name_check, trace=trace,
+                           failure_message=failure_message, failure_lines=locate if callable(locate) else None)
+        self.loop = SearchLoop(self.judge, oracle, tally, jobs=jobs, view=self,
                                phases=[list(p) for p in phases],
                                prelude=list(PRELUDE if prelude is None else prelude),   # once, before the phases
                                heavy=list(heavy), max_time=max_time,
-                               oracle_deadline=lambda: getattr(oracle, "deadline", None),
                                format_result=format_result, retrace=retrace,
                                on_accept=on_accept, on_progress=on_progress)
-        self.gate.runs = self.scheduler
-        self.gate.on_new_best = self._new_best
-
-    def _new_best(self, source: str) -> None:
-        self.scheduler.cancel_stale()
-        self.loop.accepted(source)
+        self.scheduler: Scheduler = self.loop.scheduler
 
     def run(self) -> ReductionResult:
         """Reduce to a fixpoint of all passes (or until max_time / Ctrl-C)."""
@@ -110,12 +103,12 @@ class Reducer:
     # ---- what a pass uses (reducer/passes/base.py's Gate) ----------------------------------
     def consider(self, source: str) -> bool:
         """Run ``source`` if it could become the new best; accept it if the oracle says so."""
-        return self.gate.consider(source)
+        return self.scheduler.consider(source)
 
     def whole_programs(self) -> AbstractContextManager[None]:
         """While inside: a candidate with fewer statements than the best counts as smaller even
-        when its tokens are more (reducer/gate.py ``statements_first``)."""
-        return self.gate.whole_programs()
+        when its tokens are more (reducer/judge.py ``statements_first``)."""
+        return self.judge.whole_programs()
 
     def first(self, candidates: Iterable[Offer]) -> Any | None:
         """Offer tagged candidates in order; the tag of the first accepted one, else None
@@ -138,28 +131,28 @@ class Reducer:
 
     def failure_lines(self, source: str) -> tuple[int, ...] | None:
         """Where ``source`` failed in the run that accepted it, when the oracle keeps that."""
-        return self.gate.failure_lines(source)
+        return self.judge.failure_lines(source)
 
     @property
     def best(self) -> str:
-        return self.gate.best
+        return self.judge.best
 
     @property
     def best_size(self) -> Size:
-        return self.gate.best_size
+        return self.judge.best_size
 
     @property
     def trace(self) -> Any:
-        return self.gate.trace
+        return self.judge.trace
 
     @property
     def failure_message(self) -> str:
-        return self.gate.failure_message
+        return self.judge.failure_message
 
     # ---- what the CLI reads and sets -------------------------------------------------------
     @property
     def seen(self) -> dict[str, bool]:
-        return self.gate.seen
+        return self.judge.seen
 
     @property
     def stats(self) -> ReductionStats:

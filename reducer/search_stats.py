@@ -80,7 +80,7 @@ class ReductionStats:
 
 @dataclass
 class Tally:
-    """The figures, and the pass whose candidates are being counted (set by the loop; the gate
+    """The figures, and the pass whose candidates are being counted (set by the loop; the judge
     and the scheduler count proposals, refusals and runs for it)."""
     stats: ReductionStats
     pass_name: str = "setup"

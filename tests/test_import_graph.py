@@ -48,8 +48,14 @@ def _ours(name: str, modules: dict[str, Path]) -> str | None:
     return name or None
 
 
+@functools.cache
+def _parsed(path: Path) -> ast.Module:
+    """Each module's tree, read once for every check here."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
 def _edges(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = _parsed(path)
     out: set[str] = set()
     for node in ast.walk(tree):               # ast.walk: function bodies included
         if isinstance(node, ast.Import):
@@ -294,3 +300,76 @@ def test_the_run_package_holds_the_run_machinery() -> None:
 def test_the_run_machinery_never_imports_the_search() -> None:
     found = run_edges_out(import_graph())
     assert found == [], "reducer/run/ imports outside what it may (RUN_MAY_IMPORT):\n" + "\n".join(found)
+
+
+# ---- the pass families -----------------------------------------------------------------------
+# A pass family shares a helper with another through reducer/passes/rewrites.py (public, one job),
+# never by reaching into another module's private names: a `_name` is its module's own, free to
+# change with it, and a second family leaning on it is a shared helper in hiding. So no module of
+# bot/ or reducer/ imports an underscore name of a reducer/passes/ module other than itself, nor
+# anything from an underscore module there (`reducer.passes._shared` was one). Dunders are public.
+PASSES = "reducer.passes"
+
+
+def _imported_names(module: str, path: Path, modules: dict[str, Path]) -> set[tuple[str, str]]:
+    """(what was imported from, the name) for each import of ``module``, anywhere in it; a module
+    imported whole is (its dotted name, "")."""
+    tree = _parsed(path)
+    out: set[tuple[str, str]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {(a.name, "") for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(module, path.name == "__init__.py", node)
+            out |= {(f"{base}.{a.name}", "") if f"{base}.{a.name}" in modules else (base, a.name) for a in node.names}
+    return out
+
+
+@functools.cache
+def _names() -> dict[str, frozenset[tuple[str, str]]]:
+    modules = _modules()
+    return {m: frozenset(_imported_names(m, p, modules)) for m, p in modules.items()}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_pass_imports(imports: dict[str, set[tuple[str, str]] | frozenset[tuple[str, str]]]) -> list[str]:
+    """``importer: reducer.passes.x._name`` for each import of a private name (or from a private
+    module) of reducer/passes/ by a module other than its own."""
+    out = []
+    for module, pairs in sorted(imports.items()):
+        for source, name in sorted(pairs):
+            if source == module or not (source == PASSES or source.startswith(PASSES + ".")):
+                continue
+            if _private(name) or any(_private(part) for part in source.split(".")):
+                out.append(f"{module}: {source}.{name}" if name else f"{module}: {source}")
+    return out
+
+
+def test_the_name_walk_sees_the_imports_it_should() -> None:
+    names = _names()
+    assert ("reducer.passes.cleanup", "") in names["reducer.passes"]            # from reducer.passes import cleanup
+    assert ("reducer.passes.rewrites", "one_iteration") in names["reducer.passes.slicing"]   # inside _render
+    assert ("reducer.passes.rewrites", "drop_dead_code") in names["reducer.passes.constants"]
+
+
+def test_the_private_import_rule_can_fail() -> None:
+    imports = {"reducer.passes.heavy": {("reducer.passes.single", "_substitute"), ("reducer.passes.rewrites", "substitute")},
+               "reducer.passes.cleanup": {("reducer.passes._shared", "spread_kwargs")},
+               "reducer.passes.bindings": {("reducer.passes._shared", "")},
+               "reducer.passes.single": {("reducer.passes.single", "_names")},        # its own: fine
+               "reducer.search": {("reducer.judge", "_unbound"), ("reducer.passes", "__doc__")},   # not a pass; a dunder
+               "bot.standalone": {("reducer.passes.cleanup", "_apply")}}
+    assert private_pass_imports(imports) == [
+        "bot.standalone: reducer.passes.cleanup._apply",
+        "reducer.passes.bindings: reducer.passes._shared",
+        "reducer.passes.cleanup: reducer.passes._shared.spread_kwargs",
+        "reducer.passes.heavy: reducer.passes.single._substitute"]
+
+
+def test_no_module_imports_a_private_name_of_another_pass_module() -> None:
+    found = private_pass_imports(_names())
+    assert found == [], ("private names of reducer/passes/ imported from outside their module (share them "
+                         "through reducer/passes/rewrites.py):\n" + "\n".join(found))

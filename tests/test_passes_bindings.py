@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from reducer.passes import BY_NAME, STRUCTURE, FINE
 from reducer.passes import bindings as B
+from reducer.passes.variables import next_statement_bindings
 from tests.reducer_support import raises, reduce_with
 
 
@@ -196,6 +197,29 @@ def test_reads_in_loops_functions_lambdas_or_twice_are_not_inlined():
             x = f()
             ''')):
         assert _alternatives(src, B._single_use_nodes, B._single_use_alternatives) == [], src
+
+
+def test_inline_single_use_leaves_the_next_statement_to_inline_variables():
+    """The two inlining passes never propose the same site: a read in the very next (simple)
+    statement is inline_variables' (structural: nothing runs in between), the rest is this one's."""
+    src = _d('''
+        lora = LoraConfig()
+        model = get_peft_model(base, lora)
+        cfg = make()
+        print(1)
+        train(cfg)
+        flag = check()
+        if flag:
+            go()
+        ''')
+    module = cst.parse_module(src)
+    mine = [module.code_for_node(line).strip() for line, _, _ in B._single_use(module)]
+    theirs = [module.code_for_node(line).strip() for line in next_statement_bindings(module)]
+    assert theirs == ["lora = LoraConfig()"]
+    assert mine == ["cfg = make()", "flag = check()"]     # further down; a compound statement next
+    assert "get_peft_model(base, LoraConfig())" not in "".join(_alternatives(src, B._single_use_nodes,
+                                                                          B._single_use_alternatives))
+    assert "get_peft_model(base, lora)" in B.inlined_all(src)
 
 
 # ---- real reductions -----------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Clean-ups: comments, docstrings, print/logging, unused imports, dead code: exact outputs."""
 from __future__ import annotations
 
-from reducer.passes.cleanup import drop_dead_code, drop_output_calls, drop_unused_imports, strip_comments_and_docstrings
+from reducer.passes.cleanup import drop_output_calls, drop_unused_imports, strip_comments_and_docstrings
+from reducer.passes.rewrites import drop_dead_code
 from tests.reducer_support import RecordingOracle, raises, reduce_with
 
 SRC = '''"""Module doc."""

@@ -181,7 +181,7 @@ def test_flatten_sees_through_a_subscript_and_a_local_of_the_same_name() -> None
 
 
 def test_lines_that_only_fill_a_dict_die_with_it() -> None:
-    from reducer.passes.cleanup import drop_dead_code
+    from reducer.passes.rewrites import drop_dead_code
     src = ('import os\nDEVICE = os.environ.get("X", "cuda")\n'
            'main = 0 if DEVICE == "cuda" else "cpu"\n'
            'device_map = {}\ndevice_map["vision"] = "cpu"\ndevice_map[""] = main\n'

@@ -131,7 +131,7 @@ def test_a_method_reached_once_becomes_a_function():
         s.complete(3)
         s.scaled(4)
         ''')
-    alts = _alternatives(src, S._method_targets, S._method_alternatives)
+    alts = _alternatives(src, S.method_targets, S._method_alternatives)
     assert "def complete(req):\n    return req * 2\n" in alts[0] and "\ncomplete(3)\n" in alts[0]
     assert "def complete(self, req):" in alts[1] and "\ncomplete(s, 3)\n" in alts[1]
     assert any("\nscaled(s, 4)\n" in a for a in alts)              # reads self: kept as an argument

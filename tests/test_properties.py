@@ -193,7 +193,7 @@ def test_rendering_skips_expressions_without_changing_the_result(source: str, sa
 def _dead_code_through_text(source: str) -> str:
     """Dead-code removal as it ran before it worked on the tree: render and re-parse each round."""
     from reducer.cst import render
-    from reducer.passes.cleanup import dead_code_round
+    from reducer.passes.rewrites import dead_code_round
     for _ in range(20):
         module, _removed = dead_code_round(cst.parse_module(source))
         new = render(module)
@@ -207,7 +207,7 @@ def _dead_code_through_text(source: str) -> str:
 @given(source=st.one_of(PROGRAMS, sampled_real()), salt=st.integers(0, 50))
 def test_dead_code_on_the_tree_gives_what_the_text_rounds_gave(source: str, salt: int) -> None:
     from reducer.cst import render
-    from reducer.passes.cleanup import drop_dead_code
+    from reducer.passes.rewrites import drop_dead_code
     # also after deleting statements at random, which leaves more definitions unused
     # Same statements, line for line. Blank lines and comment lines may differ: re-parsing
     # between rounds moved what sat above the module's new first statement (blank lines, a

@@ -10,7 +10,7 @@ import pytest
 
 from reducer.passes import BY_NAME
 from reducer.cst import parses
-from reducer.gate import candidate_key
+from reducer.judge import candidate_key
 from reducer.scheduler import RunClock
 from reducer.search import Reducer
 from reducer.size import normalize, size_of
@@ -457,21 +457,21 @@ def test_deletions_in_small_owners_run_side_by_side_across_owners() -> None:
 
 
 def test_libcsts_parse_is_checked_when_a_candidate_is_accepted(monkeypatch) -> None:
-    """A candidate that compiles is run without libcst's parse (the gate's largest cost per
+    """A candidate that compiles is run without libcst's parse (the judge's largest cost per
     candidate); one that reproduces but that libcst cannot read is refused at acceptance, and the
     next one is taken."""
-    from reducer import gate
+    from reducer import judge
     from reducer.passes.base import Pass
 
     unreadable = "x = 2\nraise KeyError('k')\n"
-    real = gate.libcst_parses
+    real = judge.libcst_parses
     parsed: list[str] = []
 
     def libcst_parses(source: str) -> bool:
         parsed.append(source)
         return source != unreadable and real(source)
 
-    monkeypatch.setattr(gate, "libcst_parses", libcst_parses)
+    monkeypatch.setattr(judge, "libcst_parses", libcst_parses)
     ran: list[str] = []
 
     def oracle(source: str) -> bool:
@@ -488,3 +488,70 @@ def test_libcsts_parse_is_checked_when_a_candidate_is_accepted(monkeypatch) -> N
     assert "x = 1\n" not in parsed                             # a refused candidate was never parsed
     assert result.best_source == "raise KeyError('k')\n"
     assert result.stats.passes["offer"].invalid == 1
+
+
+# ---- the parts, each handed what it uses ------------------------------------------------------
+class _Runs:
+    """A ``Runs`` (reducer/judge.py) that fails on any candidate with a ``raise``."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def verdict(self, source: str, key: str) -> bool:
+        self.asked.append(source)
+        return "raise" in source
+
+    def read_ahead(self, key: str) -> bool:
+        return False
+
+
+class _Events:
+    """The scheduler's ``Events`` (reducer/scheduler.py), recorded."""
+
+    def __init__(self) -> None:
+        self.log: list[object] = []
+
+    def check_time(self) -> None:
+        self.log.append("clock")
+
+    def progress(self) -> None:
+        self.log.append("progress")
+
+    def upcoming(self):
+        return 0, None
+
+    def accepted(self, source: str) -> None:
+        self.log.append(("accepted", source))
+
+
+def test_the_judge_decides_with_the_runs_it_is_handed() -> None:
+    """The judge holds no other part of the search and calls nothing back: handed a candidate's
+    check and what to ask for a verdict, it accepts or refuses on its own."""
+    from reducer.judge import Judge
+    from reducer.search_stats import ReductionStats, Tally
+
+    judge, runs = Judge("x = 1\nraise KeyError\n", tally=Tally(ReductionStats())), _Runs()
+    assert judge.decide(judge.check("x = 1\n"), runs) is False
+    assert judge.decide(judge.check("raise KeyError\n"), runs) is True
+    assert judge.best == "raise KeyError\n" and runs.asked == ["x = 1\n", "raise KeyError\n"]
+    assert judge.decide(judge.check("raise KeyError\n"), runs) is False     # no longer smaller: no run
+    assert runs.asked == ["x = 1\n", "raise KeyError\n"]
+
+
+def test_the_scheduler_reports_to_the_events_it_is_built_with() -> None:
+    """Every candidate goes scheduler -> judge; the clock is asked before the judge looks, and a
+    new best is told to the ``Events`` handed to the constructor (the loop, in a search)."""
+    from reducer.judge import Judge
+    from reducer.scheduler import Scheduler
+    from reducer.search_stats import ReductionStats, Tally
+
+    tally = Tally(ReductionStats())
+    events = _Events()
+    judge = Judge("x = 1\nraise KeyError\n", tally=tally)
+    scheduler = Scheduler(judge, lambda source: "raise" in source, jobs=1, tally=tally, events=events)
+    assert scheduler.consider("x = 1\n") is False
+    assert events.log == ["clock", "clock", "clock", "progress"]          # refused after a run: no new best
+    events.log.clear()
+    assert scheduler.consider("raise KeyError\n") is True
+    assert events.log == ["clock", "clock", "clock", "progress", ("accepted", "raise KeyError\n")]
+    assert judge.best == "raise KeyError\n" and tally.stats.runs == 2

@@ -4,7 +4,8 @@ candidates through the gate (see ``reducer.search``); one module per family of p
 Every pass's docstring ends with what it removes (``Removes:``) and what it must never change
 (``Never changes:``). What no pass changes, whichever it is: it only proposes, and never runs a
 candidate itself (reducer/passes/base.py); a candidate is a whole program, and the gate alone
-decides whether it becomes the best (reducer/gate.py)."""
+decides whether it becomes the best (behind it, reducer/judge.py). What several families build
+their candidates from is reducer/passes/rewrites.py."""
 from __future__ import annotations
 
 from reducer.passes import (arguments, bindings, boundary, classes, cleanup, constants, defaults, direct, heavy,
@@ -61,7 +62,9 @@ STRUCTURE: list[Pass] = [
     Pass("comprehension_to_element", scaffolding.comprehension_to_element),
     Pass("drop_unused_parameters", parameters.drop_unused_parameters),
     Pass("remove_arguments", arguments.remove_arguments),
-    # a value carried one line further by a name read once, and an import `import pkg` reaches
+    # a value carried one line further by a name read once (into the next statement: nothing runs
+    # in between, so the order of the calls stays; a statement less, here among the structural
+    # passes), and an import `import pkg` reaches
     Pass("inline_variables", variables.inline_variables),
     Pass("inline_returns", variables.inline_returns),
     Pass("fold_imports", variables.fold_imports),
@@ -71,7 +74,11 @@ FINE: list[Pass] = [
     Pass("arguments_to_defaults", arguments.arguments_to_defaults),
     Pass("shrink_containers", literals.shrink_containers),
     Pass("shrink_literals", literals.shrink_literals),
-    # A token or three a binding: every one at once first, so a long script pays one run.
+    # What inline_variables leaves: a name read once further down its block. Moving the value
+    # there moves its evaluation past other statements, the boldest guess of the inlinings, so it
+    # comes last, once the structure is at a fixpoint; never a site inline_variables takes (the
+    # next statement). A token or three a binding: every one at once first, so a long script pays
+    # one run.
     Pass("inline_single_use", bindings.inline_single_use),
 ]
 DEFAULT_PHASES: list[list[Pass]] = [STRUCTURE, FINE]

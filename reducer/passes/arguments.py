@@ -8,8 +8,8 @@ import libcst as cst
 
 from reducer.cst import collect, replace, safe
 from reducer.passes.base import Gate
-from reducer.passes._shared import SIZE_WORDS
 from reducer.passes.loops import delete_runs, run_targets
+from reducer.passes.rewrites import SIZE_WORDS, parameter_slots, without_trailing_comma
 
 
 def calls(module: cst.Module) -> list[cst.Call]:
@@ -18,13 +18,6 @@ def calls(module: cst.Module) -> list[cst.Call]:
 
 def _args(call: cst.CSTNode) -> Sequence[cst.Arg]:
     return call.args
-
-
-def without_trailing_comma(items: list) -> list:
-    """Keep the list tidy after a deletion: no comma dangling after the new last item."""
-    if items and not isinstance(items[-1].comma, cst.MaybeSentinel):
-        items = [*items[:-1], items[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
-    return items
 
 
 def _set_args(call: cst.CSTNode, items: list) -> cst.CSTNode:
@@ -77,26 +70,6 @@ def callee_name(call: cst.Call) -> str | None:
     if isinstance(call.func, cst.Attribute):
         return call.func.attr.value
     return None
-
-
-def parameter_slots(call: cst.Call, fn: cst.FunctionDef) -> list[tuple[cst.Arg, cst.Param]]:
-    """Pair each argument of ``call`` with the parameter of ``fn`` it binds (where certain)."""
-    positional = list(fn.params.posonly_params) + list(fn.params.params)
-    if isinstance(call.func, cst.Attribute) and positional and positional[0].name.value in ("self", "cls"):
-        positional = positional[1:]
-    by_name = {p.name.value: p for p in positional + list(fn.params.kwonly_params)}
-    pairs: list[tuple[cst.Arg, cst.Param]] = []
-    i = 0
-    for arg in call.args:
-        if arg.star:
-            return pairs        # after *args/**kw nothing lines up for sure
-        if arg.keyword is None:
-            if i < len(positional):
-                pairs.append((arg, positional[i]))
-            i += 1
-        elif arg.keyword.value in by_name:
-            pairs.append((arg, by_name[arg.keyword.value]))
-    return pairs
 
 
 def _targets(module: cst.Module) -> list[cst.Arg]:

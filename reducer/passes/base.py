@@ -2,8 +2,11 @@
 
 A pass is a function ``pass_fn(gate)``: it reads ``gate.best``, builds candidate sources and offers
 them to the gate, which alone decides (size order, seen-set, parse check, oracle run). Passes never
-run anything themselves. The loops most passes are built on are in reducer/passes/loops.py; the
-libcst toolkit they use is reducer/cst.py.
+run anything themselves. "The gate" is this protocol and only it (reducer/search.py's ``Reducer``
+is the one the search hands over); the decision behind it is reducer/judge.py's ``Judge``. The
+loops most passes are built on are in reducer/passes/loops.py, the rewrites several families
+build their candidates from in reducer/passes/rewrites.py; the libcst toolkit they use is
+reducer/cst.py.
 """
 from __future__ import annotations
 

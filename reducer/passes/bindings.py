@@ -8,7 +8,9 @@ parameters that returns one expression, ``Path()`` where the string would do.
 - ``path_literals``: ``Path()`` → ``"."`` and ``Path("base")`` → ``"base"`` (pathlib's own class).
 - ``inline_single_use``: ``lora = LoraConfig()`` … ``get_peft_model(m, lora)`` →
   ``get_peft_model(m, LoraConfig())``, when the one read is later in the same block and not
-  inside a loop, function, lambda, class or comprehension there.
+  inside a loop, function, lambda, class or comprehension there. A read in the very next
+  (simple) statement is ``inline_variables``' (reducer/passes/variables.py, a structural pass that
+  moves no evaluation past another statement): this pass takes only what that one leaves.
 
 Each of these moves an evaluation (later, or once instead of at every call) or changes a type
 (``str`` for ``Path``): none is assumed safe, every candidate is judged by a run, and none may
@@ -23,9 +25,10 @@ import libcst as cst
 
 from reducer.cst import assign, parses, replace_many, safe
 from reducer.names import BINDINGS, NOT_VARIABLES, Role, Roles, census
-from reducer.passes._shared import spread_kwargs
 from reducer.passes.base import Gate
 from reducer.passes.loops import one_after_another, run_targets, together_then_each
+from reducer.passes.rewrites import spread_kwargs
+from reducer.passes.variables import next_statement_bindings
 
 # A read inside one of these runs a different number of times, or at another moment, than the
 # statement around it: a value moved there would be evaluated differently.
@@ -129,10 +132,12 @@ def _keyed(find: Callable[[cst.Module], Sequence[tuple]], build: Callable[[cst.M
 
 # ---- inline_single_use ---------------------------------------------------------------------------
 def _single_use(module: cst.Module) -> list[tuple[cst.SimpleStatementLine, cst.BaseExpression, cst.Name]]:
-    """(binding line, its value, the one read) for each name bound once and read once after it."""
+    """(binding line, its value, the one read) for each name bound once and read once after it,
+    except where ``inline_variables`` takes it (the read in the next statement)."""
     bound = census(module).total(BINDINGS)
+    theirs = {id(line) for line in next_statement_bindings(module)}
     lines = [(line, got) for line in _lines(module) if (got := _single_assign(line)) is not None
-             and bound.get(got[0]) == 1]
+             and bound.get(got[0]) == 1 and id(line) not in theirs]
     walk = _Walk(line for line, _ in lines)
     module.visit(walk)
     out = []
@@ -165,7 +170,7 @@ def inline_single_use(gate: Gate) -> None:
 
     Removes: ``x = value`` whose one read comes later in the same block, the value moved there.
     Never changes: a read inside a loop, function, lambda, class or comprehension, a name bound or
-    read twice."""
+    read twice; a read in the next statement that ``inline_variables`` takes."""
     together_then_each(gate, _single_use_nodes, _single_use_alternatives, lambda m: inlined_all(m.code))
 
 

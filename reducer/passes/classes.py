@@ -10,8 +10,7 @@ from reducer.cst import collect, replace_many, safe
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets
 from reducer.names import uses
-from reducer.passes.cleanup import _is_string_statement
-from reducer.passes.constants import single_bindings
+from reducer.passes.rewrites import is_string_statement, single_bindings
 
 
 def data_fields(cls: cst.ClassDef) -> dict[str, cst.BaseExpression] | None:
@@ -24,7 +23,7 @@ def data_fields(cls: cst.ClassDef) -> dict[str, cst.BaseExpression] | None:
         return None
     fields: dict[str, cst.BaseExpression] = {}
     for stmt in cls.body.body:
-        if _is_string_statement(stmt):
+        if is_string_statement(stmt):
             continue
         if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
             return None

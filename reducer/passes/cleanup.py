@@ -1,5 +1,7 @@
 """Clean-up transformations: comments and docstrings, print/logging calls, unused imports, dead
-definitions and assignments, redundant ``pass``.
+definitions and assignments, redundant ``pass``. Dead code and empty ``if``s are removed by
+reducer/passes/rewrites.py's ``drop_dead_code`` and ``drop_empty_ifs``, which other families run
+on their own candidates too.
 
 ``bulk`` offers each as ONE candidate over the whole script (all comments at once, all unused
 imports at once, ...): a single run that usually succeeds and saves dozens of single deletions.
@@ -14,11 +16,11 @@ from dataclasses import dataclass
 import libcst as cst
 
 from reducer.names import USES, Census, bound_name, uses
-from reducer.passes._shared import spread_kwargs
-from reducer.cst import (StatementTransformer, body_statements, collect, collect_statements, is_literal, parse,
-                         parses, render)
+from reducer.cst import StatementTransformer, body_statements, collect, collect_statements, parse, parses, render
 from reducer.passes.base import Gate
 from reducer.passes.loops import delete_runs
+from reducer.passes.rewrites import (chain_root, dead_code_removed, drop_dead_code, drop_empty_ifs, empty_ifs_removed,
+                                     harmless_test, is_dead, is_string_statement, spread_kwargs, store_only_lines)
 
 # Calls that only emit output. The ones that print a traceback are left to statement deletion:
 # in a worker loop that logs and swallows, they ARE the failure.
@@ -37,18 +39,6 @@ class _StripComments(cst.CSTTransformer):
         return updated
 
 
-def _is_string_statement(stmt: cst.CSTNode) -> bool:
-    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
-            and isinstance(stmt.body[0], cst.Expr)
-            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
-
-
-def _root_name(expr: cst.BaseExpression) -> str | None:
-    while isinstance(expr, (cst.Attribute, cst.Call)):
-        expr = expr.value if isinstance(expr, cst.Attribute) else expr.func
-    return expr.value if isinstance(expr, cst.Name) else None
-
-
 def _is_output_call(stmt: cst.CSTNode) -> bool:
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
             and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)):
@@ -62,7 +52,7 @@ def _is_output_call(stmt: cst.CSTNode) -> bool:
         attr = call.func.attr.value
         if attr in _TRACEBACK_CALLS:
             return False
-        return attr in _LOG_METHODS and _root_name(call.func.value) in _LOG_ROOTS
+        return attr in _LOG_METHODS and chain_root(call.func.value) in _LOG_ROOTS
     return False
 
 
@@ -74,18 +64,19 @@ class _DropStatements(StatementTransformer):
         return cst.RemoveFromParent() if self.drop(original) else updated
 
 
-# Each clean-up works on the tree (``_<name>(module, text)``), so that the bulk chain parses once
-# and renders once; ``text`` is the source the chain started from. No step adds a comment or a
-# ``**``, so what that text lacks, the module lacks too: a cheap reason to skip a whole-tree
-# rewrite. The public ``<name>(source)`` is the same step from text to text.
+# Each clean-up works on the tree (``_<name>(module, text)``; rewrites.py's ``dead_code_removed``
+# and ``empty_ifs_removed`` likewise), so that the bulk chain parses once and renders once;
+# ``text`` is the source the chain started from. No step adds a comment or a ``**``, so what that
+# text lacks, the module lacks too: a cheap reason to skip a whole-tree rewrite. The public
+# ``<name>(source)`` is the same step from text to text.
 
 def _strip_comments_and_docstrings(module: cst.Module, text: str) -> cst.Module:
     if "#" in text:         # no '#', no comment: a long script is spared a whole-tree rewrite
         module = module.visit(_StripComments())
     # `description=__doc__` is common in argparse mains: then docstrings are data, and only
     # statement deletion (one run each) may take them
-    if collect_statements(module, _is_string_statement) and "__doc__" not in uses(module):
-        module = module.visit(_DropStatements(_is_string_statement))
+    if collect_statements(module, is_string_statement) and "__doc__" not in uses(module):
+        module = module.visit(_DropStatements(is_string_statement))
     return module.with_changes(header=[h for h in module.header if h.comment is None],
                                footer=[f for f in module.footer if f.comment is None])
 
@@ -121,39 +112,6 @@ def _drop_redundant_pass(module: cst.Module, text: str) -> cst.Module:
 
 def drop_redundant_pass(source: str) -> str:
     return render(_drop_redundant_pass(parse(source), source))
-
-
-def _harmless_test(expr: cst.BaseExpression) -> bool:
-    """A condition whose evaluation does nothing worth keeping: names, attributes, literals,
-    comparisons and boolean combinations of those (`if key in CACHE:`, `if not ok:`)."""
-    if is_pure(expr):
-        return True
-    if isinstance(expr, cst.Comparison):
-        return _harmless_test(expr.left) and all(_harmless_test(c.comparator) for c in expr.comparisons)
-    if isinstance(expr, cst.UnaryOperation):
-        return _harmless_test(expr.expression)
-    if isinstance(expr, cst.BooleanOperation):
-        return _harmless_test(expr.left) and _harmless_test(expr.right)
-    return False
-
-
-class _DropEmptyIfs(StatementTransformer):
-    def leave_If(self, original, updated):
-        empty = all(isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, cst.Pass) for x in s.body)
-                    for s in body_statements(updated.body))
-        if empty and updated.orelse is None and _harmless_test(updated.test):
-            return cst.RemoveFromParent()
-        return updated
-
-
-def _drop_empty_ifs(module: cst.Module, text: str) -> cst.Module:
-    return module.visit(_DropEmptyIfs())
-
-
-def drop_empty_ifs(source: str) -> str:
-    """``if cond: pass`` with no else and a harmless condition: what the first cut leaves of a
-    branch that was not taken."""
-    return render(_drop_empty_ifs(parse(source), source))
 
 
 class _SpreadKwargs(cst.CSTTransformer):
@@ -222,119 +180,6 @@ def drop_unused_imports(source: str) -> str:
     return render(_drop_unused_imports(parse(source), source))
 
 
-def is_pure(expr: cst.BaseExpression) -> bool:
-    """Evaluating it has no effect worth keeping: values, names, attribute chains, lambdas."""
-    if is_literal(expr) or isinstance(expr, (cst.Name, cst.Lambda)):
-        return True
-    if isinstance(expr, cst.Attribute):
-        return is_pure(expr.value)
-    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
-        return all(isinstance(e, cst.Element) and is_pure(e.value) for e in expr.elements)
-    if isinstance(expr, cst.Dict):
-        return all(isinstance(e, cst.DictElement) and is_pure(e.key) and is_pure(e.value) for e in expr.elements)
-    if isinstance(expr, cst.Subscript):
-        return is_pure(expr.value)
-    if isinstance(expr, cst.IfExp):
-        return is_pure(expr.test) and is_pure(expr.body) and is_pure(expr.orelse)
-    if isinstance(expr, cst.Comparison):
-        return is_pure(expr.left) and all(is_pure(c.comparator) for c in expr.comparisons)
-    return False
-
-
-_INERT_DECORATORS = {"dataclass", "staticmethod", "classmethod", "property", "dataclasses"}
-
-
-def _dead(stmt: cst.CSTNode, used: dict[str, int]) -> bool:
-    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-        if any(_root_name(d.decorator) not in _INERT_DECORATORS for d in stmt.decorators):
-            return False
-        return used.get(stmt.name.value, 0) == 0
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
-        s = stmt.body[0]
-        if isinstance(s, cst.Assign) and is_pure(s.value):
-            return all(isinstance(t.target, cst.Name) and used.get(t.target.value, 0) == 0 for t in s.targets)
-        if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name):
-            return (s.value is None or is_pure(s.value)) and used.get(s.target.value, 0) == 0
-    return False
-
-
-def _store_only(module: cst.Module, used: dict[str, int]) -> dict[int, str]:
-    """``d[k] = v`` lines (pure k and v) of names read nowhere else: once the call that took
-    ``device_map`` is given its recorded literal, the lines that built it are dead too."""
-    by_name: dict[str, list[cst.CSTNode]] = {}
-    for line in collect_statements(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
-        s = line.body[0]
-        if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and is_pure(s.value)):
-            continue
-        t = s.targets[0].target
-        if (isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and len(t.slice) == 1
-                and isinstance(t.slice[0].slice, cst.Index) and is_pure(t.slice[0].slice.value)):
-            by_name.setdefault(t.value.value, []).append(line)
-    return {id(line): name for name, lines in by_name.items() if used.get(name, 0) == len(lines) for line in lines}
-
-
-class _DropDead(StatementTransformer):
-    """One round of dead-code removal with the names' uses known (see ``drop_dead_code``)."""
-
-    def __init__(self, used: dict[str, int], stores: dict[int, str]) -> None:
-        self.used, self.stores = used, stores
-        self.class_depth = 0
-        self._saved: list[int] = []
-        self.removed = 0
-
-    def _drop(self) -> cst.RemovalSentinel:
-        self.removed += 1
-        return cst.RemoveFromParent()
-
-    def visit_ClassDef(self, node) -> None:
-        self.class_depth += 1
-
-    def leave_ClassDef(self, original, updated):
-        self.class_depth -= 1
-        return self._drop() if self.class_depth == 0 and _dead(original, self.used) else updated
-
-    def visit_FunctionDef(self, node) -> None:
-        # a function body is a fresh statement list again, even inside a class
-        self._saved.append(self.class_depth)
-        self.class_depth = 0
-
-    def leave_FunctionDef(self, original, updated):
-        self.class_depth = self._saved.pop()
-        return self._drop() if self.class_depth == 0 and _dead(original, self.used) else updated
-
-    def leave_SimpleStatementLine(self, original, updated):
-        if self.class_depth == 0 and (_dead(original, self.used) or id(original) in self.stores):
-            return self._drop()
-        return updated
-
-
-def dead_code_round(module: cst.Module) -> tuple[cst.Module, int]:
-    """The module with what is dead now removed, and how many statements went."""
-    used = uses(module)
-    stores = _store_only(module, used)
-    for name in set(stores.values()):
-        used[name] = 0
-    t = _DropDead(used, stores)
-    return module.visit(t), t.removed
-
-
-def _drop_dead_code(module: cst.Module, text: str = "") -> cst.Module:
-    for _ in range(20):
-        module, removed = dead_code_round(module)
-        if not removed:
-            break
-    return module
-
-
-def drop_dead_code(source: str) -> str:
-    """Remove unused definitions and pure assignments to unused names, to a fixpoint (one
-    removal can make another definition unused). Class bodies are left alone: methods are
-    reached implicitly (``model(x)`` calls ``forward``). The rounds work on the tree and render
-    once: a round's decisions do not depend on the ``pass`` that rendering puts in an emptied
-    block."""
-    return render(_drop_dead_code(parse(source)))
-
-
 # ---- the passes -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Step:
@@ -350,9 +195,9 @@ class Step:
 BULK: list[Step] = [Step(strip_comments_and_docstrings, _strip_comments_and_docstrings, reparse=True),
                     Step(drop_output_calls, _drop_output_calls),
                     Step(spread_literal_kwargs, _spread_literal_kwargs),
-                    Step(drop_empty_ifs, _drop_empty_ifs),
+                    Step(drop_empty_ifs, empty_ifs_removed),
                     Step(drop_unused_imports, _drop_unused_imports),
-                    Step(drop_dead_code, _drop_dead_code),
+                    Step(drop_dead_code, dead_code_removed),
                     Step(drop_redundant_pass, _drop_redundant_pass)]
 
 
@@ -382,7 +227,7 @@ class _CleanupFacts(cst.CSTVisitor):
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         if self._class_depth[-1] == 0:
             self.maybe_dead.append(node)
-        if _is_string_statement(node):
+        if is_string_statement(node):
             self.string_statements = True
         if _is_output_call(node) or not isinstance(node.body[-1].semicolon, cst.MaybeSentinel):
             self.changes = True     # an output call, or a dangling ';' that rendering drops
@@ -401,7 +246,7 @@ class _CleanupFacts(cst.CSTVisitor):
     def visit_If(self, node: cst.If) -> None:
         empty = all(isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, cst.Pass) for x in s.body)
                     for s in body_statements(node.body))
-        self.changes = self.changes or (empty and node.orelse is None and _harmless_test(node.test))
+        self.changes = self.changes or (empty and node.orelse is None and harmless_test(node.test))
 
     def visit_Call(self, node: cst.Call) -> None:
         if spread_literal_kwargs_of(node) is not None:
@@ -445,10 +290,10 @@ def could_clean(source: str) -> bool:
             continue
         if any(used.get(bound_name(a), 0) == 0 for a in imp.names):
             return True
-    stores = _store_only(module, used)
+    stores = store_only_lines(module, used)
     if stores:
         return True
-    return any(_dead(stmt, used) for stmt in facts.maybe_dead)
+    return any(is_dead(stmt, used) for stmt in facts.maybe_dead)
 
 
 def _as_parsed(module: cst.Module) -> cst.Module:

@@ -18,31 +18,10 @@ import libcst as cst
 from reducer.cst import collect, is_literal, parse, render, replace, replace_many, root_name, safe
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets, together_then_each
-from reducer.names import BINDINGS, Census, Role, Roles, census
-from reducer.passes._shared import spread_kwargs
-from reducer.passes.cleanup import drop_dead_code
+from reducer.names import BINDINGS, Role, Roles, census
+from reducer.passes.rewrites import drop_dead_code, single_bindings, spread_kwargs
 from reducer.passes.slicing import sliced
 from reducer.size import size_of
-
-
-def single_bindings(module: cst.Module, want=is_literal, ignore_params: bool = False, names: Census | None = None
-                    ) -> dict[str, tuple[cst.SimpleStatementLine, cst.BaseExpression]]:
-    """Names bound exactly once, by a plain ``name = value`` statement whose value satisfies ``want``
-    (with ``ignore_params``, function parameters of the same name do not count as bindings).
-    ``names``: the module's census, where the caller has taken it already."""
-    names = names or census(module)
-    counts = names.total(BINDINGS - {Role.PARAM} if ignore_params else BINDINGS)
-    out: dict[str, tuple[cst.SimpleStatementLine, cst.BaseExpression]] = {}
-    for line in collect(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1):
-        s = line.body[0]
-        if (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name)
-                and counts.get(s.targets[0].target.value) == 1 and want(s.value)):
-            out[s.targets[0].target.value] = (line, s.value)
-        elif (isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name) and s.value is not None
-              and counts.get(s.target.value) == 1 and want(s.value)):
-            # `MODEL_PRESETS: dict[str, dict] = {...}`: the annotation says nothing about the bug
-            out[s.target.value] = (line, s.value)
-    return out
 
 
 class _Inline(cst.CSTTransformer):

@@ -23,7 +23,7 @@ import libcst as cst
 
 from reducer.cst import collect, is_literal, parse, replace_many, safe
 from reducer.passes.base import Gate
-from reducer.passes.cleanup import drop_dead_code
+from reducer.passes.rewrites import drop_dead_code
 
 _DYNAMIC = ("setattr", "__dict__", "vars(")
 

@@ -32,7 +32,7 @@ import libcst as cst
 from reducer.cst import collect, parse, replace, replace_many, safe
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets
-from reducer.passes.single import one_step
+from reducer.passes.rewrites import one_step
 
 _SUBMIT = {"submit"}
 _APPLY = {"apply_async", "apply"}

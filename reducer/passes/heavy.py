@@ -24,7 +24,8 @@ import libcst as cst
 
 from reducer.cst import collect, parse, parse_with_positions, parses, replace_many, safe
 from reducer.passes.base import Gate
-from reducer.passes.scaffolding import _method_targets, as_function, first_element
+from reducer.passes.rewrites import drop_dead_code, first_element, substitute
+from reducer.passes.scaffolding import as_function, method_targets
 
 Rewrite = Callable[[str], "str | None"]
 
@@ -36,7 +37,7 @@ def methods_flattened(source: str) -> str | None:
     for _ in range(50):
         module = parse(source)
         step = None
-        for fn in _method_targets(module):
+        for fn in method_targets(module):
             step = safe(lambda fn=fn: as_function(module, fn, keep_self=False)) or \
                 safe(lambda fn=fn: as_function(module, fn, keep_self=True))
             if step is not None and parses(step):
@@ -144,7 +145,6 @@ def _bind(params, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
 
 
 def instances_replaced(source: str) -> str | None:
-    from reducer.passes.single import _substitute
     module = parse(source)
     classes = {c.name.value: c for c in module.body if isinstance(c, cst.ClassDef)}
     pairs = []
@@ -172,7 +172,7 @@ def instances_replaced(source: str) -> str | None:
         if stores or any(r.attr.value not in shape[1] for r in reads):
             continue
         for r in reads:
-            value = _substitute(shape[1][r.attr.value], bound)
+            value = substitute(shape[1][r.attr.value], bound)
             if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not value.lpar:
                 value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
             pairs.append((r, value))
@@ -193,7 +193,6 @@ def all_instances_replaced(source: str) -> str | None:
 
 # ---- the level --------------------------------------------------------------------------------
 def _tidy(source: str) -> str:
-    from reducer.passes.cleanup import drop_dead_code
     out = safe(lambda: drop_dead_code(source))
     return out if out is not None and parses(out) else source
 

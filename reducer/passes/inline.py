@@ -9,11 +9,10 @@ from typing import Any
 import libcst as cst
 
 from reducer.names import BINDINGS, USES, census, uses
-from reducer.passes.arguments import parameter_slots
 from reducer.cst import assign, collect_statements, parse, replace_many, safe, splice
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets
-from reducer.passes.cleanup import is_pure
+from reducer.passes.rewrites import is_pure, parameter_slots
 
 
 def _own_nodes(fn: cst.FunctionDef, *kinds: type) -> dict[type, list[cst.CSTNode]]:

@@ -10,11 +10,10 @@ from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
-from reducer.passes._shared import SIZE_WORDS
-from reducer.passes.arguments import without_trailing_comma
 from reducer.cst import collect, replace, safe
 from reducer.passes.base import Gate
 from reducer.passes.loops import delete_runs, run_targets
+from reducer.passes.rewrites import SIZE_WORDS, without_trailing_comma
 
 _CONTAINERS = (cst.List, cst.Tuple, cst.Set, cst.Dict)
 

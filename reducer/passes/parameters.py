@@ -17,11 +17,10 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.passes.arguments import parameter_slots, without_trailing_comma
 from reducer.cst import collect, parse, replace_many, safe
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets
-from reducer.passes.cleanup import drop_dead_code
+from reducer.passes.rewrites import drop_dead_code, parameter_slots, without_trailing_comma
 
 _WORKERS = {"Process", "Thread"}
 _DYNAMIC = {"locals", "vars", "eval", "exec"}

@@ -23,7 +23,7 @@ import libcst as cst
 from reducer.cst import assign, body_statements, collect, is_literal, replace_many, safe, splice
 from reducer.passes.base import Gate
 from reducer.passes.loops import together_then_each
-from reducer.passes.cleanup import drop_dead_code
+from reducer.passes.rewrites import drop_dead_code
 from reducer.size import size_of
 
 _Site = tuple[str, str, str]

@@ -25,7 +25,7 @@ import libcst as cst
 from reducer.cst import collect, replace, replace_many, safe
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets, together_then_each
-from reducer.passes.single import one_step
+from reducer.passes.rewrites import first_element, names_bound_inside, one_step, substitute
 
 
 # ---- annotations -------------------------------------------------------------------------------
@@ -111,21 +111,6 @@ def _callee(call: cst.Call) -> str | None:
     if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == "functools":
         return "functools." + f.attr.value
     return None
-
-
-def first_element(iterable: cst.BaseExpression) -> cst.BaseExpression:
-    """What a one-step walk over ``iterable`` sees first: a literal's element, ``range``'s start,
-    otherwise ``iterable[0]``."""
-    only = one_step(iterable)
-    if only is not None:
-        return only
-    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range" \
-            and iterable.args and not any(a.star or a.keyword for a in iterable.args):
-        return iterable.args[0].value if len(iterable.args) > 1 else cst.Integer("0")
-    value = iterable
-    if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.List, cst.Tuple)) and not value.lpar:
-        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-    return cst.Subscript(value, [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
 
 
 def _positional(call: cst.Call) -> list[cst.BaseExpression] | None:
@@ -243,7 +228,9 @@ def _methods(module: cst.Module) -> list[tuple[cst.ClassDef, cst.FunctionDef]]:
     return out
 
 
-def _method_targets(module: cst.Module) -> list[cst.FunctionDef]:
+def method_targets(module: cst.Module) -> list[cst.FunctionDef]:
+    """The methods ``as_function`` may make plain functions: each named by one attribute, the
+    call of it (heavy.py's level takes them all too)."""
     found = []
     for cls, fn in _methods(module):
         refs = collect(module, lambda n, f=fn: isinstance(n, cst.Attribute) and n.attr.value == f.name.value)
@@ -288,7 +275,7 @@ def methods_to_functions(gate: Gate) -> None:
     when it is unused).
     Never changes: the method's body or the arguments of its one call; a method referenced any
     other way stays."""
-    run_targets(gate, _method_targets, _method_alternatives)
+    run_targets(gate, method_targets, _method_alternatives)
 
 
 # ---- a comprehension over one element ----------------------------------------------------------
@@ -299,12 +286,11 @@ def _comprehensions(module: cst.Module) -> list[cst.CSTNode]:
 
 
 def _comprehension_alternatives(module: cst.Module, comp: cst.CSTNode) -> Iterable[str | None]:
-    from reducer.passes.single import _names_bound_inside, _substitute
     for_in = comp.for_in    # type: ignore[attr-defined]
     name = for_in.target.value
-    if name in _names_bound_inside(comp.elt):      # type: ignore[attr-defined]
+    if name in names_bound_inside(comp.elt):      # type: ignore[attr-defined]
         return
-    elt = _substitute(comp.elt, {name: first_element(for_in.iter)})   # type: ignore[attr-defined]
+    elt = substitute(comp.elt, {name: first_element(for_in.iter)})   # type: ignore[attr-defined]
     new = cst.Set([cst.Element(elt)]) if isinstance(comp, cst.SetComp) else cst.List([cst.Element(elt)])
     yield safe(lambda: replace(module, comp, new))
 

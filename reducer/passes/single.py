@@ -28,59 +28,7 @@ import libcst as cst
 from reducer.cst import body_statements, collect, is_literal, replace, replace_many, safe, splice
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets
-from reducer.passes.unwrap import one_iteration
-
-# Expressions that can stand anywhere a name can without parentheses (numbers aside: `1.real`).
-_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.SimpleString, cst.FormattedString,
-          cst.List, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
-_NUMBERS = (cst.Integer, cst.Float, cst.Imaginary)
-
-
-def _only(iterable: cst.BaseExpression) -> cst.BaseExpression | None:
-    """The element of a literal one-element list, tuple or set display."""
-    if isinstance(iterable, (cst.List, cst.Tuple, cst.Set)) and len(iterable.elements) == 1 \
-            and isinstance(iterable.elements[0], cst.Element):
-        return iterable.elements[0].value
-    return None
-
-
-def _dict_view(iterable: cst.BaseExpression) -> cst.BaseExpression | None:
-    """The one step of ``{a: b}.items()`` (``a, b``), ``.keys()`` (``a``) or ``.values()`` (``b``)."""
-    if not (isinstance(iterable, cst.Call) and not iterable.args and isinstance(iterable.func, cst.Attribute)):
-        return None
-    view, entries = iterable.func.attr.value, iterable.func.value
-    if view not in ("items", "keys", "values") or not isinstance(entries, cst.Dict) or len(entries.elements) != 1 \
-            or not isinstance(entries.elements[0], cst.DictElement):
-        return None
-    e = entries.elements[0]
-    return _pair(e.key, e.value) if view == "items" else e.key if view == "keys" else e.value
-
-
-def one_step(iterable: cst.BaseExpression) -> cst.BaseExpression | None:
-    """The one value a loop over ``iterable`` binds its target to, when there is exactly one
-    and it can be written down without running anything twice."""
-    only = _only(iterable)
-    if only is not None:
-        return only
-    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "enumerate":
-        return _enumerated(iterable)
-    return _dict_view(iterable)
-
-
-def _enumerated(call: cst.Call) -> cst.Tuple | None:
-    """``(start, a)`` for ``enumerate([a])``, ``enumerate([a], k)``, ``enumerate([a], start=k)``."""
-    pos = [a.value for a in call.args if a.keyword is None and not a.star]
-    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
-    if len(pos) + len(keywords) != len(call.args) or set(keywords) - {"start"} \
-            or not 1 <= len(pos) <= 2 or len(pos) + len(keywords) > 2:
-        return None
-    start = pos[1] if len(pos) == 2 else keywords.get("start", cst.Integer("0"))
-    element = _only(pos[0])
-    return None if element is None else _pair(start, element)
-
-
-def _pair(a: cst.BaseExpression, b: cst.BaseExpression) -> cst.Tuple:
-    return cst.Tuple([cst.Element(a), cst.Element(b)], lpar=[], rpar=[])
+from reducer.passes.rewrites import names_bound_inside, one_iteration, one_step, only_element, substitute
 
 
 def _bare_target(target: cst.BaseAssignTargetExpression) -> cst.BaseAssignTargetExpression:
@@ -128,7 +76,7 @@ def _resolved(module: cst.Module, iterable: cst.BaseExpression) -> tuple[cst.Bas
     names = _names(module)
     lines = names.bindings.get(iterable.value, [])
     # two occurrences: the binding and this read
-    if len(lines) != 1 or names.uses.get(iterable.value) != 2 or _only(lines[0].body[0].value) is None:  # type: ignore[union-attr]
+    if len(lines) != 1 or names.uses.get(iterable.value) != 2 or only_element(lines[0].body[0].value) is None:  # type: ignore[union-attr]
         return iterable, []
     return lines[0].body[0].value, [(lines[0], cst.RemoveFromParent())]  # type: ignore[union-attr]
 
@@ -147,18 +95,6 @@ def _loop_alternative(module: cst.Module, loop: cst.For) -> str | None:
 
 
 # ---- comprehensions --------------------------------------------------------------------------
-def _names_bound_inside(node: cst.CSTNode) -> set[str]:
-    """Names a nested scope of ``node`` (lambda, comprehension, walrus) binds: substituting into
-    such a scope could change which binding a name means."""
-    out: set[str] = set()
-    for n in collect(node, lambda n: isinstance(n, (cst.CompFor, cst.Lambda, cst.NamedExpr))):
-        targets = [n.target] if isinstance(n, (cst.CompFor, cst.NamedExpr)) else \
-            [p.name for p in n.params.params + n.params.posonly_params + n.params.kwonly_params]
-        for t in targets:
-            out |= {x.value for x in collect(t, lambda x: isinstance(x, cst.Name))}
-    return out
-
-
 def _bindings(target: cst.BaseAssignTargetExpression, value: cst.BaseExpression) -> dict[str, cst.BaseExpression] | None:
     if isinstance(target, cst.Name):
         return {target.value: value}
@@ -176,47 +112,6 @@ def _bindings(target: cst.BaseAssignTargetExpression, value: cst.BaseExpression)
     return None
 
 
-class _Substitute(cst.CSTTransformer):
-    """Each read of a name replaced by its value; an attribute's or a keyword's own name is not
-    a read and is put back."""
-
-    def __init__(self, values: dict[str, cst.BaseExpression]) -> None:
-        self.values = values
-
-    def _unwrapped(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression:
-        # A whole argument or element needs no parentheses of its own: `f(a + b)`, not `f((a + b))`.
-        if isinstance(original, cst.Name) and original.value in self.values and not self.values[original.value].lpar \
-                and not isinstance(self.values[original.value], (cst.Tuple, cst.NamedExpr, cst.Yield)):
-            return updated.with_changes(lpar=[], rpar=[])
-        return updated
-
-    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
-        return updated.with_changes(keyword=original.keyword, value=self._unwrapped(original.value, updated.value))
-
-    def leave_Element(self, original: cst.Element, updated: cst.Element) -> cst.Element:
-        return updated.with_changes(value=self._unwrapped(original.value, updated.value))
-
-    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
-        updated = updated.with_changes(attr=original.attr)
-        # `x.real` with x -> 1 must read `(1).real`
-        if isinstance(original.value, cst.Name) and original.value.value in self.values \
-                and isinstance(updated.value, _NUMBERS) and not updated.value.lpar:
-            return updated.with_changes(value=updated.value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
-        return updated
-
-    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
-        value = self.values.get(original.value)
-        if value is None:
-            return updated
-        if isinstance(value, _ATOMS + _NUMBERS) or value.lpar:
-            return value
-        return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-
-
-def _substitute(node: cst.CSTNode, values: dict[str, cst.BaseExpression]) -> cst.CSTNode:
-    return node.visit(_Substitute(values))
-
-
 def _comprehension_alternative(module: cst.Module, comp: cst.BaseComp) -> str | None:
     for_in = comp.for_in
     if for_in.inner_for_in is not None or for_in.ifs or for_in.asynchronous is not None:
@@ -227,21 +122,21 @@ def _comprehension_alternative(module: cst.Module, comp: cst.BaseComp) -> str | 
     if values is None:
         return None
     parts = [comp.key, comp.value] if isinstance(comp, cst.DictComp) else [comp.elt]
-    if any(set(values) & _names_bound_inside(p) for p in parts):
+    if any(set(values) & names_bound_inside(p) for p in parts):
         return None
     if isinstance(comp, cst.DictComp):
-        new: cst.BaseExpression = cst.Dict([cst.DictElement(_substitute(comp.key, values), _substitute(comp.value, values))])
+        new: cst.BaseExpression = cst.Dict([cst.DictElement(substitute(comp.key, values), substitute(comp.value, values))])
     elif isinstance(comp, cst.SetComp):
-        new = cst.Set([cst.Element(_substitute(comp.elt, values))])
+        new = cst.Set([cst.Element(substitute(comp.elt, values))])
     else:
-        new = cst.List([cst.Element(_substitute(comp.elt, values))])
+        new = cst.List([cst.Element(substitute(comp.elt, values))])
     return replace_many(module, [(comp, new.with_changes(lpar=comp.lpar, rpar=comp.rpar)
                                   if isinstance(comp, cst.ListComp) else new)] + elsewhere)
 
 
 # ---- indexing, builtin map, a display as a statement -------------------------------------------
 def _index_alternative(module: cst.Module, sub: cst.Subscript) -> str | None:
-    only = _only(sub.value)
+    only = only_element(sub.value)
     if only is None or len(sub.slice) != 1 or not isinstance(sub.slice[0].slice, cst.Index):
         return None
     index = sub.slice[0].slice.value
@@ -270,7 +165,7 @@ def _kept(display: cst.BaseExpression | None) -> cst.BaseExpression | None:
         return None
     if isinstance(display, cst.Dict) and len(display.elements) == 1 and isinstance(display.elements[0], cst.DictElement):
         return display.elements[0].value if is_literal(display.elements[0].key) else None
-    return _only(display)
+    return only_element(display)
 
 
 def _statement_alternative(module: cst.Module, stmt: cst.Expr | cst.Assign | cst.AnnAssign) -> str | None:
@@ -322,7 +217,7 @@ def _wanted(module: cst.Module, n: cst.CSTNode) -> bool:
     if isinstance(n, (cst.ListComp, cst.SetComp, cst.DictComp)):
         return one_step(_resolved(module, n.for_in.iter)[0]) is not None
     if isinstance(n, cst.Subscript):
-        return _only(n.value) is not None
+        return only_element(n.value) is not None
     if isinstance(n, (cst.Expr, cst.Assign, cst.AnnAssign)):
         return _kept(n.value) is not None
     return _is_builtin_map(n)

@@ -207,7 +207,7 @@ def _path(module: cst.Module, pos, lines: set[int]) -> dict[int, str]:
 
 def _render(module: cst.Module, removed: set[int], path: dict[int, str]) -> str:
     from reducer.cst import body_statements, splice
-    from reducer.passes.unwrap import one_iteration
+    from reducer.passes.rewrites import one_iteration
 
     class Cut(cst.CSTTransformer):
         def on_visit(self, node: cst.CSTNode) -> bool:
@@ -234,7 +234,7 @@ def _render(module: cst.Module, removed: set[int], path: dict[int, str]) -> str:
 def cuts(source: str, lines: set[int]) -> list[str]:
     """Candidates, boldest first: the failing path straightened and sliced, straightened only,
     sliced only."""
-    from reducer.passes.cleanup import drop_empty_ifs
+    from reducer.passes.rewrites import drop_empty_ifs
     module, pos = parse_with_positions(source)
     removed, path = _slice(module, pos, lines), _path(module, pos, lines)
     out = []

@@ -14,7 +14,7 @@ import libcst as cst
 from reducer.cst import assign, body_statements, collect, replace, replace_many, safe, splice
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets
-from reducer.passes.cleanup import drop_empty_ifs
+from reducer.passes.rewrites import drop_empty_ifs, one_iteration
 
 _COMPOUND = (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While)
 
@@ -81,34 +81,6 @@ def bodies(node: cst.CSTNode) -> list[list[cst.BaseStatement]]:
         if node.orelse is not None:
             out.append(body_statements(node.orelse.body))
     return out
-
-
-class _LoopControl(cst.CSTTransformer):
-    """The loop's own ``break``/``continue`` become ``pass`` (outside a loop they do not compile);
-    nested loops and functions keep theirs."""
-
-    def visit_For(self, node) -> bool:
-        return False
-
-    def visit_While(self, node) -> bool:
-        return False
-
-    def visit_FunctionDef(self, node) -> bool:
-        return False
-
-    def visit_ClassDef(self, node) -> bool:
-        return False
-
-    def leave_Break(self, original, updated):
-        return cst.Pass()
-
-    def leave_Continue(self, original, updated):
-        return cst.Pass()
-
-
-def one_iteration(stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
-    """A loop body as straight-line code: its own break/continue can no longer apply."""
-    return [s.visit(_LoopControl()) if not isinstance(s, (cst.For, cst.While)) else s for s in stmts]
 
 
 def _is_main_guard(node: cst.CSTNode) -> bool:

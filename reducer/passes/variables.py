@@ -9,6 +9,8 @@
 
   Only the next statement of the same block, and only a name bound and read nowhere else in the
   script: the value is computed where it was, one statement later, nothing runs in between.
+  A read further down the block is bindings.py's ``inline_single_use``: the two never propose
+  the same site (``next_statement_bindings`` is the line between them).
 - ``fold_imports``: ``import a.b as x`` / ``from a.b import c as x`` where the script also does
   ``import a``: ``x`` is written ``a.b`` / ``a.b.c`` at its uses and the import goes (a
   statement less; whether ``import a`` makes ``a.b`` reachable, the run decides).
@@ -131,6 +133,12 @@ def _inline(module: cst.Module, sites) -> str | None:
         return wrapped
 
 
+def next_statement_bindings(module: cst.Module) -> list[cst.SimpleStatementLine]:
+    """The binding lines ``inline_variables`` moves into the next statement; what
+    ``inline_single_use`` (reducer/passes/bindings.py) leaves to it."""
+    return [line for line, _, _ in _sites(module)]
+
+
 def _chained(module: cst.Module) -> str | None:
     """Every site, one after another (a value inlined into a line that is itself inlined next)."""
     def first(m: cst.Module) -> str | None:
@@ -145,13 +153,10 @@ def inline_variables(gate: Gate) -> None:
     Removes: the binding statement (``loss = out.loss`` / ``loss.backward()`` → ``out.loss.backward()``).
     Never changes: a name read twice or read later than the next statement, nor the order in which
     the statements' own calls run."""
-    def find(module: cst.Module) -> list[cst.CSTNode]:
-        return [line for line, _, _ in _sites(module)]
-
     def alternatives(module: cst.Module, line: cst.CSTNode) -> Iterable[str | None]:
         yield _inline(module, [s for s in _sites(module) if s[0] is line])
 
-    together_then_each(gate, find, alternatives, _chained)
+    together_then_each(gate, next_statement_bindings, alternatives, _chained)
 
 
 # ---- fold_imports -----------------------------------------------------------------------------

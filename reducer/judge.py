@@ -1,13 +1,15 @@
-"""The gate: the one place a candidate becomes the new best.
+"""The judge: the one place a candidate becomes the new best.
 
 A candidate is run only if it is strictly smaller than the best under (tokens, characters, text),
 has not been seen (the seen-set, keyed on normalised source, is the cache), compiles, reads no
 name the best binds and it no longer does, and spells no secret of the environment the best does
-not. Whatever only a run can tell, the gate asks of ``Runs`` (reducer/scheduler.py); a candidate
-that reproduces and that libcst can read is accepted, and ``on_new_best`` hears of it.
+not. Whatever only a run can tell, the judge asks of the ``Runs`` it is handed with the candidate
+(reducer/scheduler.py); a candidate that reproduces and that libcst can read is accepted. The
+judge calls nothing back: whoever handed it the candidate hears of the new best from ``decide``.
 
-What a pass sees of the search (reducer/passes/base.py's ``Gate``) is the best, the trace, the
-target's message and ``failure_lines`` from here, and the order of runs from the scheduler.
+A pass never meets the judge: it offers candidates to the gate (reducer/passes/base.py's
+``Gate``, which reducer/search.py's ``Reducer`` is), and the best, the trace, the target's message
+and ``failure_lines`` it reads there come from here, the order of runs from the scheduler.
 """
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ def _unbound(source: str) -> frozenset[str] | None:
 
 
 class Runs(Protocol):
-    """What the gate needs of the scheduler."""
+    """What the judge needs of the scheduler."""
 
     def verdict(self, source: str, key: str) -> bool:
         """Run the candidate (or wait for its run made ahead); its verdict is in the seen-set."""
@@ -61,11 +63,10 @@ class Runs(Protocol):
         ...
 
 
-class CandidateGate:
+class Judge:
     """Refusals that need no run, the seen-set, the best, and acceptance."""
 
-    def __init__(self, source: str, *, tally: Tally, check_time: Callable[[], None],
-                 seen: dict[str, bool] | None = None, name_check: bool = True, trace: Any = None,
+    def __init__(self, source: str, *, tally: Tally, seen: dict[str, bool] | None = None, name_check: bool = True, trace: Any = None,
                  failure_message: str = "",
                  failure_lines: Callable[[str], tuple[int, ...] | None] | None = None) -> None:
         try:
@@ -85,7 +86,6 @@ class CandidateGate:
         # The target's message as the original printed it: values it shows stay (literals pass).
         self.failure_message = failure_message
         self._failure_lines = failure_lines
-        self._check_time = check_time
         self._secrets = secret_values()
         # A whole program written from the original's failing call (the boundary call): its values
         # can be long (a dataset's items written out) while it has a fraction of the statements.
@@ -93,19 +93,12 @@ class CandidateGate:
         # passes then shrink those values. Set only by ``whole_programs`` for the prelude's one
         # offer on the original, so the order every other step moves down is unchanged.
         self.statements_first = False
-        # set by whoever assembles the search (reducer/search.py): the runs, and who hears of a new best
-        self.runs: Runs | None = None
-        self.on_new_best: Callable[[str], None] = lambda _source: None
-
-    def consider(self, source: str) -> bool:
-        """Run ``source`` if it could become the new best; accept it if the oracle says so."""
-        return self.decide(self.check(source))
 
     def check(self, source: str) -> Checked:
-        """What the gate knows before any run: the refusals that need none (not smaller than the
-        best, does not parse, would unbind a name), or that the seen-set answers."""
-        # A pass computing candidates on a huge script stops at the deadline too.
-        self._check_time()
+        """What the judge knows before any run: the refusals that need none (not smaller than the
+        best, does not parse, would unbind a name), or that the seen-set answers. (The scheduler
+        asks the loop's clock first: a pass computing candidates on a huge script stops at the
+        deadline too.)"""
         size = size_of(source)
         if not size < self.best_size and not (self.statements_first and self._fewer_statements(source, size)):
             return Checked(source, size, "", "not_smaller")
@@ -120,7 +113,7 @@ class CandidateGate:
         if self._spells_secret(source):
             return Checked(source, size, key, "secret")
         # What compiles is run; libcst's parse (which the passes need) is checked when a candidate
-        # is accepted (decide): most candidates are not, and the parse was the gate's largest
+        # is accepted (decide): most candidates are not, and the parse was the judge's largest
         # cost per candidate. A script for a newer Python than reprobot's has only this check.
         if not self.compile_check and not libcst_parses(source):
             return Checked(source, size, key, "invalid")
@@ -138,13 +131,14 @@ class CandidateGate:
     def _fewer_statements(self, source: str, size: Size) -> bool:
         return size.processes <= self.best_size.processes and count_statements(source) < count_statements(self.best)
 
-    def decide(self, c: Checked) -> bool:
-        """Count the proposal, read or get its verdict, and accept it when it reproduces."""
+    def decide(self, c: Checked, runs: Runs) -> bool:
+        """Count the proposal, read or get its verdict from ``runs``, and accept it when it
+        reproduces (True: ``c.source`` is the new best)."""
         ps = self.tally.here()
         ps.proposed += 1
         self.tally.stats.proposed += 1
         if c.why == "seen":
-            if not self._runs().read_ahead(c.key):   # a run made ahead is already counted in tried
+            if not runs.read_ahead(c.key):   # a run made ahead is already counted in tried
                 ps.cache_hits += 1
                 self.tally.stats.cache_hits += 1
             interesting = self.seen[c.key]
@@ -154,7 +148,7 @@ class CandidateGate:
                 self.seen[c.key] = False
             return False
         else:
-            interesting = self._runs().verdict(c.source, c.key)
+            interesting = runs.verdict(c.source, c.key)
         if interesting and self.compile_check and not libcst_parses(c.source):
             ps.invalid += 1                     # it reproduces, but the passes could not read it
             self.seen[c.key] = False
@@ -167,12 +161,6 @@ class CandidateGate:
         self.best, self.best_size = source, size
         self.tally.here().accepted += 1
         self.tally.stats.accepted += 1
-        self.on_new_best(source)
-
-    def _runs(self) -> Runs:
-        if self.runs is None:
-            raise RuntimeError("the gate has no runs to ask (reducer/search.py assembles them)")
-        return self.runs
 
     def failure_lines(self, source: str) -> tuple[int, ...] | None:
         """Where ``source`` failed in the run that accepted it (the script's own traceback
