@@ -87,3 +87,15 @@ def test_a_function_called_twice_or_with_a_costly_argument_read_twice_stays() ->
     for src, kept in ((called_twice, "def twice"), (costly, "def twice")):
         out = reduce_with(src, raises(ValueError, "Expecting property name"), "inline_returns")
         assert kept in out, out
+
+
+def test_a_name_bound_again_before_anything_reads_it_moves_into_its_one_read() -> None:
+    # model = build(); model.save(p); model = load(p): the first value is read once, by the next line
+    src = ("import json\nmodel = {'a': 1}\ntext = json.dumps(model)\nmodel = json.loads(text)\nmodel['b']\n")
+    out = reduce_with(src, raises(KeyError, "'b'"), "inline_variables")
+    assert out == "import json\njson.loads(json.dumps({'a': 1}))['b']\n"
+    # still read after the rebinding's value reads it, or read by a function: it stays
+    reads_old = src.replace("model = json.loads(text)", "model = json.loads(text) or model")
+    in_function = src.replace("text = json.dumps(model)", "def get():\n    return model\ntext = json.dumps(get())")
+    for kept in (reads_old, in_function):
+        assert "model = {'a': 1}\n" in reduce_with(kept, raises(KeyError, "'b'"), "inline_variables")

@@ -8,9 +8,9 @@ decides whether it becomes the best (behind it, reducer/judge.py). What several 
 their candidates from is reducer/passes/rewrites.py."""
 from __future__ import annotations
 
-from reducer.passes import (arguments, bindings, boundary, classes, cleanup, constants, defaults, direct, heavy,
-                            inline, literals, parameters, recorded, scaffolding, single, slicing, statements,
-                            unwrap, variables)
+from reducer.passes import (arguments, attributes, bindings, boundary, classes, cleanup, constants, defaults, direct,
+                            heavy, inline, literals, parameters, recorded, scaffolding, single, slicing, statements,
+                            temp_folders, unwrap, variables)
 from reducer.passes.base import Pass
 from reducer.passes.first_cut import first_cut
 
@@ -43,6 +43,8 @@ STRUCTURE: list[Pass] = [
     Pass("fold_constants", constants.fold_constants),
     Pass("slice", slicing.slice_failure),
     Pass("delete_statements", statements.delete_statements),
+    # before unwrap, whose `with` → body cannot keep what a temporary folder's name stood for
+    Pass("temp_folders", temp_folders.temp_folders),
     Pass("unwrap", unwrap.unwrap),
     Pass("statement_to_expression", unwrap.statement_to_expression),
     Pass("methods_to_functions", scaffolding.methods_to_functions),
@@ -74,6 +76,9 @@ FINE: list[Pass] = [
     Pass("arguments_to_defaults", arguments.arguments_to_defaults),
     Pass("shrink_containers", literals.shrink_containers),
     Pass("shrink_literals", literals.shrink_literals),
+    # a wrapper's attribute stepped over (`m.base_layer.weight` → `m.weight`): the wrapping call
+    # then goes in STRUCTURE, where every FINE change sends the search back
+    Pass("drop_middle_attributes", attributes.drop_middle_attributes),
     # What inline_variables leaves: a name read once further down its block. Moving the value
     # there moves its evaluation past other statements, the boldest guess of the inlinings, so it
     # comes last, once the structure is at a fixpoint; never a site inline_variables takes (the

@@ -8,7 +8,8 @@
       loss.backward()
 
   Only the next statement of the same block, and only a name bound and read nowhere else in the
-  script: the value is computed where it was, one statement later, nothing runs in between.
+  script, or bound again (``model = Model.from_pretrained(p)``) before anything else reads it:
+  the value is computed where it was, one statement later, nothing runs in between.
   A read further down the block is bindings.py's ``inline_single_use``: the two never propose
   the same site (``next_statement_bindings`` is the line between them).
 - ``fold_imports``: ``import a.b as x`` / ``from a.b import c as x`` where the script also does
@@ -85,9 +86,9 @@ def _sites(module: cst.Module) -> list[tuple[cst.SimpleStatementLine, cst.Name, 
                     or not isinstance(s.targets[0].target, cst.Name)):
                 continue
             name = s.targets[0].target.value
-            if bound.get(name) != 1 or reads.get(name) != 1:
-                continue
             nxt = _single(after)
+            if (bound.get(name) != 1 or reads.get(name) != 1) and not _rebound_after(module, body, line, after, name):
+                continue
             if nxt is None or isinstance(nxt, (cst.Global, cst.Nonlocal)):
                 continue
             used = _name_nodes(nxt, name)
@@ -98,6 +99,58 @@ def _sites(module: cst.Module) -> list[tuple[cst.SimpleStatementLine, cst.Name, 
             if len(used) == 1 and not deferred:
                 out.append((line, used[0], s.value))
     return out
+
+
+class _Mentions(cst.CSTVisitor):
+    """Reads and bindings of ``name`` below a node; ``nested``: reads inside a def or a lambda."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.roles = name, Roles()
+        self.reads = self.binds = self.nested = 0
+        self._depth = 0
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if type(node) is cst.Name:
+            if node.value == self.name:
+                role = self.roles.of(node)
+                if role is Role.READ:
+                    self.reads += 1
+                    self.nested += self._depth > 0
+                elif role in BINDINGS:
+                    self.binds += 1
+        else:
+            self.roles.decide(node)
+            self._depth += isinstance(node, (cst.FunctionDef, cst.Lambda))
+        return True
+
+    def on_leave(self, node: cst.CSTNode) -> None:
+        self._depth -= isinstance(node, (cst.FunctionDef, cst.Lambda))
+
+
+def _mentions(node: cst.CSTNode, name: str) -> _Mentions:
+    v = _Mentions(name)
+    node.visit(v)
+    return v
+
+
+def _rebound_after(module: cst.Module, body: Sequence[cst.BaseStatement], line: cst.BaseStatement,
+                   after: cst.BaseStatement, name: str) -> bool:
+    """A name bound again before anything else reads it: ``model = Model(cfg)`` /
+    ``model.save_pretrained(p)`` / ``model = Model.from_pretrained(p)``. The value bound at
+    ``line`` is read only by ``after`` when ``after`` does not bind the name, the first later
+    statement of the block that mentions it is a plain ``name = value`` whose value does not read
+    it, and no function or lambda anywhere reads the name (``after`` could call one)."""
+    if _mentions(module, name).nested or _mentions(after, name).binds:
+        return False
+    i = body.index(after)
+    for later in body[i + 1:]:
+        m = _mentions(later, name)
+        if not m.reads and not m.binds:
+            continue
+        s = _single(later)
+        return (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name)
+                and s.targets[0].target.value == name and not _mentions(s.value, name).reads)
+    return False
 
 
 def _wrapped(value: cst.BaseExpression) -> cst.BaseExpression:

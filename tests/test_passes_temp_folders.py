@@ -1,0 +1,57 @@
+"""temp_folders: a temporary folder written as a relative folder; verdicts from real runs, each in a
+fresh folder of its own (tests/reducer_support.py:SubprocessOracle)."""
+from __future__ import annotations
+
+from tests.reducer_support import RecordingOracle, SubprocessOracle, reduce_with
+
+# `save` creates the folder it is given, as save_pretrained does
+SAVES = '''\
+import json
+import os
+import tempfile
+
+
+def save(obj, folder):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "c.json"), "w") as f:
+        json.dump(obj, f)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    save({"a": 1}, tmp)
+    json.load(open(os.path.join(tmp, "c.json")))["b"]
+'''
+
+
+def test_a_folder_the_code_creates_itself_becomes_a_relative_literal() -> None:
+    out = reduce_with(SAVES, SubprocessOracle.for_source(SAVES), "temp_folders")
+    assert "TemporaryDirectory" not in out and "with tempfile" not in out
+    assert out.endswith('save({"a": 1}, \'reprobot_tmp\')\n'
+                        'json.load(open(os.path.join(\'reprobot_tmp\', "c.json")))["b"]\n')
+
+
+def test_a_folder_written_into_is_made_first_with_mkdtemp() -> None:
+    # open(..., "w") needs the folder to exist: the literal fails (FileNotFoundError), mkdtemp holds
+    src = SAVES.replace("    os.makedirs(folder, exist_ok=True)\n", "")
+    out = reduce_with(src, SubprocessOracle.for_source(src), "temp_folders")
+    assert out.endswith('tmp = tempfile.mkdtemp()\nsave({"a": 1}, tmp)\n'
+                        'json.load(open(os.path.join(tmp, "c.json")))["b"]\n')
+
+
+def test_mkdtemp_bound_to_a_name_becomes_the_literal() -> None:
+    src = SAVES.replace('with tempfile.TemporaryDirectory() as tmp:\n    save', 'tmp = tempfile.mkdtemp()\nsave') \
+               .replace('    json.load(open(os.path.join(tmp', 'json.load(open(os.path.join(tmp')
+    out = reduce_with(src, SubprocessOracle.for_source(src), "temp_folders")
+    assert "tmp = 'reprobot_tmp'\n" in out and "mkdtemp" not in out
+
+
+def test_other_withs_and_temporary_files_are_left_alone() -> None:
+    two_items = SAVES.replace("with tempfile.TemporaryDirectory() as tmp:",
+                              "with tempfile.TemporaryDirectory() as tmp, open(__file__) as me:")
+    named_file = ("import tempfile\nwith tempfile.NamedTemporaryFile('w') as f:\n"
+                  "    f.write('x')\n    {}[f.name]\n")
+    rebinding = SAVES.replace('    save({"a": 1}, tmp)\n', '    tmp = tmp + "/sub"\n    save({"a": 1}, tmp)\n')
+    for src in (two_items, named_file, rebinding):
+        oracle = RecordingOracle(SubprocessOracle.for_source(src))
+        assert reduce_with(src, oracle, "temp_folders") == src
+        assert oracle.runs == []
