@@ -44,7 +44,8 @@ def memory_per_card(model_bytes):
 def load_split(folder, model_bytes):
     model = LlamaForCausalLM.from_pretrained(folder, device_map="auto", max_memory=memory_per_card(model_bytes),
                                              torch_dtype=torch.float32)
-    devices = sorted({str(d) for d in model.hf_device_map.values()})
+    # the parameters' own devices: with one card `device_map="auto"` may leave no hf_device_map
+    devices = sorted({str(p.device) for p in model.parameters()})
     print("device map uses:", ", ".join(devices))
     return model
 
