@@ -326,7 +326,7 @@ def test_preflight_is_what_the_preview_shows_and_what_submit_refuses(repro: Path
     md.write_text(text.replace("```python\n", "```python\nHOST = \"<ip>\"\n", 1))
     folder = ReproDir.open(repro)
     draft, _, secrets = draft_for_filing(folder, "peft")
-    problems = preflight(folder, draft, "peft", secrets)
+    problems = preflight(folder, draft, "peft", secrets).problems
     assert [p.rule for p in problems] == ["placeholder"]
     assert problems[0].blocks(set(), yes=True) and problems[0].waiver is None
     capsys.readouterr()
@@ -338,5 +338,24 @@ def test_preflight_is_what_the_preview_shows_and_what_submit_refuses(repro: Path
     # A draft with nothing wrong has no problem, and files.
     md.write_text(text)
     draft, _, secrets = draft_for_filing(folder, "peft")
-    assert preflight(folder, draft, "peft", secrets) == []
+    assert preflight(folder, draft, "peft", secrets).problems == []
     assert submit(repro) == 0
+
+
+def test_the_preview_shows_the_body_preflight_built_once(repro: Path, gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """--dry-run builds the body as sent once, in preflight, and shows that body and that verdict."""
+    import bot.commands.file as file_command
+    import bot.issue.filing as filing
+    from bot.issue.draft import Draft
+
+    built, validated = [], []
+    real_body, real_validate = filing.submission_body, Draft.validate
+    monkeypatch.setattr(filing, "submission_body", lambda d: built.append(1) or real_body(d))
+    monkeypatch.setattr(file_command, "submission_body", filing.submission_body, raising=False)
+    monkeypatch.setattr(Draft, "validate", lambda self: validated.append(1) or real_validate(self))
+    assert main(["draft", str(repro), "--repo", "peft"]) == 0
+    built.clear(), validated.clear()
+    assert main(["file", str(repro), "--dry-run", "--repo", "peft", "--no-search"]) == 0
+    assert len(built) == 1 and len(validated) == 1
+    assert "valid" in capsys.readouterr().out

@@ -13,8 +13,7 @@ from rich.rule import Rule
 
 from bot.commands._options import add_api_url, add_db, add_no_search, add_python, add_repo
 from bot.issue.draft import Draft
-from bot.issue.filing import (Problem, confirm_filed, draft_for_filing, filed_entry, preflight, submission_body,
-                               submit)
+from bot.issue.filing import (Preflight, Problem, confirm_filed, draft_for_filing, filed_entry, preflight, submit)
 from bot.issue.forms import REPO_KEYS, get_form
 from bot.output import ask, console
 from bot.prepare import FolderSteps, duplicate_line, likely_duplicate, run_missing_steps, search_related
@@ -157,7 +156,8 @@ def _run(args: argparse.Namespace, repro: ReproDir) -> int:
         if why is not None:
             _step_once(f"filed.json ignored: {why}")
     draft, now, secrets = draft_for_filing(repro, key, notify=_step)
-    problems = preflight(repro, draft, key, secrets)
+    checked = preflight(repro, draft, key, secrets)
+    problems = checked.problems
     fixed = rerun_notes(repro).headline()
     if args.dry_run:
         unverified = verification(repro)
@@ -166,7 +166,7 @@ def _run(args: argparse.Namespace, repro: ReproDir) -> int:
                           + (" (it changed after `reduce` wrote it)" if unverified.state == "changed" else
                              " (reduction.json records none)")
                           + ": --submit refuses it unless --unverified is given; `reprobot reduce --resume` verifies it")
-        _preview(repro, key, draft, now, problems, steps, fixed)
+        _preview(repro, key, draft, now, checked, steps, fixed)
         rules = {p.rule for p in problems}
         return ExitCode.UNSAFE if "secret" in rules else (ExitCode.BAD_INPUT if "invalid" in rules else 0)
 
@@ -212,10 +212,12 @@ def _run(args: argparse.Namespace, repro: ReproDir) -> int:
     return 0
 
 
-def _preview(repro: ReproDir, key: str, draft: Draft, now: list[Finding], problems: list[Problem],
+def _preview(repro: ReproDir, key: str, draft: Draft, now: list[Finding], checked: Preflight,
              steps: FolderSteps, fixed: str | None) -> None:
-    """What --dry-run shows: what would stop --submit, the draft as it would be filed, the URL."""
+    """What --dry-run shows: what would stop --submit, the draft as it would be filed (the body
+    and the form's verdict preflight checked), the URL."""
     form = get_form(key)
+    problems = checked.problems
     for p in problems:
         if p.rule == "hazard":  # said first: what a maintainer must not run blind, line by line
             first, _, rest = p.preview.partition("\n")
@@ -233,7 +235,7 @@ def _preview(repro: ReproDir, key: str, draft: Draft, now: list[Finding], proble
         console.print(f"[bold yellow]{escape(fixed)}[/]")
     console.print(Rule(f"{form.repo}: issue preview"))
     console.print(Panel(_safe(draft.title), title="title", expand=False))
-    console.print(Markdown(strip_controls(submission_body(draft))))
+    console.print(Markdown(strip_controls(checked.body)))
     console.print(Rule())
     _show_findings("Scrubbed when drafted:", draft.scrubbed)
     _show_findings("Scrubbed now (the draft was edited):", now)
@@ -242,7 +244,7 @@ def _preview(repro: ReproDir, key: str, draft: Draft, now: list[Finding], proble
             for line in p.preview.splitlines():
                 head, sep, tail = line.partition(": ")
                 console.print(f"[{_STYLE[p.rule]}]{_safe(head)}{sep}[/]{_safe(tail)}")
-    for flag in high_entropy(submission_body(draft)):
+    for flag in high_entropy(checked.body):
         console.print(f"[yellow]check:[/] body line {flag.line} holds a random-looking string "
                       f"({escape(flag.preview)}): if it is a credential, remove it from "
                       f"{escape(repro.draft_md(key).name)}")
@@ -251,7 +253,7 @@ def _preview(repro: ReproDir, key: str, draft: Draft, now: list[Finding], proble
         if not_a_bug and note.startswith("This looks like "):
             continue  # said first, above
         console.print(f"[yellow]note:[/] {_safe(note)}")
-    check = draft.validate()
+    check = checked.check
     for fid in check.unconfirmed:
         console.print(f"[yellow]to confirm:[/] {escape(form.field(fid).label)} is reprobot's proposal; "
                       f"edit {escape(shown_path(repro.draft_md(key)))}")

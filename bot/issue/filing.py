@@ -32,7 +32,7 @@ from github import BadCredentialsException, Github, GithubException, UnknownObje
 from bot.issue.draft import (MARKER_PREFIX, Draft, body_script, build_draft, carries_marker, edited_by_hand, load_draft,
                              marker, newer_inputs, script_placeholders, with_warning, write_draft)
 from bot.issue.hazards import find_hazards, hazard_context, plain_lines, summary
-from bot.issue.forms import field_values, get_form
+from bot.issue.forms import Validation, field_values, get_form
 from bot.scrub import Finding, find_secrets, scrub, strip_controls, uncertain_strings
 from bot.store import ReproDir, rerun_notes, write_json_atomic
 from reducer.errors import ExitCode, ReprobotError
@@ -157,7 +157,16 @@ def uncertain_in(title: str, body: str) -> list[tuple[str, Finding]]:
     return [("title" if f.line == 1 else f"body line {f.line - 1}", f) for f in found]
 
 
-def preflight(repro: ReproDir, draft: Draft, key: str, stored_secrets: list[Finding]) -> list[Problem]:
+@dataclass(frozen=True)
+class Preflight:
+    """What ``preflight`` checked, kept for the preview: the body as it would be sent and the
+    form's verdict on it are built once, here, and shown as they were checked."""
+    problems: list[Problem]
+    body: str
+    check: Validation
+
+
+def preflight(repro: ReproDir, draft: Draft, key: str, stored_secrets: list[Finding]) -> Preflight:
     """Everything that stops `file --submit` before anything is sent, in the order it is checked:
     what is unsafe or incomplete first, then what a maintainer would close (a usage error or an
     environment problem), then what a person must confirm. ``draft`` is the scrubbed draft and
@@ -217,7 +226,7 @@ def preflight(repro: ReproDir, draft: Draft, key: str, stored_secrets: list[Find
                                 f"check: the {where} holds a string that may be a credential or an id "
                                 f"({f.preview}): --submit asks before filing it (with --yes, refuses without "
                                 "--not-a-secret)", waiver="--not-a-secret", asks=True))
-    return problems
+    return Preflight(problems, body, check)
 
 
 def read_filed(repro: ReproDir) -> list[FiledIssue]:
