@@ -1,0 +1,124 @@
+"""bench/realbugs/run.py: the whole pipeline on real-bug entries, one row per stage.
+
+The smoke test runs every stage, through reprobot's real command line, on the three smallest
+entries whose reported releases are the ones this venv already has (so nothing is installed or
+downloaded); it skips, saying why, where this venv's releases are not theirs. The rest is fast:
+bad input, and the figures read back from rows on disk.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = ROOT / "bench" / "realbugs"
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import catalog  # noqa: E402
+import envs  # noqa: E402
+import run  # noqa: E402
+
+from reducer.size import count_statements  # noqa: E402
+
+
+def _on_this_venv() -> list[str]:
+    """Entries whose reported releases and extra pins are all this venv's own, smallest first."""
+    base = envs.probe(envs.BASE_PYTHON, [])
+    fit = [n for n in catalog.entry_names()
+           if all(base.version(k) == v for k, v in envs.entry_pins(catalog.load(n))[0].items())]
+    return sorted(fit, key=lambda n: count_statements(catalog.script_of(n).read_text(encoding="utf-8")))
+
+
+def test_bad_input_is_one_line_and_exit_2(capsys):
+    assert run.main(["no-such-entry"]) == 2
+    assert run.main(["pytorch-4534", "--stages", "reduce,bisect"]) == 2
+    assert run.main(["pytorch-4534", "--from", "/no/such/folder"]) == 2
+    assert run.main(["pytorch-4534", "--max-time", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 4 and all(line.startswith("run: ") for line in err), err
+    assert "no such entry" in err[0] and "bisect" in err[1] and "no such folder" in err[2]
+
+
+def _write(out: Path, name: str, stage: str, row: dict) -> None:
+    path = out / name / "rows" / f"{stage}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(row))
+
+
+def test_figures_are_read_from_the_rows(tmp_path):
+    ctx = run.Ctx(tmp_path, offline=True, max_time=1, stage_timeout=1)
+    kind = {"contrast": "ran", "changes": 0, "passing": []}
+    # usage predicted right, usage predicted for a bug (a false positive), a usage error missed;
+    # only the first entry's issue is outside the classifier's training data
+    _write(tmp_path, "a", "contrast", {**kind, "verdict": "usage", "kind": "usage", "kind_without_runs": "bug",
+                                       "issue_in_kind_train": False})
+    _write(tmp_path, "b", "contrast", {**kind, "verdict": "bug", "kind": "usage", "kind_without_runs": "bug",
+                                       "issue_in_kind_train": True})
+    _write(tmp_path, "c", "contrast", {**kind, "verdict": "usage", "kind": "bug", "kind_without_runs": "usage",
+                                       "issue_in_kind_train": True})
+    for name, posted, after in (("a", 4, 3), ("b", None, 9), ("c", 2, 5)):
+        _write(tmp_path, name, "reduce", {"statements_after": after, "posted": posted, "same_signature": True,
+                                          "within_posted": None if posted is None else after <= posted, "seconds": 1})
+    _write(tmp_path, "a", "route", {"expected": "huggingface/trl", "picked": "huggingface/trl", "ok": True,
+                                    "ok_without_index": False})
+    _write(tmp_path, "b", "route", {"expected": "huggingface/trl", "picked": None, "ok": False, "ok_without_index": False})
+    _write(tmp_path, "a", "dedup", {"duplicates": [{"number": 7, "in_top5": False, "in_index": False}], "found": False})
+    _write(tmp_path, "b", "versions", {"mode": "bisect", "expected": "0.8.0", "found": "0.8.0", "ok": True})
+    _write(tmp_path, "c", "versions", {"mode": "bisect", "expected": "1.2.1", "found": None, "ok": False})
+    _write(tmp_path, "c", "dedup", {"error": "no reduced folder"})
+    f = run.figures(ctx, ["a", "b", "c"])
+    assert f["kind"]["with_runs"] == "P 0.50 (1/2), R 0.50 (1/2), n=3"
+    assert f["kind"]["without_runs"] == "P 1.00 (1/1), R 0.50 (1/2), n=3"
+    assert f["kind"]["with_runs_not_in_kind_train"] == "P 1.00 (1/1), R 1.00 (1/1), n=1"
+    assert f["kind"]["in_kind_train"] == ["b", "c"]
+    assert f["reduce"]["within_posted"] == "1/2 (50%)" and f["reduce"]["larger_than_posted"] == ["c (5 > 2)"]
+    assert f["route"]["ok"] == "1/2 (50%)" and f["route"]["misses"] == ["b (None for huggingface/trl)"]
+    assert f["dedup"]["found"] == "0/1 (0%)" and f["dedup"]["not_in_index"] == ["a #7"]
+    assert f["versions"]["fixed_named"] == "1/2 (50%)" and f["versions"]["fixed_misses"] == ["c (None for 1.2.1)"]
+    assert f["errors"] == ["c dedup: no reduced folder"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("REALBUGS_SMOKE"),
+                    reason="set REALBUGS_SMOKE=1: every stage on three entries took over 5 minutes on a loaded "
+                           "2-core machine, too long for CI until it is measured and cut there")
+def test_every_stage_runs_on_the_three_smallest_entries(tmp_path, capsys):
+    names = _on_this_venv()[:3]
+    if len(names) < 3:
+        pytest.skip(f"only {len(names)} entries run on this venv's own releases ({names}); the others need "
+                    "their releases' wheels (bench/realbugs/envs.py downloads them once)")
+    out = tmp_path / "out"
+    # small limits: this checks the wiring of every stage, not how far reduce gets
+    assert run.main([*names, "--out", str(out), "--max-time", "5", "--runs", "1", "--no-trace",
+                     "--stage-timeout", "40", "--offline"]) == 0
+    text = capsys.readouterr().out
+    results = json.loads((out / "results.json").read_text())
+    for name in names:
+        rows = results["rows"][name]
+        for stage in run.STAGES:
+            assert rows[stage] is not None and "error" not in rows[stage], (name, stage, rows[stage])
+        reduce = rows["reduce"]
+        assert reduce["same_signature"] is True, "the reduced repro, run again, fails with the entry's signature"
+        assert reduce["verified"] and 0 < reduce["statements_after"] <= reduce["statements_before"]
+        assert (out / name / reduce["repro_dir"] / "repro.py").is_file()
+        assert rows["route"]["expected"] == catalog.load(name)["repo"] and "picked_without_index" in rows["route"]
+        assert rows["dedup"]["index"] == "bundled" and len(rows["dedup"]["top5"]) <= 5
+        assert rows["versions"]["mode"] == "skipped" and "torch" in rows["versions"]["why"]
+        assert rows["contrast"]["kind"] in ("bug", "usage", "environment")
+        assert rows["contrast"]["kind_without_runs"] in ("bug", "usage", "environment")
+        assert rows["contrast"]["contrast"] in ("ran", "timed out")
+    for stage in run.STAGES:
+        assert f"== {stage} — " in text
+    assert "wall time" in text and (out / "summary.md").is_file()
+    # a rerun of one stage from that run's folders: copied, and the earlier run left as it was
+    before = (out / names[0] / "rows" / "route.json").read_text()
+    again = tmp_path / "again"
+    assert run.main([names[0], "--from", str(out), "--out", str(again), "--stages", "route", "--offline"]) == 0
+    assert json.loads((again / names[0] / "rows" / "reduce.json").read_text()) == results["rows"][names[0]]["reduce"]
+    assert json.loads((again / names[0] / "rows" / "route.json").read_text())["expected"] == "pytorch/pytorch"
+    assert (out / names[0] / "rows" / "route.json").read_text() == before
