@@ -48,10 +48,11 @@ import catalog  # noqa: E402
 import check  # noqa: E402
 import envs  # noqa: E402
 
+from packaging.requirements import InvalidRequirement, Requirement  # noqa: E402
 from packaging.utils import canonicalize_name  # noqa: E402
 from packaging.version import InvalidVersion, Version  # noqa: E402
 
-from bot.rerun.environments import NotInstallable  # noqa: E402
+from bot.rerun.environments import RESOLVE_ROUNDS, NotInstallable  # noqa: E402
 from bot.rerun.releases import IndexOptions, list_releases  # noqa: E402
 from bot.store import VERDICT_PASS, VERDICT_SAME  # noqa: E402
 from reducer.errors import ExitCode  # noqa: E402
@@ -92,10 +93,15 @@ class Ctx:
         env.update(self.environment(name).env())
         env.update(check.OFFLINE_ENV)
         env["REPROBOT_ENV_CACHE"] = str(envs.envs_root())        # versions' overlays beside the entries'
-        tools = envs.wheels_dir().parent / "tools" / "bin"       # a private uv (README), when there is one
-        if (tools / "uv").is_file():
-            env["PATH"] = f"{tools}{os.pathsep}{env.get('PATH', '')}"
         return env
+
+
+def use_private_uv() -> None:
+    """The private uv of the README, when there is one, on PATH for envs.py's resolutions here and for
+    reprobot's overlay installs (seconds where pip takes minutes)."""
+    tools = envs.wheels_dir().parent / "tools" / "bin"
+    if (tools / "uv").is_file() and str(tools) not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
 def reprobot(ctx: Ctx, name: str, args: list[str], log: Path, timeout: float) -> tuple[int | None, str, float]:
@@ -294,24 +300,63 @@ def _release_list(package: str, pre: bool, online: bool) -> list[str]:
     return rel.versions
 
 
-def fetch_releases(entry: dict, package: str, releases: list[str]) -> list[str]:
-    """Put each release of `package` and what it needs beside the entry's other pins into the wheel
-    cache (envs.close_pins: nothing is fetched when it is all there). The package is pinned
-    exactly, the entry's other releases as closely as they resolve. Returns the ones that could not."""
-    base = envs.probe(envs.BASE_PYTHON, [])
-    key = canonicalize_name(package)
-    others = {**{k: v for k, v in (entry.get("reported_on") or {}).items() if canonicalize_name(k) != key},
-              **(entry.get("extra_pins") or {})}
-    failed = []
-    for version in releases:
-        hard = {key: version} if base.version(key) != version else {}
-        soft = {canonicalize_name(k): v for k, v in others.items()
-                if base.version(k) != v and canonicalize_name(k) != key}
-        try:
-            envs.close_pins(hard, soft, base, envs.wheels_dir(), online=True)
-        except NotInstallable:
-            failed.append(version)
-    return failed
+def _newest_cached(req: Requirement, pre: bool) -> "envs.Wheel | None":
+    """The release `--no-index --find-links` the cache would install for `req`: the newest that
+    matches (a pre-release only when asked for, or when nothing else matches)."""
+    found = [w for w in envs.local_wheels(envs.wheels_dir()) if w.name == canonicalize_name(req.name)
+             and req.specifier.contains(w.version, prereleases=True)]
+    finals = [w for w in found if pre or not Version(w.version).is_prerelease]
+    return max(finals or found, key=lambda w: Version(w.version), default=None)
+
+
+def fetch_for_versions(entry_base: "envs.Installed", package: str, version: str, pre: bool) -> str | None:
+    """Put into the wheel cache what `versions` will install for this release of `package` on top of
+    the entry's environment, and nothing else: the release itself (no dependencies), then, as its
+    overlay does (bot/rerun/environments.py), each requirement the environment does not meet at
+    its newest release, a few rounds. Downloading the newest matching release from the index first
+    makes the cache's newest the index's newest, so the overlay picks what was fetched. Returns why
+    it cannot be completed, or None."""
+    marker_env = {"python_version": entry_base.python, "python_full_version": entry_base.full_python, "extra": ""}
+    chosen = {canonicalize_name(package): version}
+    for _ in range(RESOLVE_ROUNDS + 1):
+        need: list[Requirement] = []
+        for name, ver in list(chosen.items()):
+            wheel = next((w for w in envs.local_wheels(envs.wheels_dir()) if w.name == name and w.version == ver), None)
+            if wheel is None:
+                envs._download([f"{name}=={ver}"], envs.wheels_dir())
+                wheel = next(w for w in envs.local_wheels(envs.wheels_dir()) if w.name == name and w.version == ver)
+            for text in envs.requires_of(wheel.path):
+                try:
+                    req = Requirement(text)
+                except InvalidRequirement:
+                    continue
+                if req.marker is not None and not req.marker.evaluate(marker_env):
+                    continue
+                have = chosen.get(canonicalize_name(req.name)) or entry_base.version(req.name)
+                try:
+                    ok = have is not None and req.specifier.contains(have, prereleases=True)
+                except InvalidVersion:
+                    ok = True
+                if not ok:
+                    need.append(Requirement(f"{req.name}{req.specifier}"))
+        if not need:
+            return None
+        for req in need:
+            try:
+                envs._download([str(req)] + (["--pre"] if pre else []), envs.wheels_dir())
+            except NotInstallable as e:
+                return str(e)
+            wheel = _newest_cached(req, pre)
+            if wheel is None:
+                return f"no release of {req} could be fetched"
+            chosen[wheel.name] = wheel.version
+    return f"requirements still unmet after {RESOLVE_ROUNDS} rounds"
+
+
+def fetch_releases(ctx: Ctx, name: str, package: str, releases: list[str], pre: bool) -> list[str]:
+    """fetch_for_versions for each release; returns the ones that could not be completed."""
+    entry_base = envs.probe(envs.BASE_PYTHON, ctx.environment(name).pythonpath)
+    return [v for v in releases if fetch_for_versions(entry_base, package, v, pre) is not None]
 
 
 def _is_pre(version: str | None) -> bool:
@@ -336,7 +381,7 @@ def stage_versions(ctx: Ctx, name: str, entry: dict) -> dict:
     if not ctx.offline:
         listed = _release_list(package, pre, online=True)
         wanted = [v for v in listed if low is None or Version(v) >= Version(low)] if fixed else listed[-1:]
-        fetched_failed = fetch_releases(entry, package, wanted)
+        fetched_failed = fetch_releases(ctx, name, package, wanted, pre)
     log = folder_of(ctx, name) / "logs" / "versions.log"
     if fixed:
         args = ["versions", str(path), "--json", "--bisect", package, *(["--range", f"{low}.."] if low else []), *index]
@@ -568,6 +613,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     ctx = Ctx(out.resolve(), offline=args.offline, max_time=args.max_time, stage_timeout=args.stage_timeout,
               runs=args.runs, trace=not args.no_trace)
+    use_private_uv()
     started, load_start = time.monotonic(), os.getloadavg()[0]
     for name in names:
         entry = catalog.load(name)
