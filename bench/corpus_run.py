@@ -21,10 +21,12 @@ def reprobot() -> list[str]:
 
 
 def reduce_json(args: list[str], cwd: Path, timeout: float, preexec_fn=None) -> tuple[subprocess.CompletedProcess, dict, float]:
-    """``reprobot reduce ARGS --json --quiet`` in ``cwd``: the process, its summary (or a status
-    saying why there is none) and the wall time."""
+    """``reprobot reduce --json --quiet ARGS`` in ``cwd``: the process, its summary (or a status
+    saying why there is none) and the wall time. The options go first: ARGS may end with
+    ``-- LAUNCH LINE``, after which everything is the script's (f060209 put them last, and every
+    launch-line script got ``--json --quiet`` as its own arguments)."""
     t0 = time.monotonic()
-    proc = subprocess.run(reprobot() + ["reduce", *args, "--json", "--quiet"], cwd=cwd, capture_output=True,
+    proc = subprocess.run(reprobot() + ["reduce", "--json", "--quiet", *args], cwd=cwd, capture_output=True,
                           text=True, env={**os.environ, **ENV}, timeout=timeout, preexec_fn=preexec_fn)
     wall = time.monotonic() - t0
     try:

@@ -36,6 +36,14 @@ _WRAPPER_TYPES = frozenset({
     "RemoteTraceback",              # multiprocessing.pool
 })
 
+# Launcher functions whose exception only says that the process they started exited non-zero:
+# `accelerate launch` with one process runs the script as a plain subprocess and raises
+# CalledProcessError when it exits non-zero, whatever the script raised (or an argparse exit,
+# which prints no traceback at all).
+_LAUNCHER_FRAMES = frozenset({
+    "accelerate/commands/launch.py:simple_launcher",
+})
+
 # A parent re-raising the exception a child sent back: the child's own traceback is chained.
 _RERAISE_FRAMES = frozenset({
     "concurrent/futures/_base.py:__get_result",
@@ -72,7 +80,7 @@ def is_collision(record: TracebackRecord) -> bool:
 
 def role(record: TracebackRecord) -> int:
     """PRIMARY, SECONDARY or WRAPPER (see the module's doc)."""
-    if _short(record.exc_type) in _WRAPPER_TYPES:
+    if _short(record.exc_type) in _WRAPPER_TYPES or _innermost_library(record) in _LAUNCHER_FRAMES:
         return WRAPPER
     if record.chain and _innermost_library(record) in _RERAISE_FRAMES:
         # The parent's re-raise of what a child sent back; the chain holds the child's traceback.

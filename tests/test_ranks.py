@@ -143,6 +143,19 @@ def test_roles_and_order_wrapper_last_secondary_after_primary():
     assert not is_collision(child)
 
 
+def test_a_launchers_called_process_error_is_a_wrapper():
+    # `accelerate launch --num_processes 1` runs the script as a subprocess and raises
+    # CalledProcessError when it exits non-zero: that says nothing of the script's own error
+    # (an argparse exit prints no traceback at all), so it must never become the target.
+    launcher = "/venv/lib/python3.11/site-packages/accelerate/commands/launch.py"
+    called = _record("subprocess.CalledProcessError", "Command '['python', 'train.py']' returned non-zero "
+                     "exit status 2.", [Frame(launcher, 1200, "launch_command"), Frame(launcher, 1170, "simple_launcher")])
+    assert role(called) == WRAPPER
+    user = _record("subprocess.CalledProcessError", "Command '['make']' returned non-zero exit status 2.",
+                   [Frame("/usr/lib/python3.11/subprocess.py", 571, "run")])
+    assert role(user) == PRIMARY
+
+
 # ------------------------------------------------------------------ launch lines
 
 ARGS_SCRIPT = '''\
