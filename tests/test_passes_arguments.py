@@ -37,3 +37,17 @@ def test_a_configs_size_keywords_stay_and_its_other_keywords_go() -> None:
     # the same call to a function not named as a config loses them all
     plain = src.replace("GPT2Config", "make_model")
     assert "make_model() and" in reduce_with(plain, raises(KeyError, "config"), "remove_arguments")
+
+
+def test_calls_inside_one_of_several_container_entries_wait_for_the_entries_to_go() -> None:
+    # each row's `int(..., base=10)` would cost a run before shrink_containers drops the rows;
+    # once one row is left, its call's arguments are shortened as any other's
+    from tests.reducer_support import RecordingOracle
+    rows = "[" + ", ".join(f"{{'x': int('{i}', base=10)}}" for i in range(6)) + "]"
+    src = f"rows = {rows}\nraise KeyError(len(rows))\n"
+    oracle = RecordingOracle(raises(KeyError, "6"))
+    assert reduce_with(src, oracle, "remove_arguments") == src
+    assert oracle.runs and all(run.startswith(f"rows = {rows}\n") for run in oracle.runs)
+    one = "rows = [{'x': int('1', base=10)}]\nraise KeyError(len(rows))\n"
+    assert reduce_with(one, raises(KeyError, "1"), "remove_arguments") == \
+        "rows = [{'x': int()}]\nraise KeyError(len(rows))\n"

@@ -99,3 +99,19 @@ def test_a_name_bound_again_before_anything_reads_it_moves_into_its_one_read() -
     in_function = src.replace("text = json.dumps(model)", "def get():\n    return model\ntext = json.dumps(get())")
     for kept in (reads_old, in_function):
         assert "model = {'a': 1}\n" in reduce_with(kept, raises(KeyError, "'b'"), "inline_variables")
+
+
+def test_several_imports_of_one_package_become_one_plain_import() -> None:
+    src = ("from json.decoder import JSONDecoder as Decoder\nimport json.decoder as dec\nimport os\n\n"
+           "Decoder().decode(dec.__name__)\n")
+    out = reduce_with(src, raises(ValueError, "Expecting value"), "root_imports")
+    assert out == "import json\nimport os\n\njson.decoder.JSONDecoder().decode(json.decoder.__name__)\n"
+
+
+def test_one_import_of_a_package_or_a_plain_import_already_there_is_left_to_fold_imports() -> None:
+    once = "from json.decoder import JSONDecoder\nJSONDecoder().decode('x')\n"
+    plain = "import json\nfrom json.decoder import JSONDecoder\nimport json.decoder as dec\nJSONDecoder().decode(dec.__name__)\n"
+    for src in (once, plain):
+        oracle = RecordingOracle(raises(ValueError, "Expecting value"))
+        assert reduce_with(src, oracle, "root_imports") == src
+        assert oracle.runs == []

@@ -70,6 +70,8 @@ STRUCTURE: list[Pass] = [
     Pass("inline_variables", variables.inline_variables),
     Pass("inline_returns", variables.inline_returns),
     Pass("fold_imports", variables.fold_imports),
+    # after fold_imports: where no `import pkg` was there to fold into, one replaces several
+    Pass("root_imports", variables.root_imports),
     Pass("cleanup", cleanup.cleanup),
 ]
 FINE: list[Pass] = [

@@ -6,9 +6,6 @@ wrapper (``get_peft_model(...)``, ``DDP(...)``) and its import are dead and the 
 remove them; no other pass can, since deleting the wrapper first breaks the attribute read.
 
 Every site at once first, then one by one.
-Removes: one attribute of a chain of two or more on a variable (``a.b.c`` → ``a.c``).
-Never changes: a chain on a module (``os.path.join``) or on a call's result, an attribute that is
-assigned to or deleted.
 """
 from __future__ import annotations
 
@@ -83,6 +80,10 @@ def _candidate(module: cst.Module, targets: list[cst.Attribute]) -> str | None:
 
 
 def drop_middle_attributes(gate: Gate) -> None:
-    """Every chain at once first, then one by one (see the module docstring)."""
+    """Every chain at once first, then one by one (see the module docstring).
+
+    Removes: one attribute of a chain of two or more on a variable (``a.b.c`` → ``a.c``).
+    Never changes: a chain on a module (``os.path.join``) or on a call's result, an attribute that
+    is assigned to or deleted."""
     together_then_each(gate, _sites, lambda module, node: [_candidate(module, [node])],
                        lambda module: _candidate(module, _sites(module)))

@@ -13,11 +13,6 @@ clean as a temporary one, and the ``with``, its indentation and ``import tempfil
 - ``d = tempfile.mkdtemp()`` → ``d = 'reprobot_d'`` (the value passes then carry it to its uses).
 
 Every site at once first, then one by one.
-Removes: the ``with`` of a temporary folder (a statement and a level), and with the last of them
-the tempfile import (cleanup).
-Never changes: a ``with`` holding other items, a name the body binds again, a temporary *file*
-(``NamedTemporaryFile``: its handle is read, not only its name), a call not reached through
-``tempfile``.
 """
 from __future__ import annotations
 
@@ -168,7 +163,13 @@ def _candidate(module: cst.Module, targets: list[cst.CSTNode], made: bool = Fals
 
 
 def temp_folders(gate: Gate) -> None:
-    """Every temporary folder at once first, then one by one (see the module docstring)."""
+    """Every temporary folder at once first, then one by one (see the module docstring).
+
+    Removes: the ``with`` of a temporary folder (a statement and a level), and with the last of
+    them the tempfile import (cleanup).
+    Never changes: a ``with`` holding other items, a name the body binds again, a temporary *file*
+    (``NamedTemporaryFile``: its handle is read, not only its name), a call not reached through
+    ``tempfile``."""
     together_then_each(gate, _sites, lambda module, node: [_candidate(module, [node]),
                                                           _candidate(module, [node], made=True)],
                        lambda module: _candidate(module, _sites(module)) if _sites(module) else None)

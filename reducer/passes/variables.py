@@ -16,6 +16,10 @@
   ``import a``: ``x`` is written ``a.b`` / ``a.b.c`` at its uses and the import goes (a
   statement less; whether ``import a`` makes ``a.b`` reachable, the run decides).
 
+- ``root_imports``: two or more imports from one package the script never imports as itself
+  (``from torch.nn.parallel import DistributedDataParallel as DDP``, ``import torch.distributed
+  as dist``) become one ``import torch``, their names written through it.
+
 - ``inline_returns``: a function that only returns an expression and is called once, wherever
   (a loop's iterable, an argument: places the statement-level inlining cannot reach), becomes
   that expression with its parameters replaced by the call's arguments.
@@ -29,7 +33,7 @@ from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
-from reducer.cst import collect, render, replace_many
+from reducer.cst import collect, parse, render, replace_many
 from reducer.names import BINDINGS, Role, Roles, census
 from reducer.passes.base import Gate
 from reducer.passes.loops import one_after_another, run_targets, together_then_each
@@ -231,9 +235,10 @@ def _plain_imports(module: cst.Module) -> set[str]:
     return out
 
 
-def _foldable(module: cst.Module) -> list[tuple[cst.SimpleStatementLine, str, str]]:
-    """(the import's line, the name it binds, the dotted path that replaces it)."""
-    tops = _plain_imports(module)
+def _foldable(module: cst.Module, tops: set[str] | None = None) -> list[tuple[cst.SimpleStatementLine, str, str]]:
+    """(the import's line, the name it binds, the dotted path that replaces it), for the packages
+    in ``tops`` (default: those the script imports as themselves)."""
+    tops = _plain_imports(module) if tops is None else tops
     if not tops:
         return []
     bound = census(module).total(BINDINGS)
@@ -257,8 +262,9 @@ def _foldable(module: cst.Module) -> list[tuple[cst.SimpleStatementLine, str, st
 
 
 class _Fold(cst.CSTTransformer):
-    def __init__(self, line: cst.CSTNode, name: str, path: str) -> None:
-        self.line, self.name, self.path = line, name, cst.parse_expression(path)
+    """The import ``line`` goes (or becomes ``instead``); each read of ``name`` becomes ``path``."""
+    def __init__(self, line: cst.CSTNode, name: str, path: str, instead: cst.CSTNode | None = None) -> None:
+        self.line, self.name, self.path, self.instead = line, name, cst.parse_expression(path), instead
         self.roles = Roles()
 
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -269,7 +275,7 @@ class _Fold(cst.CSTTransformer):
 
     def on_leave(self, original: cst.CSTNode, updated):
         if original is self.line:
-            return cst.RemoveFromParent()
+            return self.instead if self.instead is not None else cst.RemoveFromParent()
         if type(original) is cst.Name and original.value == self.name and self.roles.of(original) is Role.READ:
             return self.path.deep_clone()
         return updated
@@ -283,6 +289,60 @@ def _fold(module: cst.Module, line: cst.CSTNode) -> str | None:
             except (cst.CSTValidationError, ValueError, TypeError, cst.ParserSyntaxError):
                 return None
     return None
+
+
+def _rooted(module: cst.Module, top: str) -> str | None:
+    """Every import of ``top``'s submodules and names folded into one ``import top``, put where
+    the first of them was; None when fewer than two would go (no statement saved)."""
+    if top in _plain_imports(module):
+        return None
+    sites = [site for site in _foldable(module, {top}) if site[2].split(".")[0] == top]
+    if len(sites) < 2:
+        return None
+    line, name, path = sites[0]
+    try:
+        code = render(module.visit(_Fold(line, name, path, cst.parse_statement(f"import {top}\n"))))
+    except (cst.CSTValidationError, ValueError, TypeError, cst.ParserSyntaxError):
+        return None
+    for _ in sites[1:]:     # the others now fold as they would under a plain `import top`
+        m = cst.parse_module(code)
+        rest = [site for site in _foldable(m, {top}) if site[2].split(".")[0] == top]
+        code = _fold(m, rest[0][0]) if rest else None
+        if code is None:
+            return None
+    return code
+
+
+def _roots(module: cst.Module) -> list[str]:
+    """Packages two or more of whose imports one ``import pkg`` could replace."""
+    plain = _plain_imports(module)
+    counts: dict[str, int] = {}
+    for line in module.body:
+        s = _single(line)
+        if isinstance(s, cst.Import) and len(s.names) == 1 and s.names[0].asname is not None:
+            top = _dotted(s.names[0].name).split(".")[0]
+        elif isinstance(s, cst.ImportFrom) and not s.relative and s.module is not None:
+            top = _dotted(s.module).split(".")[0]
+        else:
+            continue
+        if top and top not in plain:
+            counts[top] = counts.get(top, 0) + 1
+    return [top for top, n in counts.items() if n >= 2]
+
+
+def root_imports(gate: Gate) -> None:
+    """Several imports from one package with no ``import pkg`` of its own: one ``import pkg``
+    takes their place, and each name they bound is written through it.
+
+    Removes: ``from torch.nn.parallel import DistributedDataParallel as DDP`` and
+    ``import torch.distributed as dist`` → ``import torch`` (their uses become
+    ``torch.nn.parallel.DistributedDataParallel`` and ``torch.distributed``).
+    Never changes: a package imported once (no statement saved), a name bound again elsewhere;
+    whether ``import pkg`` makes each submodule reachable, the run decides."""
+    for top in _roots(parse(gate.best)):
+        candidate = _rooted(parse(gate.best), top)
+        if candidate is not None:
+            gate.consider(candidate)
 
 
 def _fold_all(module: cst.Module) -> str | None:
