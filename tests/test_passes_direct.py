@@ -240,3 +240,43 @@ def test_bring_home_runs_a_four_argument_target_even_when_that_is_larger() -> No
     assert size_of(home).tokens > size_of(src).tokens and size_of(home) < size_of(src)
     out = reduce_with(src, target, "bring_home")
     assert call in out and "proc.start()" not in out, out
+
+
+POOL_WITH_INITIALIZER = '''
+import concurrent.futures as cf
+import multiprocessing as mp
+
+_state = {}
+
+
+def load(path, threads):
+    _state["model"] = {"path": path, "threads": threads}
+
+
+def work(batch):
+    return _state["model"]["path"] + batch[3]
+
+
+if __name__ == "__main__":
+    with cf.ProcessPoolExecutor(2, mp.get_context("spawn"), load, ("ckpt", 1)) as pool:
+        print(pool.submit(work, ["a"]).result())
+'''
+
+
+@pytest.mark.parametrize("spelling", ["positional", "keywords", "bound"])
+def test_a_pool_initializer_is_called_before_the_task_brought_home(spelling: str) -> None:
+    # The worker runs `load("ckpt", 1)` before any task: the task called in the parent without it
+    # raises KeyError instead of the IndexError; with it first, the child process goes.
+    src = POOL_WITH_INITIALIZER
+    if spelling == "keywords":
+        src = src.replace('cf.ProcessPoolExecutor(2, mp.get_context("spawn"), load, ("ckpt", 1))',
+                          'cf.ProcessPoolExecutor(max_workers=2, initializer=load, initargs=("ckpt", 1))')
+    if spelling == "bound":
+        src = src.replace('    with cf.ProcessPoolExecutor(2, mp.get_context("spawn"), load, ("ckpt", 1)) as pool:\n'
+                          '        print(',
+                          '    pool = mp.Pool(2, load, ("ckpt", 1))\n    if pool:\n        print(')
+        src = src.replace("pool.submit(work, [\"a\"]).result()", "pool.apply(work, ([\"a\"],))")
+    out = reduce_with(src, shows("IndexError: list index out of range"), "bring_home")
+    assert "load('ckpt', 1)\n" in out or 'load("ckpt", 1)\n' in out
+    assert "work([\"a\"])" in out or "work(['a'])" in out
+    assert ".submit(" not in out and ".apply(" not in out

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from reducer.cst import collect, parse, replace, replace_many, safe
+from reducer.names import Role, census
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets
 from reducer.passes.rewrites import one_step
@@ -101,17 +102,97 @@ def _handoffs(module: cst.Module) -> list[cst.Call]:
                    (_SUBMIT | _APPLY | _WORKERS | {"run_in_executor"}))
 
 
+# Where a pool or an executor takes its initializer and its arguments positionally:
+# multiprocessing's Pool(processes, initializer, initargs), concurrent.futures'
+# ProcessPoolExecutor(max_workers, mp_context, initializer, initargs) (ThreadPoolExecutor's
+# second positional is a thread name prefix: keywords only there).
+_INIT_AT = {"Pool": (1, 2), "ProcessPoolExecutor": (2, 3)}
+
+
+def _pool_of(module: cst.Module, call: cst.Call) -> cst.Call | None:
+    """The constructor call of the pool or executor ``call`` (a hand-off or a map) is made on:
+    the receiver itself, or what its name was bound to (``pool = Pool(...)``, ``with Pool(...) as pool``)."""
+    if not isinstance(call.func, cst.Attribute):
+        return None
+    receiver = call.func.value
+    if isinstance(receiver, cst.Call):
+        return receiver
+    if not isinstance(receiver, cst.Name):
+        return None
+    made = [n.value for n in collect(module, lambda n: isinstance(n, cst.Assign) and len(n.targets) == 1
+                                     and isinstance(n.targets[0].target, cst.Name)
+                                     and n.targets[0].target.value == receiver.value and isinstance(n.value, cst.Call))]
+    made += [n.item for n in collect(module, lambda n: isinstance(n, cst.WithItem) and isinstance(n.item, cst.Call)
+                                     and isinstance(n.asname, cst.AsName) and isinstance(n.asname.name, cst.Name)
+                                     and n.asname.name.value == receiver.value)]
+    return made[0] if len(made) == 1 else None
+
+
+def initializer_call(module: cst.Module, call: cst.Call) -> cst.Call | None:
+    """``init(*initargs)`` of the pool ``call`` hands its work to, or None when it has none: a
+    worker of such a pool runs it once before any task, so the task called in the parent needs
+    it first (a model loaded into a global, threads set)."""
+    pool = _pool_of(module, call)
+    if pool is None:
+        return None
+    at = _INIT_AT.get(_name(pool.func) or "")
+    pos = _positional(pool.args)
+    init = _keyword(pool, "initializer") or (pos[at[0]].value if at and len(pos) > at[0] else None)
+    if init is None or isinstance(init, cst.Name) and init.value == "None":
+        return None
+    args = _keyword(pool, "initargs") or (pos[at[1]].value if at and len(pos) > at[1] else None)
+    return _spread(init, args, None)
+
+
+class _InitFirst(cst.CSTTransformer):
+    """``call`` → ``new``, with ``init`` as a statement of its own just before the statement
+    that holds the call (in its innermost block)."""
+
+    def __init__(self, call: cst.CSTNode, new: cst.CSTNode, init: cst.Call) -> None:
+        self.call, self.new, self.init = call, new, cst.SimpleStatementLine([cst.Expr(init)])
+        self.done = False
+
+    def leave_Call(self, original, updated):
+        return self.new if original is self.call else updated
+
+    def _block(self, original, updated):
+        if self.done:
+            return updated
+        for i, stmt in enumerate(original.body):
+            if collect(stmt, lambda n: n is self.call):
+                self.done = True
+                body = list(updated.body)
+                return updated.with_changes(body=body[:i] + [self.init] + body[i:])
+        return updated
+
+    def leave_IndentedBlock(self, original, updated):
+        return self._block(original, updated)
+
+    def leave_Module(self, original, updated):
+        return self._block(original, updated)
+
+
+def _with_initializer(module: cst.Module, call: cst.Call, old: cst.CSTNode, new: cst.CSTNode) -> str | None:
+    """``old`` → ``new`` in the module, the pool's initializer called first when it has one."""
+    init = safe(lambda: initializer_call(module, call))
+    if init is None:
+        return safe(lambda: replace(module, old, new))
+    return safe(lambda: module.visit(_InitFirst(old, new, init)).code)
+
+
 def _alternatives(module: cst.Module, call: cst.CSTNode) -> Iterable[str | None]:
     new = safe(lambda: direct_call(call))  # type: ignore[arg-type]
     if new is not None:
-        yield safe(lambda: replace(module, call, new))
+        yield _with_initializer(module, call, call, new)  # type: ignore[arg-type]
 
 
 def call_directly(gate: Gate) -> None:
     """Call each hand-off's target in place, then each consumed pool map as a builtin map.
 
     Removes: the hand-off of a function to a pool, an executor, a thread or a process
-    (``pool.submit(fn, a)`` → ``fn(a)``), and a map over a pool where its results are consumed.
+    (``pool.submit(fn, a)`` → ``fn(a)``), and a map over a pool where its results are consumed;
+    a pool made with an ``initializer`` has it called first, as its worker would
+    (``init(*initargs)`` just before the statement).
     Never changes: the function called, its arguments, or where its results are consumed; a
     hand-off whose results are never read is left to the other passes."""
     run_targets(gate, _handoffs, _alternatives)
@@ -239,7 +320,7 @@ def map_rewrites(module: cst.Module, site: MapSite) -> list[tuple[cst.CSTNode, c
 
 def _map_alternatives(module: cst.Module, site: MapSite) -> Iterable[str | None]:
     for old, new in map_rewrites(module, site):
-        yield safe(lambda old=old, new=new: replace(module, old, new))
+        yield _with_initializer(module, site.call, old, new)
 
 
 # ---- bring the failure home: a child's target called in the parent, where it would be joined ---
@@ -374,11 +455,61 @@ def bring_home(gate: Gate) -> None:
     (the signature's library frames do not need the process), every later candidate runs at
     in-process speed, without a second interpreter's imports and model build.
 
-    Removes: the child process (or pool) that ran the script's work: its target is called in the
-    parent.
+    Removes: the child process (or process pool, executor) that ran the script's work: its
+    target is called in the parent (a pool's initializer first).
     Never changes: the target function, its arguments, or the order of the calls it makes."""
     module = parse(gate.best)
     for child in _children(module):
         for source in _homes(module, child):
             if gate.consider(source):
                 return
+    # A process pool's or executor's task, submitted or mapped: the call_directly candidates
+    # (the initializer first where the pool has one), here so that the boundary call and every
+    # later run are in-process too. A thread pool's work runs in this process already.
+    for call in _handoffs(module):
+        if _process_pool(module, call):
+            for source in _alternatives(module, call):
+                if source is not None and gate.consider(_unpooled(source)):
+                    return
+    for site in _map_sites(module):
+        if _process_pool(module, site.call):
+            for source in _map_alternatives(module, site):
+                if source is not None and gate.consider(_unpooled(source)):
+                    return
+
+
+class _Unpool(cst.CSTTransformer):
+    """A process pool nothing uses any more goes: ``with Pool(...) as p: BODY`` → ``BODY``, and
+    ``p = Pool(...)`` as a statement of its own. Without it the candidate that brought the work
+    home still starts the pool (as many processes, more tokens) and is never run."""
+
+    def __init__(self, reads: dict[str, int]) -> None:
+        self.reads = reads
+
+    def _unused(self, call: cst.BaseExpression, name: cst.BaseExpression | None) -> bool:
+        return (isinstance(call, cst.Call) and _name(call.func) in _INIT_AT
+                and (name is None or isinstance(name, cst.Name) and not self.reads.get(name.value)))
+
+    def leave_With(self, original, updated):
+        if len(original.items) == 1 and isinstance(original.body, cst.IndentedBlock):
+            item = original.items[0]
+            if self._unused(item.item, item.asname.name if item.asname else None):
+                return cst.FlattenSentinel(updated.body.body)
+        return updated
+
+    def leave_SimpleStatementLine(self, original, updated):
+        s = original.body[0] if len(original.body) == 1 else None
+        if isinstance(s, cst.Assign) and len(s.targets) == 1 and self._unused(s.value, s.targets[0].target):
+            return cst.RemoveFromParent()
+        return updated
+
+
+def _unpooled(source: str) -> str:
+    module = parse(source)
+    out = safe(lambda: module.visit(_Unpool(census(module).total({Role.READ}))).code)
+    return out if out is not None else source
+
+
+def _process_pool(module: cst.Module, call: cst.Call) -> bool:
+    pool = _pool_of(module, call)
+    return pool is not None and _name(pool.func) in _INIT_AT
