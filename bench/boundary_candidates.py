@@ -20,14 +20,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.targets.registry import recipe_files  # noqa: E402
-from reducer.boundary import ENV_VAR, LAUNCHER, load, matching  # noqa: E402
+from reducer.analysis.boundary import ENV_VAR, LAUNCHER, load, matching  # noqa: E402
+from reducer.analysis.recipes import recipe_env  # noqa: E402
 from reducer.passes.boundary import candidates  # noqa: E402
-from reducer.recipes import recipe_env  # noqa: E402
 from reducer.run.raised import HOOK_DIR  # noqa: E402
 
 
 def brought_home(source: str) -> str:
-    from reducer.cst import parse
+    from reducer.analysis.cst import parse
     from reducer.passes.direct import _children, _homes
     module = parse(source)
     for child in _children(module):

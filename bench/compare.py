@@ -51,12 +51,12 @@ if str(HERE) not in sys.path:
 def count_statements(source: str) -> int:
     """Simple statements plus compound statement headers (def, class, if, for, ...), any depth:
     reprobot's own measure, so the table and reduction.json agree."""
-    from reducer.size import count_statements as statements
+    from reducer.analysis.size import count_statements as statements
     return statements(source)
 
 
 def count_tokens(source: str) -> int:
-    from reducer.size import count_tokens as tokens
+    from reducer.analysis.size import count_tokens as tokens
     return tokens(source)
 
 
@@ -181,7 +181,7 @@ def establish_target(entry: Entry, out: Path, python: str) -> Path:
 
 def candidate_timeout(signature_json: Path) -> float:
     """reprobot's own per-candidate timeout, from the original's measured run time."""
-    from reducer.oracle import candidate_timeout as derive
+    from reducer.failure.oracle import candidate_timeout as derive
     stored = json.loads(signature_json.read_text(encoding="utf-8"))
     walls = [r.get("wall_time", 0.0) for r in stored.get("runs", []) if isinstance(r, dict)]
     return derive(max(walls) if walls else 10.0)

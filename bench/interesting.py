@@ -34,8 +34,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def is_interesting(source: str, signature_json: Path, script: Path, python: str, timeout: float) -> bool:
     # Imported here so that a candidate rejected by compile() costs no import time.
+    from reducer.failure.signature import MatchOptions, Signature, find_match
     from reducer.run.runner import Runner, RunSpec
-    from reducer.signature import MatchOptions, Signature, find_match
 
     stored = json.loads(signature_json.read_text(encoding="utf-8"))
     target = Signature.from_dict(stored["signature"])

@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from reducer.signature import MatchOptions, Signature, find_match, signature_of  # noqa: E402
-from reducer.tracebacks import parse_tracebacks  # noqa: E402
+from reducer.failure.signature import MatchOptions, Signature, find_match, signature_of  # noqa: E402
+from reducer.failure.tracebacks import parse_tracebacks  # noqa: E402
 
 
 @dataclass

@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from reducer.search import Reducer  # noqa: E402
-from reducer.trace import TraceData  # noqa: E402
+from reducer.analysis.trace import TraceData  # noqa: E402
+from reducer.search.driver import Reducer  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "gpu_gemma4_bnb"
 

@@ -42,8 +42,8 @@ def main() -> int:
     ap.add_argument("--keep", type=Path, default=None, help="keep the repro folder here")
     args = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from reducer.failure.signature import MatchOptions, distinct_failures
     from reducer.run.runner import Runner, RunSpec
-    from reducer.signature import MatchOptions, distinct_failures
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="reprobot-bench-versions-"))
     folder = root / "gemma4-sdpa"

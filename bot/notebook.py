@@ -1,6 +1,6 @@
 """`reprobot reduce nb.ipynb`: the notebook's side of the command and of the draft (issue #43).
 
-reducer/notebook.py exports the notebook to one script; the reduction then runs on that script
+reducer/failure/notebook.py exports the notebook to one script; the reduction then runs on that script
 exactly as on any other. This module says what the command prints about the notebook (the cell
 that failed, the saved error output under ``--from-outputs`` and whether the run confirms it),
 records it in the repro folder's ``notebook.json`` (the draft's sentence about the failing cell
@@ -24,7 +24,7 @@ from bot.output import console
 from bot.scrub import scrub
 from bot.store import ReproDir, write_json_atomic, write_text_atomic
 from reducer.errors import ExitCode, ReprobotError
-from reducer.notebook import (Notebook, Place, SavedError, describe_cell, failing_place, is_notebook,
+from reducer.failure.notebook import (Notebook, Place, SavedError, describe_cell, failing_place, is_notebook,
                               read_notebook)
 
 REPRO_NOTEBOOK = "repro.ipynb"
@@ -114,7 +114,7 @@ def confirms(saved: SavedError, record) -> bool:
     """The saved error and the run's are the same exception: the same class name and the same
     message, up to reprobot's message normalisation and the order of its words (a set's repr
     is ordered by the run's hash seed)."""
-    from reducer.normalize import normalize_message
+    from reducer.failure.normalize import normalize_message
     if saved.ename.rsplit(".", 1)[-1] != str(record.exc_type).rsplit(".", 1)[-1]:
         return False
     a, b = normalize_message(saved.evalue), normalize_message(record.message)
@@ -143,6 +143,6 @@ def _cell_words(nb: Notebook, cell: int, count: int | None) -> str:
 def _place_dict(nb: Notebook, place: Place | None) -> dict[str, Any] | None:
     if place is None:
         return None
-    from reducer.notebook import failing_line
+    from reducer.failure.notebook import failing_line
     return {"cell": place.cell, "line": place.line, "execution_count": nb.execution_counts[place.cell - 1],
             "text": failing_line(nb, place)}

@@ -7,7 +7,7 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
 
-from reducer.search import Progress
+from reducer.search.driver import Progress
 
 PLAIN_EVERY = 30.0
 

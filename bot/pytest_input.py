@@ -4,7 +4,7 @@ command and of the draft (issue #43).
 
 pytest runs the selection once in the user's interpreter (reducer/run/pytest_run.py) and says
 which tests failed and how; the first failing one (``--pick N``: the Nth) is written as a plain
-script (reducer/pytest_node.py), and that script is reduced exactly as any other, under the test
+script (reducer/failure/pytest_node.py), and that script is reduced exactly as any other, under the test
 module's name in a scratch copy of its folder. The script's failure must be the test's: the
 signature pytest's run shows (its own frames that only call the test left out) and the one the
 script's runs show are compared before anything is stored. ``pytest.json`` in the repro folder
@@ -26,9 +26,9 @@ from bot.output import console
 from bot.scrub import scrub
 from bot.store import ReproDir, write_json_atomic
 from reducer.errors import ExitCode, ReprobotError
-from reducer.outcome import TracebackRecord
-from reducer.pytest_node import NodeScript, build_script
-from reducer.signature import MatchOptions, Signature, signature_of
+from reducer.failure.outcome import TracebackRecord
+from reducer.failure.pytest_node import NodeScript, build_script
+from reducer.failure.signature import MatchOptions, Signature, signature_of
 
 RECORD = "pytest.json"
 # pytest's default python_files: a file named so, with tests in it, is a test module.
@@ -116,8 +116,8 @@ def looks_like_test_module(path: Path) -> bool:
 def load_test(request: NodeRequest, python: str, timeout: float, pick: int, cwd: Path | None = None) -> PytestTest:
     """Run the selection under pytest, choose the failing test (the ``pick``-th), write it as a
     script; one line and a non-zero exit when nothing fails or it cannot be written."""
+    from reducer.failure.tracebacks import parse_tracebacks
     from reducer.run.pytest_run import run_pytest
-    from reducer.tracebacks import parse_tracebacks
     console.print(f"running [bold]pytest {escape(scrub(shlex.join(request.args)).text)}[/] once to find the "
                   "failing test", highlight=False)
     run = run_pytest(request.args, python, cwd or Path.cwd(), timeout, maxfail=pick)

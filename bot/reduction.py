@@ -22,9 +22,9 @@ from bot.verified import record_verified, verification
 from reducer import engine
 from reducer.engine import Note, Reduction
 from reducer.errors import ExitCode, ReprobotError
-from reducer.failure import Failure
-from reducer.loop import Progress, ReductionResult
-from reducer.standalone import Standalone
+from reducer.failure.original import Failure
+from reducer.reduction.standalone import Standalone
+from reducer.search.loop import Progress, ReductionResult
 
 
 @dataclass

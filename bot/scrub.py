@@ -134,7 +134,7 @@ _PUTTY = re.compile(r"PuTTY-User-Key-File-\d+:[^\n]*+(?:\n(?![ \t]*\n)[^\n]*+)*+
 # where a quote reads \"): _Q is a quote, escaped or not, and values stop at a backslash, so a
 # redaction never takes the backslash of an escaped quote with it.
 _Q = r"\\?[\"']"
-# Normalised messages (reducer/normalize.py: signatures, dedup queries, related.json) have a digit
+# Normalised messages (reducer/failure/normalize.py: signatures, dedup queries, related.json) have a digit
 # run that stands alone replaced by <N> and a long hex run by <HEX>: inside a credential too.
 _NORM = r"<(?:N|HEX)>"
 # AWS secret access keys have no prefix: only recognisable next to their name.

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reducer.errors import ExitCode, ReprobotError
+from reducer.failure.signature import Signature
 from reducer.run.processes import script_argument
-from reducer.signature import Signature
 
 if TYPE_CHECKING:
-    from reducer.failure import Failure, FailureSpec
+    from reducer.failure.original import Failure, FailureSpec
 
 DEFAULT_ROOT = Path("repros")
 
@@ -144,7 +144,7 @@ def record_failure(failure: "Failure", root: Path = DEFAULT_ROOT) -> ReproDir:
         # the GPU set it was confirmed on, how many the original used, and whether one is enough
         "gpus": failure.gpu.to_dict(),
         "needs_gpus": failure.gpu.needs_gpus,
-        # how often the original failed this way (reducer/flaky.py), and the seed that fixed it
+        # how often the original failed this way (reducer/failure/flaky.py), and the seed that fixed it
         "rate": failure.rate.to_dict() if failure.rate else None,
         "seed": failure.seed,
     })
@@ -166,8 +166,8 @@ def find_stored(root: Path, spec: "FailureSpec") -> "tuple[Failure, ReproDir] | 
     """The repro folder an earlier `reduce` of this script (same arguments, same launch line)
     left under ``root``, as (Failure, ReproDir), without running anything; None when there is
     none to continue (`reduce --resume`)."""
-    from reducer.failure import stored_failure
-    from reducer.outcome import TracebackRecord
+    from reducer.failure.original import stored_failure
+    from reducer.failure.outcome import TracebackRecord
     if not root.is_dir():
         return None
     prefix = slugify(spec.script.stem) + "-"

@@ -8,9 +8,9 @@
     result.record           # its traceback record from that run (None: not verified)
 
 In order: the GPU sets and the oracle; a resumed start checked cold before it is trusted; the warm
-start (reducer/warm_start.py); the traced runs of the original (reducer/retrace.py); the search
-(reducer/search.py), its candidates on a Ray cluster with ``Options.cluster``
-(reducer/cluster/session.py); then the final word (reducer/cold_verdict.py): the cold verdict and
+start (reducer/reduction/warm_start.py); the traced runs of the original (reducer/reduction/retrace.py); the search
+(reducer/search/driver.py), its candidates on a Ray cluster with ``Options.cluster``
+(reducer/cluster/session.py); then the final word (reducer/reduction/cold_verdict.py): the cold verdict and
 the walk back to an earlier result, the self-contained step, and a flaky failure's repro rate.
 A search stopped at the time limit is verified like a finished one, within ``verify_grace``.
 
@@ -26,20 +26,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
-from reducer.cold_verdict import cold_verdict, repro_rate, self_contained, unmeasured_rate
+from reducer.analysis.size import count_statements
+from reducer.analysis.trace import TraceData
 from reducer.errors import DeadlineReached, ExitCode, ReprobotError
-from reducer.failure import Failure
-from reducer.flaky import Rate, seed_calls
-from reducer.loop import Progress, ReductionResult
-from reducer.oracle import Oracle, candidate_memory, candidate_timeout
-from reducer.outcome import Outcome, TracebackRecord
-from reducer.retrace import retracer, trace_original
+from reducer.failure.flaky import Rate, seed_calls
+from reducer.failure.oracle import Oracle, candidate_memory, candidate_timeout
+from reducer.failure.original import Failure
+from reducer.failure.outcome import Outcome, TracebackRecord
+from reducer.reduction.cold_verdict import cold_verdict, repro_rate, self_contained, unmeasured_rate
+from reducer.reduction.retrace import retracer, trace_original
+from reducer.reduction.standalone import Standalone
+from reducer.reduction.warm_start import WarmReport, reference_set, start_warm
 from reducer.run.gpu import GpuPool, parse_gpus
-from reducer.search import Reducer
-from reducer.size import count_statements
-from reducer.standalone import Standalone
-from reducer.trace import TraceData
-from reducer.warm_start import WarmReport, reference_set, start_warm
+from reducer.search.driver import Reducer
+from reducer.search.loop import Progress, ReductionResult
 
 # A reduction stopped at the time limit verifies its best result within this long past it, at
 # least (four cold runs of the original when that is longer): `reduce --help` says so.
@@ -74,7 +74,7 @@ class Options:
     seen: dict[str, bool] = field(default_factory=dict)
     stats: dict[str, Any] | None = None
     stored_trace: dict[str, Any] | None = None
-    # What only the caller knows: the value-recipe files of the targets (reducer/recipes.py), most
+    # What only the caller knows: the value-recipe files of the targets (reducer/analysis/recipes.py), most
     # specific first, and which text must never be written into the repro (a scrubber's finding).
     recipes: tuple[Path, ...] = ()
     private: Callable[[str], bool] = lambda _text: False

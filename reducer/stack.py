@@ -6,9 +6,9 @@ by bot/targets/registry.py when it is imported). The engine asks two things:
 
 * which top-level import names are library code when a frame comes from an editable checkout
   (``.../transformers/src/transformers/trainer.py``): ``checkout_packages()``, read by the frame
-  normaliser (reducer/normalize.py). Frames under site-packages, dist-packages or the standard
+  normaliser (reducer/failure/normalize.py). Frames under site-packages, dist-packages or the standard
   library are library frames whatever is registered;
-* how a repro spells what it read from a local folder without the folder (reducer/standalone.py):
+* how a repro spells what it read from a local folder without the folder (reducer/reduction/standalone.py):
   ``config_by_type(owner)``, the call that builds a model config from its model type alone
   (``AutoConfig.for_model``), and ``adapter_wrapper(config_class)``, the call that puts an adapter
   config on a model (``get_peft_model``). None: no registered target knows one, and the rewrites
@@ -16,7 +16,7 @@ by bot/targets/registry.py when it is imported). The engine asks two things:
 
 How a value of a library class is rebuilt at the boundary call is the other half of what a target
 gives the engine; it runs in the user's interpreter, so it is handed over as files
-(reducer/recipes.py), not through this module.
+(reducer/analysis/recipes.py), not through this module.
 
 Used without the bot (nothing registered), the engine keeps the frame rule it always had:
 ``ENGINE_ALONE_CHECKOUTS`` below, the one list of the stack's names outside bot/targets/

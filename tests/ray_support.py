@@ -28,10 +28,10 @@ class Reduced:
 def reduce_with(runner, source: str, jobs: int) -> Reduced:
     """The real oracle and search over ``runner``; the target is the original's last traceback,
     as run by the local engine."""
-    from reducer.oracle import Oracle
+    from reducer.failure.oracle import Oracle
+    from reducer.failure.signature import MatchOptions, signature_of
     from reducer.run.runner import Runner
-    from reducer.search import Reducer
-    from reducer.signature import MatchOptions, signature_of
+    from reducer.search.driver import Reducer
     local = runner.local if hasattr(runner, "local") else runner
     assert isinstance(local, Runner)
     original = local.run(source, timeout=60)

@@ -8,8 +8,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-from reducer.signature import MatchOptions, Signature, find_match, signature_of
-from reducer.tracebacks import parse_tracebacks
+from reducer.failure.signature import MatchOptions, Signature, find_match, signature_of
+from reducer.failure.tracebacks import parse_tracebacks
 
 
 def run_source(source: str, *, python: str = sys.executable, launcher: list[str] | None = None,
@@ -94,6 +94,6 @@ class RecordingOracle:
 def reduce_with(source: str, oracle, *pass_names: str, **kw) -> str:
     """Reduce with only the named passes (no trace, no final formatting) and return the result."""
     from reducer.passes import BY_NAME
-    from reducer.search import Reducer
+    from reducer.search.driver import Reducer
     kw.setdefault("format_result", False)
     return Reducer(source, oracle, passes=[BY_NAME[n] for n in pass_names], **kw).run().best_source

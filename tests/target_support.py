@@ -14,7 +14,7 @@ from bot.env.probe import run_probe, shape_env
 from bot.targets import Target, get_target, probe_sections
 from bot.upstream.failure import failure_from_text
 from bot.upstream.route import RouteResult, route
-from reducer.normalize import library_path, package_of
+from reducer.failure.normalize import library_path, package_of
 from tests.test_route import tb
 
 SHARED_FORMS = Path(__file__).resolve().parents[2] / "shared" / "upstream-forms"

@@ -11,7 +11,7 @@ from markdown_it import MarkdownIt
 from bot.action.render import MAX_REPLY, code_span, fence, load_reply, marker, md_text, render_reply
 from bot.action.result import STATUSES, ActionResult
 from reducer.errors import ReprobotError
-from reducer.signature import Signature
+from reducer.failure.signature import Signature
 
 NODE = "D_kwDOfake0000001"
 FAKE_TOKEN = "ghp_" + "Q" * 12 + "0123456789abcdefghijklmn"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from reducer.boundary import Boundary, boundary_run, peer_calls
+from reducer.analysis.boundary import Boundary, boundary_run, peer_calls
 from reducer.passes.boundary import _merge_nodes, candidates
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -213,9 +213,9 @@ def test_a_ddp_job_whose_ranks_build_other_sizes_gets_the_per_rank_call(tmp_path
     # through torchrun, as a reduction runs it: the failing rank's record, the watched run, pytorch's
     # process_state recipe; the first candidate then fails the same way under the same line
     from bot.targets.registry import recipe_files
+    from reducer.analysis.trace import runner_run_fn
     from reducer.run.launch import parse_launch
     from reducer.run.runner import Runner, RunSpec
-    from reducer.trace import runner_run_fn
     script = tmp_path / "train.py"
     script.write_text(DDP_SCRIPT, encoding="utf-8")
     launch = parse_launch(["torchrun", "--nproc_per_node", "2", "train.py"], tmp_path, PY)

@@ -16,7 +16,7 @@ from bot.targets import REPO_KEYS
 from reducer.errors import ExitCode
 from reducer.passes import STRUCTURE
 from reducer.passes.base import Gate, Pass
-from reducer.search import Reducer
+from reducer.search.driver import Reducer
 from tests.reducer_support import raises
 
 ROOT = Path(__file__).resolve().parents[1]

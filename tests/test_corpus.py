@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from reducer.normalize import library_path
-from reducer.signature import MatchOptions, Signature, signature_of
-from reducer.tracebacks import all_records, parse_tracebacks
+from reducer.failure.normalize import library_path
+from reducer.failure.signature import MatchOptions, Signature, signature_of
+from reducer.failure.tracebacks import all_records, parse_tracebacks
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "bench" / "corpus"

@@ -14,7 +14,7 @@ from bot.issue.draft import URL_MAX, build_draft, fence, load_draft, make_title,
 from bot.issue.forms import NO_RESPONSE, REPO_KEYS, field_values, get_form, load_forms, parse_sections, validate
 from bot.scrub import find_secrets
 from reducer.errors import ExitCode
-from reducer.tracebacks import parse_tracebacks
+from reducer.failure.tracebacks import parse_tracebacks
 from tests.draft_support import SHARED_FORMS, add_route_and_related, copy_repro
 
 TRACEBACKS = Path(__file__).parent / "data" / "tracebacks"

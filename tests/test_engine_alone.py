@@ -20,7 +20,7 @@ ALONE = """
 import json, sys
 from pathlib import Path
 from reducer.engine import DONE, Options, Quiet, reduce
-from reducer.failure import FailureSpec, find_failure
+from reducer.failure.original import FailureSpec, find_failure
 
 script = Path(sys.argv[1])
 failure = find_failure(FailureSpec(script=script, source=script.read_text(), python=sys.executable, timeout=60))

@@ -1,6 +1,6 @@
 """The engine's interface to what the targets know (reducer/stack.py): the engine alone keeps the
 editable-checkout rule it always had and knows no standalone spelling; the bot registers the
-targets at start-up, so a target added later is known to the engine at once, and reducer/standalone.py
+targets at start-up, so a target added later is known to the engine at once, and reducer/reduction/standalone.py
 writes a config or adapter folder with the spelling the owning target gives, never its own."""
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from bot import targets as registry
 from bot.targets import Target, textarea
 from bot.targets.registry import ENGINE_STACK
 from reducer import stack
-from reducer.artefacts import Context, find_reads
-from reducer.normalize import library_path
-from reducer.standalone import rewrites
+from reducer.analysis.artefacts import Context, find_reads
+from reducer.failure.normalize import library_path
+from reducer.reduction.standalone import rewrites
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,7 +28,7 @@ def test_the_engine_alone_keeps_its_rule_and_imports_no_bot() -> None:
     code = textwrap.dedent("""
         import json, sys
         from reducer import stack
-        from reducer.normalize import library_path
+        from reducer.failure.normalize import library_path
         print(json.dumps({
             "stack": type(stack.current()).__name__,
             "transformers": library_path("/home/u/transformers/src/transformers/trainer.py"),
@@ -76,7 +76,7 @@ def test_once_unregistered_its_checkout_is_user_code_again() -> None:
     assert "widgetlib" not in stack.checkout_packages() and library_path(CHECKOUT) is None
 
 
-# ---- reducer/standalone.py asks the interface, the targets answer -----------------------------------
+# ---- reducer/reduction/standalone.py asks the interface, the targets answer -----------------------------------
 
 CONFIG_INFO = {"class": "LlamaConfig", "model_type": "llama",
                "values": {"model_type": "llama", "hidden_size": 16, "num_hidden_layers": 1}}

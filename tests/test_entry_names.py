@@ -16,7 +16,7 @@ import pytest
 from bot.issue.draft import _expected, make_title
 from bot.upstream.failure import failure_from_text
 from bot.upstream.route import route
-from reducer.tracebacks import parse_tracebacks
+from reducer.failure.tracebacks import parse_tracebacks
 
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
@@ -125,7 +125,7 @@ def test_without_routing_a_called_module_is_named_by_the_method_past_the_plumbin
     # a draft built before `route` ran (no route.json): the stored traceback's frames alone, paths
     # written ``<env>/...`` as reprobot stores them, the class read from this interpreter's torch
     from bot.issue.draft import entry_point
-    from reducer.outcome import Frame, TracebackRecord
+    from reducer.failure.outcome import Frame, TracebackRecord
     import torch.nn.parallel.distributed as ddp
     line = next(i for i, text in enumerate(Path(ddp.__file__).read_text().splitlines(), 1)
                 if text.strip().startswith("def forward(self, *inputs"))

@@ -100,8 +100,8 @@ def test_every_run_records_its_modules_and_keeps_the_failure(tmp_path: Path) -> 
     assert "email" in mods and "helper_mod" in mods
     assert "email.parser" not in mods  # top-level names only
     assert mods == sorted(mods)
+    from reducer.failure.signature import distinct_failures
     from reducer.run.runner import Runner, RunSpec
-    from reducer.signature import distinct_failures
     runner = Runner(RunSpec(script=script, args=("arg1",), timeout=60))
     plain = runner.run(script.read_text())
     recorded = runner.run(script.read_text(), extra_env={MODULES_ENV: str(tmp_path / "m.jsonl")})

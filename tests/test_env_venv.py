@@ -27,8 +27,8 @@ from bot.cli import main
 from bot.env.probe import capture_env, run_probe, write_env
 from bot.env.lockfile import index_reachable, write_lock
 from bot.store import ReproDir
+from reducer.failure.signature import distinct_failures
 from reducer.run.runner import Runner, RunSpec
-from reducer.signature import distinct_failures
 
 pytestmark = pytest.mark.slow
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from bench.run_alone import run_alone
-from reducer.signature import MatchOptions, Signature, signature_of
-from reducer.size import count_statements
-from reducer.tracebacks import all_records, parse_tracebacks
+from reducer.analysis.size import count_statements
+from reducer.failure.signature import MatchOptions, Signature, signature_of
+from reducer.failure.tracebacks import all_records, parse_tracebacks
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "cpu_gemma4_lora" / "train_lora.py"
@@ -130,7 +130,7 @@ def test_readme_demo_reduces_the_quick_example_and_previews_the_issue(tmp_path):
         # differ since issue #38: the model is rebuilt from its config's non-default values and
         # the value passes shrink them, and a size the message shows only as a product of two
         # config entries (out_features = heads x head_dim) is not protected (the closing note says so)
-        from reducer.normalize import normalize_message
+        from reducer.failure.normalize import normalize_message
         original = json.loads((folder / "signature.json").read_text(encoding="utf-8"))["record"]["message"]
         last = parse_tracebacks((folder / "traceback.txt").read_text(encoding="utf-8"), "stderr")[-1]
         assert normalize_message(last.message) == normalize_message(original)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reducer.flaky import Rate, clean_runs_to_refuse, keep_running, seed_calls, seeded_source
+from reducer.failure.flaky import Rate, clean_runs_to_refuse, keep_running, seed_calls, seeded_source
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -21,7 +21,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
-from reducer.tracebacks import parse_tracebacks
+from reducer.failure.tracebacks import parse_tracebacks
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gpu_gemma4_bnb"
 WORKER = EXAMPLE / "inference_worker.py"

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from reducer.errors import ReprobotError
+from reducer.failure.oracle import Oracle
+from reducer.failure.signature import MatchOptions, Signature
 from reducer.run.gpu import GpuPool, compute_pids, parse_gpus, visible_gpus, wait_released
-from reducer.oracle import Oracle
 from reducer.run.runner import Runner, RunSpec
-from reducer.signature import MatchOptions, Signature
 
 FAKE_SMI = textwrap.dedent("""\
     #!/usr/bin/env python3

@@ -12,10 +12,10 @@ import time
 import pytest
 
 import reducer.run.gpu as gpu_mod
-from reducer.run.devices import DEVICES_ENV, read_devices
 from reducer.engine import DONE, Options, Quiet, reduce
 from reducer.errors import ExitCode, ReprobotError
-from reducer.failure import FailureSpec, find_failure
+from reducer.failure.original import FailureSpec, find_failure
+from reducer.run.devices import DEVICES_ENV, read_devices
 from reducer.run.gpu import GpuPool, split_sets
 from reducer.run.runner import Runner, RunSpec
 
@@ -281,7 +281,7 @@ def _verdict_setup(tmp_path, source):
 
 
 def test_walk_back_skips_results_that_fail_or_hang_on_one_gpu(tmp_path, recorded_runs):
-    from reducer.cold_verdict import cold_verdict
+    from reducer.reduction.cold_verdict import cold_verdict
     failure, oracle = _verdict_setup(tmp_path, TWO_ONLY)
     assert failure.gpu.needs_gpus == 2
     keeps = TWO_ONLY.replace("padding = json.dumps([1, 2, 3])\n    ", "")
@@ -299,7 +299,7 @@ def test_walk_back_skips_results_that_fail_or_hang_on_one_gpu(tmp_path, recorded
 
 
 def test_a_hang_on_one_gpu_is_allowed_when_the_original_hung_there(tmp_path):
-    from reducer.cold_verdict import keeps_needing_gpus
+    from reducer.reduction.cold_verdict import keeps_needing_gpus
     failure, oracle = _verdict_setup(tmp_path, TWO_ONLY)
     hangs = textwrap.dedent(TWO_ONLY).lstrip().replace('print("one device: nothing to mix up")',
                                                          "import time; time.sleep(600)")

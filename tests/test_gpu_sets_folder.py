@@ -7,8 +7,8 @@ import json
 
 from bot.issue.draft import _evidence
 from bot.store import ReproDir, record_failure
-from reducer.failure import find_failure
-from reducer.signature import Signature
+from reducer.failure.original import find_failure
+from reducer.failure.signature import Signature
 from tests.test_gpu_sets import SAME_DEVICE, TWO_ONLY, no_nvidia_smi, spec_for, write  # noqa: F401 - a fixture
 
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reducer.tracebacks import hang_record
+from reducer.failure.tracebacks import hang_record
 
 ROOT = Path(__file__).resolve().parent.parent
 

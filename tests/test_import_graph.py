@@ -203,10 +203,10 @@ def test_the_layer_check_can_fail() -> None:
     assert layer_of("reducer.run.runner") == 0 and layer_of("reducer.run.exception_hook.sitecustomize") == 0
     assert layer_of("bot.commands.file") == 5 and layer_of("bot.cli") == 5
     assert layer_of("bot.github_api") == 2 and layer_of("bot.reduction") == 4 and layer_of("reducer.engine") == 0
-    assert upward_edges({"reducer.search": {"bot.store"}, "bot.upstream.kind": {"bot.rerun.report"},
+    assert upward_edges({"reducer.search.driver": {"bot.store"}, "bot.upstream.kind": {"bot.rerun.report"},
                          "bot.commands.file": {"bot.issue.filing"}}) == [
         "bot.upstream.kind (stages) -> bot.rerun.report (drivers)",
-        "reducer.search (engine) -> bot.store (core)"]
+        "reducer.search.driver (engine) -> bot.store (core)"]
 
 
 def test_an_unplaced_module_fails_the_layer_check() -> None:
@@ -274,8 +274,8 @@ def test_no_package_cycle_under_bot() -> None:
 # search: only itself and the failure's own data types, plus artefacts.env_names (the variables a
 # script reads, left out of a run made "alone"). A new edge out of run/ is a decision, made here.
 RUN = "reducer.run"
-RUN_MAY_IMPORT = ("reducer.errors", "reducer.outcome", "reducer.normalize", "reducer.tracebacks",
-                  "reducer.artefacts")
+RUN_MAY_IMPORT = ("reducer.errors", "reducer.failure.outcome", "reducer.failure.normalize", "reducer.failure.tracebacks",
+                  "reducer.analysis.artefacts")
 
 
 def run_edges_out(graph: dict[str, set[str]]) -> list[str]:
@@ -286,20 +286,103 @@ def run_edges_out(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_the_run_rule_can_fail() -> None:
-    assert run_edges_out({"reducer.run.runner": {"reducer.run.limits", "reducer.outcome", "reducer.oracle"},
-                          "reducer.oracle": {"reducer.run.slots"}}) == ["reducer.run.runner -> reducer.oracle"]
+    assert run_edges_out({"reducer.run.runner": {"reducer.run.limits", "reducer.failure.outcome", "reducer.failure.oracle"},
+                          "reducer.failure.oracle": {"reducer.run.slots"}}) == ["reducer.run.runner -> reducer.failure.oracle"]
 
 
 def test_the_run_package_holds_the_run_machinery() -> None:
     graph = import_graph()
     assert {"reducer.run.runner", "reducer.run.zygote", "reducer.run.slots",
             "reducer.run.exception_hook.sitecustomize"} <= set(graph)
-    assert "reducer.run.slots" in graph["reducer.oracle"]      # the search reaches runs through the seam
+    assert "reducer.run.slots" in graph["reducer.failure.oracle"]      # the search reaches runs through the seam
 
 
 def test_the_run_machinery_never_imports_the_search() -> None:
     found = run_edges_out(import_graph())
     assert found == [], "reducer/run/ imports outside what it may (RUN_MAY_IMPORT):\n" + "\n".join(found)
+
+
+# ---- the engine's stages --------------------------------------------------------------------
+# Inside reducer/, each stage is a folder and the folders are layers, lowest first: a module
+# imports its own folder and the ones below it, never one above. run/ is the lowest; what it reads
+# from above is RUN_MAY_IMPORT's list (the failure's data types a run produces, the variables a
+# script reads) and nothing else. Like LAYERS, every module of reducer/ is named: a new module at
+# reducer/'s top is in no stage until it is placed here (or moved into its stage's folder).
+ENGINE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # the public face below every folder: the exit codes, the interface the targets answer
+    ("base", ("reducer", "reducer.errors", "reducer.stack")),
+    ("run", ("reducer.run.*",)),
+    ("failure", ("reducer.failure.*",)),
+    ("analysis", ("reducer.analysis.*",)),
+    ("passes", ("reducer.passes.*",)),
+    ("search", ("reducer.search.*",)),
+    # the steps around the search, and the search's runs on a Ray cluster (--cluster)
+    ("reduction", ("reducer.reduction.*", "reducer.cluster.*")),
+    ("entry", ("reducer.engine",)),
+)
+
+
+def stage_of(module: str) -> int | None:
+    """The engine layer of ``module`` (a module of reducer/), or None when no entry names it."""
+    for rank, (_, entries) in enumerate(ENGINE_LAYERS):
+        if any(_covers(entry, module) for entry in entries):
+            return rank
+    return None
+
+
+def _in_engine(module: str) -> bool:
+    return module == "reducer" or module.startswith("reducer.")
+
+
+def unstaged(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(m for m in graph if _in_engine(m) and stage_of(m) is None)
+
+
+def stale_stages(graph: dict[str, set[str]]) -> list[str]:
+    return [entry for _, entries in ENGINE_LAYERS for entry in entries if not any(_covers(entry, m) for m in graph)]
+
+
+def stage_edges_up(graph: dict[str, set[str]]) -> list[str]:
+    out = []
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            a, b = stage_of(module), stage_of(target)
+            if a is None or b is None or b <= a:
+                continue
+            if (module == RUN or module.startswith(RUN + ".")) and target in RUN_MAY_IMPORT:
+                continue        # the run rule's own list, checked by test_the_run_machinery_never_imports_the_search
+            out.append(f"{module} ({ENGINE_LAYERS[a][0]}) -> {target} ({ENGINE_LAYERS[b][0]})")
+    return out
+
+
+def test_the_stage_check_can_fail() -> None:
+    assert stage_of("reducer.errors") == 0 and stage_of("reducer.run.runner") == 1
+    assert stage_of("reducer.failure.oracle") == 2 and stage_of("reducer.engine") == 7
+    assert stage_of("reducer.brand_new") is None and stage_of("reducer.engine.extra") is None
+    assert unstaged({"reducer.brand_new": set(), "reducer.search.judge": set(), "bot.store": set()}) == [
+        "reducer.brand_new"]
+    assert stale_stages({"reducer.errors": set()})[:2] == ["reducer", "reducer.stack"]
+    assert stage_edges_up({"reducer.failure.oracle": {"reducer.search.judge", "reducer.run.slots"},
+                           "reducer.run.runner": {"reducer.failure.outcome", "reducer.failure.oracle"},
+                           "reducer.analysis.cst": {"reducer.passes.base"}}) == [
+        "reducer.analysis.cst (analysis) -> reducer.passes.base (passes)",
+        "reducer.failure.oracle (failure) -> reducer.search.judge (search)",
+        "reducer.run.runner (run) -> reducer.failure.oracle (failure)"]
+
+
+def test_every_engine_module_has_a_stage() -> None:
+    found = unstaged(import_graph())
+    assert found == [], "modules of reducer/ in no stage (move them into a stage's folder): " + ", ".join(found)
+
+
+def test_every_stage_entry_names_a_module() -> None:
+    found = stale_stages(import_graph())
+    assert found == [], "ENGINE_LAYERS entries that name no module (moved or gone?): " + ", ".join(found)
+
+
+def test_no_engine_module_imports_a_stage_above_its_own() -> None:
+    found = stage_edges_up(import_graph())
+    assert found == [], "imports against the engine's stage order:\n" + "\n".join(found)
 
 
 # ---- the pass families -----------------------------------------------------------------------
@@ -360,7 +443,7 @@ def test_the_private_import_rule_can_fail() -> None:
                "reducer.passes.cleanup": {("reducer.passes._shared", "spread_kwargs")},
                "reducer.passes.bindings": {("reducer.passes._shared", "")},
                "reducer.passes.single": {("reducer.passes.single", "_names")},        # its own: fine
-               "reducer.search": {("reducer.judge", "_unbound"), ("reducer.passes", "__doc__")},   # not a pass; a dunder
+               "reducer.search.driver": {("reducer.search.judge", "_unbound"), ("reducer.passes", "__doc__")},   # not a pass; a dunder
                "bot.standalone": {("reducer.passes.cleanup", "_apply")}}
     assert private_pass_imports(imports) == [
         "bot.standalone: reducer.passes.cleanup._apply",

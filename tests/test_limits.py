@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from reducer.errors import ExitCode
-from reducer.run.limits import RunLimits, apply_limits, user_tasks
 from reducer.passes.base import Pass
+from reducer.run.limits import RunLimits, apply_limits, user_tasks
 from reducer.run.runner import Runner, RunSpec
-from reducer.search import Reducer
+from reducer.search.driver import Reducer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,7 +85,7 @@ def test_sigterm_stops_a_pass_that_is_still_computing(tmp_path) -> None:
         sys.path.insert(0, {str(ROOT)!r})
         sys.path.insert(0, {str(ROOT / 'tests')!r})
         from bot.cli import _on_sigterm
-        from reducer.search import Reducer
+        from reducer.search.driver import Reducer
         from test_limits import _spinning
         signal.signal(signal.SIGTERM, _on_sigterm)
         spin, state = _spinning(Path({str(marker)!r}))

@@ -1,4 +1,4 @@
-"""The one name analysis (reducer/names.py) against the five analyses it stands for.
+"""The one name analysis (reducer/analysis/names.py) against the five analyses it stands for.
 
 Those are kept here only, as references: `_Uses` (cleanup), `binding_counts`
 (constants), `_bound_names` and the read/skip rules of `_Effects` (slicing), and the skip rules
@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reducer import names as _names
+from reducer.analysis import names as _names
+from reducer.analysis.cst import collect
+from reducer.analysis.names import Role, bound_names, binding_counts, uses
 from reducer.passes import constants, slicing
-from reducer.names import Role, bound_names, binding_counts, uses
-from reducer.cst import collect
 from tests.test_properties import PROGRAMS, sampled_real
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ import pytest
 
 from bot.cli import main
 from reducer.errors import ExitCode, ReprobotError
-from reducer.notebook import read_notebook
+from reducer.failure.notebook import read_notebook
 
 
 def notebook(cells: list, path: Path | None = None, **top) -> dict:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import sys
 
-from reducer.boundary import boundary_run, matching
+from reducer.analysis.boundary import boundary_run, matching
+from reducer.analysis.trace import TraceData, subprocess_run_fn
 from reducer.passes import PRELUDE
 from reducer.passes.boundary import candidates
-from reducer.search import Reducer
-from reducer.trace import TraceData, subprocess_run_fn
+from reducer.search.driver import Reducer
 from tests.reducer_support import SubprocessOracle
 
 
@@ -295,7 +295,7 @@ def test_the_boundary_call_is_accepted_with_fewer_statements_and_more_tokens(tmp
     # a fraction of the statements, so the prelude accepts it (the value passes shrink it next)
     (tmp_path / "fakepadder.py").write_text(PADDER_LIBRARY)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    from reducer.size import count_statements, size_of
+    from reducer.analysis.size import count_statements, size_of
     result, oracle = _reduce(MANY_ROWS, passes=[], prelude=PRELUDE)
     assert result.best_source.startswith("from fakepadder import Padder\nPadder(width=3, fill=-1)([[0], [1, 1], ")
     assert count_statements(result.best_source) == 2 < count_statements(MANY_ROWS)

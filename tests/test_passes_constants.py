@@ -1,7 +1,7 @@
 """Constant propagation (names bound once, registry lookups, recorded values): exact outputs."""
 from __future__ import annotations
 
-from reducer.trace import CallRecord, TraceData
+from reducer.analysis.trace import CallRecord, TraceData
 from tests.reducer_support import RecordingOracle, raises, reduce_with
 
 

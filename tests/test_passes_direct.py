@@ -72,7 +72,7 @@ t.join()
 
 # ---- a pool's or executor's map, where its results are consumed ------------------------------
 def _map_rewrites(source: str) -> list[str]:
-    from reducer.cst import replace
+    from reducer.analysis.cst import replace
     from reducer.passes.direct import _map_sites, map_rewrites
     module = cst.parse_module(source)
     return [replace(module, old, new) for site in _map_sites(module) for old, new in map_rewrites(module, site)]
@@ -220,7 +220,7 @@ def test_bring_home_at_the_start_drops_the_join_when_results_are_read_before_it(
 def test_bring_home_runs_a_four_argument_target_even_when_that_is_larger() -> None:
     """Issue #38: the target takes four arguments (a queue, two from argparse, a dict), so the
     call in the parent is more tokens than the start and join it replaces. It removes a process,
-    which the size order counts first (reducer/size.py), so it is run and kept; the old order
+    which the size order counts first (reducer/analysis/size.py), so it is run and kept; the old order
     refused it without a run."""
     src = QUEUE_WORKER.replace("def worker_loop(requests, limit):",
                                "def worker_loop(requests, limit, margin_tokens_allowed, settings_by_mode):") \
@@ -234,7 +234,7 @@ def test_bring_home_runs_a_four_argument_target_even_when_that_is_larger() -> No
         .replace("proc.join()", "proc.join(timeout=60)")
     target = shows_as_file("ValueError: request of 8 tokens exceeds the limit of 4")
     assert target(src)
-    from reducer.size import size_of
+    from reducer.analysis.size import size_of
     call = "worker_loop(q, args.limit, args.margin, {'strict': 0, 'lenient': 2})"
     home = src.replace("    proc.start()\n", "").replace("    proc.join(timeout=60)\n", f"    {call}\n")
     assert size_of(home).tokens > size_of(src).tokens and size_of(home) < size_of(src)

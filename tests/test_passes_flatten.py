@@ -3,10 +3,10 @@ name check that refuses sure NameErrors without a run, dispatch through registri
 traced run, `**helper()` replaced by the recorded keywords, and the two-phase pass order."""
 from __future__ import annotations
 
-from reducer.names import unbound_reads
-from reducer.cst import parse
-from reducer.search import Reducer
-from reducer.trace import CallRecord, TraceData, subprocess_run_fn, trace_run
+from reducer.analysis.cst import parse
+from reducer.analysis.names import unbound_reads
+from reducer.analysis.trace import CallRecord, TraceData, subprocess_run_fn, trace_run
+from reducer.search.driver import Reducer
 from tests.reducer_support import RecordingOracle, raises, reduce_with
 
 CHAIN = (

@@ -1,7 +1,7 @@
 """Final layout of repro.py: imports first (only past inert code), PEP 8 spacing, no noise."""
 from __future__ import annotations
 
-from reducer.format import format_source, tidy
+from reducer.analysis.format import format_source, tidy
 
 
 def test_imports_hoisted_and_blank_lines_normalised() -> None:
@@ -61,7 +61,7 @@ def test_laying_out_never_changes_what_a_program_means() -> None:
     import ast
     from pathlib import Path
 
-    from reducer.format import lay_out_statements
+    from reducer.analysis.format import lay_out_statements
     root = Path(__file__).resolve().parents[1]
     scripts = sorted((root / "bench" / "corpus").glob("*.py")) + sorted((root / "examples").rglob("*.py"))
     assert len(scripts) > 20

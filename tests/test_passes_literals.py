@@ -48,7 +48,7 @@ def test_values_the_failure_message_shows_are_kept() -> None:
     a different report for a maintainer, though the signature (numbers normalised) is the same."""
     import libcst as cst
 
-    from reducer.cst import parse
+    from reducer.analysis.cst import parse
     from reducer.passes.literals import _shrinkable, message_values
     src = ("from lib import GenerationConfig\n"
            "GenerationConfig(num_beams=2, num_return_sequences=3, max_new_tokens=512)\n")
@@ -61,7 +61,7 @@ def test_values_the_failure_message_shows_are_kept() -> None:
 
 
 def test_a_string_the_message_quotes_part_of_is_kept() -> None:
-    from reducer.cst import parse
+    from reducer.analysis.cst import parse
     from reducer.passes.literals import _shrinkable, message_values
     src = "hosts = ['10.0.300.7:8080', 'db.internal:5432', 'x']\n"
     keep = message_values("'10.0.300.7' does not appear to be an IPv4 or IPv6 address")
@@ -77,7 +77,7 @@ def test_a_generator_taken_out_of_its_call_keeps_its_parentheses() -> None:
     import libcst as cst
 
     from reducer.passes import BY_NAME
-    from reducer.search import Reducer
+    from reducer.search.driver import Reducer
 
     proposed: list[str] = []
 
@@ -98,7 +98,7 @@ def test_a_generator_taken_out_of_its_call_keeps_its_parentheses() -> None:
 def test_a_rendezvous_value_every_run_replaces_is_not_shrunk() -> None:
     """Each run gets its own port (reducer/run/rendezvous.py), so no run can tell "12355" from "1":
     shrunk, the repro would pass here and fail for a maintainer who may not listen on port 1."""
-    from reducer.cst import parse
+    from reducer.analysis.cst import parse
     from reducer.passes.literals import _shrinkable
     src = ('import os\nos.environ["MASTER_PORT"] = "12355"\nos.environ.setdefault("MASTER_PORT", "29500")\n'
            'url = "tcp://localhost:12355"\nraise ValueError(int("42") + 7)\n')

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
+from reducer.analysis.size import count_statements
+from reducer.analysis.trace import subprocess_run_fn, trace_run
 from reducer.passes import DEFAULT_PHASES
-from reducer.search import Reducer
-from reducer.size import count_statements
-from reducer.trace import subprocess_run_fn, trace_run
+from reducer.search.driver import Reducer
 from tests.reducer_support import RecordingOracle, SubprocessOracle, raises, reduce_with
 
 
@@ -45,9 +45,9 @@ def test_loops_that_ran_twice_or_can_break_stay_loops() -> None:
 def _reduce_for_real(src: str, tmp_path, **kw):
     """Through the real failure search, Oracle (which keeps each accepted run's failure lines)
     and runner, as ``reprobot reduce`` does, with a fresh trace of the original."""
-    from reducer.failure import FailureSpec, find_failure
-    from reducer.oracle import Oracle
-    from reducer.trace import runner_run_fn
+    from reducer.analysis.trace import runner_run_fn
+    from reducer.failure.oracle import Oracle
+    from reducer.failure.original import FailureSpec, find_failure
     script = tmp_path / "job.py"
     script.write_text(src, encoding="utf-8")
     failure = find_failure(FailureSpec(script=script, source=src, python="python", runs=1, timeout=60))

@@ -9,12 +9,12 @@ import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reducer.analysis.trace import TraceData
 from reducer.passes import BY_NAME, HEAVY
 from reducer.passes import scaffolding as S
 from reducer.passes.heavy import all_instances_replaced, heavy_candidates, unrolled
-from reducer.loop import SearchLoop
-from reducer.search import Reducer
-from reducer.trace import TraceData
+from reducer.search.driver import Reducer
+from reducer.search.loop import SearchLoop
 from tests.reducer_support import raises, reduce_with
 
 
@@ -218,7 +218,7 @@ def test_instances_of_simple_classes_become_their_values():
 
 def test_loops_that_ran_once_are_unrolled():
     src = "for row in rows:\n    check(row)\nfor k in keys:\n    use(k)\n"
-    trace = TraceData(src, binds=[__import__("reducer.trace", fromlist=["BindRecord"]).BindRecord(1, "row", None, 1)])
+    trace = TraceData(src, binds=[__import__("reducer.analysis.trace", fromlist=["BindRecord"]).BindRecord(1, "row", None, 1)])
     assert unrolled(src, trace) == "row = rows[0]\ncheck(row)\nfor k in keys:\n    use(k)\n"
     assert unrolled(src, None) is None
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import textwrap
 
-from reducer.oracle import Oracle
+from reducer.failure.oracle import Oracle
+from reducer.failure.signature import MatchOptions, signature_of
 from reducer.passes import BY_NAME
 from reducer.passes.slicing import cuts, sliced
 from reducer.run.runner import Runner, RunSpec
-from reducer.search import Reducer
-from reducer.signature import MatchOptions, signature_of
+from reducer.search.driver import Reducer
 
 WORKER = textwrap.dedent("""\
     import logging

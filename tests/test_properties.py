@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from reducer.analysis.trace import TraceData
 from reducer.passes import BY_NAME, DEFAULT_PASSES, HEAVY
-from reducer.search import Reducer
 from reducer.passes.first_cut import cut
-from reducer.trace import TraceData
+from reducer.search.driver import Reducer
 
 NAMES = st.sampled_from(["a", "b", "cfg", "model", "x", "self", "os", "json", "REGISTRY"])
 ATOMS = st.one_of(
@@ -180,7 +180,7 @@ class _Drop(cst.CSTTransformer):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(source=PROGRAMS, salt=st.integers(0, 50))
 def test_rendering_skips_expressions_without_changing_the_result(source: str, salt: int) -> None:
-    from reducer.cst import _FillEmptyBlocks, render
+    from reducer.analysis.cst import _FillEmptyBlocks, render
 
     class Full(_FillEmptyBlocks):
         def on_visit(self, node: cst.CSTNode) -> bool:
@@ -192,7 +192,7 @@ def test_rendering_skips_expressions_without_changing_the_result(source: str, sa
 
 def _dead_code_through_text(source: str) -> str:
     """Dead-code removal as it ran before it worked on the tree: render and re-parse each round."""
-    from reducer.cst import render
+    from reducer.analysis.cst import render
     from reducer.passes.rewrites import dead_code_round
     for _ in range(20):
         module, _removed = dead_code_round(cst.parse_module(source))
@@ -206,7 +206,7 @@ def _dead_code_through_text(source: str) -> str:
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(source=st.one_of(PROGRAMS, sampled_real()), salt=st.integers(0, 50))
 def test_dead_code_on_the_tree_gives_what_the_text_rounds_gave(source: str, salt: int) -> None:
-    from reducer.cst import render
+    from reducer.analysis.cst import render
     from reducer.passes.rewrites import drop_dead_code
     # also after deleting statements at random, which leaves more definitions unused
     # Same statements, line for line. Blank lines and comment lines may differ: re-parsing
@@ -249,7 +249,7 @@ CLEAN_PROGRAMS = st.tuples(st.lists(_clean_blocks(), min_size=1, max_size=6), st
 def _through_text(source: str, steps) -> str | None:
     """The bulk chain as it ran before it worked on the tree: each step parses the text the
     step before it rendered."""
-    from reducer.cst import parses
+    from reducer.analysis.cst import parses
     try:
         for step in steps:
             source = step.on_text(source)
@@ -284,7 +284,7 @@ def test_bulk_chain_on_the_tree_renders_what_the_text_chain_rendered(source: str
 def test_replacing_along_the_path_gives_what_the_full_walk_gives(source: str, pick: int, kind: str) -> None:
     """``replace`` rebuilds only the replaced node's ancestors; the text must be the full
     transform's, including a block emptied (``pass`` filled in) and a type change (parentheses)."""
-    from reducer.cst import _parents, _Replace, collect, render, replace
+    from reducer.analysis.cst import _parents, _Replace, collect, render, replace
 
     module = cst.parse_module(source)
     assert _parents(module) is not None     # a parsed module has no shared nodes: the path is used

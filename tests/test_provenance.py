@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from reducer.provenance import Provenance, leaked, secret_values
-from reducer.search import Reducer
-from reducer.trace import subprocess_run_fn, trace_run
+from reducer.analysis.provenance import Provenance, leaked, secret_values
+from reducer.analysis.trace import subprocess_run_fn, trace_run
+from reducer.search.driver import Reducer
 
 ROOT = Path(__file__).resolve().parents[1]     # this checkout's reprobot, not an installed one
 PLANTED = "planted3c1f0d9e77"

@@ -19,7 +19,7 @@ import pytest
 from bot.cli import main
 from bot.pytest_input import load_test, requested_node
 from reducer.errors import ExitCode, ReprobotError
-from reducer.pytest_node import build_script
+from reducer.failure.pytest_node import build_script
 from reducer.run.pytest_run import run_pytest
 
 INI = "[pytest]\n"

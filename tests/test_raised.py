@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from reducer.failure import FailureSpec, find_failure
-from reducer.oracle import Oracle
+from reducer.failure.oracle import Oracle
+from reducer.failure.original import FailureSpec, find_failure
+from reducer.failure.signature import MatchOptions, distinct_failures
+from reducer.failure.tracebacks import all_records
 from reducer.run.raised import PRINTED, RAISED
 from reducer.run.runner import Runner, RunSpec
-from reducer.signature import MatchOptions, distinct_failures
-from reducer.tracebacks import all_records
 from reducer.run.zygote import ZygotePool, warm_imports
 
 FORGED = '''import sys

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from reducer.analysis.trace import runner_run_fn, trace_run
+from reducer.failure.oracle import Oracle
+from reducer.failure.ranks import PRIMARY, is_collision, role
+from reducer.failure.signature import MatchOptions, Signature, distinct_failures
 from reducer.run.launch import parse_launch
-from reducer.oracle import Oracle
 from reducer.run.rank_launch import RankPlan, warm_plan
-from reducer.ranks import PRIMARY, is_collision, role
 from reducer.run.runner import Runner, RunSpec
-from reducer.signature import MatchOptions, Signature, distinct_failures
-from reducer.trace import runner_run_fn, trace_run
 from reducer.run.zygote import ZygotePool, warm_imports
 
 PY = sys.executable

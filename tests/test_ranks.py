@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from reducer.errors import ReprobotError
-from reducer.failure import FailureSpec, find_failure
+from reducer.failure.oracle import Oracle
+from reducer.failure.original import FailureSpec, find_failure
+from reducer.failure.outcome import Frame, Outcome, TracebackRecord
+from reducer.failure.ranks import PRIMARY, SECONDARY, WRAPPER, is_collision, role
+from reducer.failure.signature import MatchOptions, distinct_failures, library_frames
 from reducer.run.launch import ACCELERATE, MODULE, TORCHRUN, parse_launch
-from reducer.oracle import Oracle
-from reducer.outcome import Frame, Outcome, TracebackRecord
-from reducer.ranks import PRIMARY, SECONDARY, WRAPPER, is_collision, role
 from reducer.run.runner import Runner, RunSpec
-from reducer.signature import MatchOptions, distinct_failures, library_frames
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -325,7 +325,7 @@ def test_a_hanging_rank_is_killed_and_the_run_is_a_timeout_not_a_match(tmp_path)
     launch = parse_launch(["torchrun", "--nproc_per_node", "2", "hang.py", token], tmp_path, PY)
     runner = Runner(RunSpec(script=script, python=PY, timeout=60, launch=launch))
     # the target: the KeyError rank 1 logs before it hangs
-    from reducer.signature import Signature
+    from reducer.failure.signature import Signature
     target = Signature("KeyError", f"'missing-key-{token}'", ())
     oracle = Oracle(runner, target, MatchOptions(), timeout=25, stop_early=False)
     verdict = oracle.test(script.read_text(), warm=False)
@@ -351,8 +351,8 @@ raise ValueError("the real failure")
 
 def test_a_collision_is_never_a_match_and_the_candidate_runs_again(tmp_path):
     import socket
-    from reducer.oracle import COLLISION_RETRIES
-    from reducer.signature import Signature
+    from reducer.failure.oracle import COLLISION_RETRIES
+    from reducer.failure.signature import Signature
     held = socket.socket()
     held.bind(("127.0.0.1", 0))
     held.listen()

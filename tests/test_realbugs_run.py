@@ -23,7 +23,7 @@ import catalog  # noqa: E402
 import envs  # noqa: E402
 import run  # noqa: E402
 
-from reducer.size import count_statements  # noqa: E402
+from reducer.analysis.size import count_statements  # noqa: E402
 
 
 def _on_this_venv() -> list[str]:

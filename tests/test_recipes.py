@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from bot.targets.registry import recipe_files
-from reducer.boundary import boundary_run, matching
+from reducer.analysis.boundary import boundary_run, matching
+from reducer.analysis.trace import subprocess_run_fn
 from reducer.passes.boundary import candidates
 from reducer.run.raised import HOOK_DIR
-from reducer.trace import subprocess_run_fn
 
 pytest.importorskip("transformers")
 pytest.importorskip("peft")

@@ -232,8 +232,8 @@ def test_a_sigkill_without_a_traceback_is_not_a_bug_to_report(tmp_path):
 
 def test_a_slow_original_is_not_silent(monkeypatch):
     """While the original runs, a line every HEARTBEAT seconds says it is still going."""
-    import reducer.failure as failure_mod
-    from reducer.failure import FailureSpec, find_failure
+    import reducer.failure.original as failure_mod
+    from reducer.failure.original import FailureSpec, find_failure
     monkeypatch.setattr(failure_mod, "HEARTBEAT", 0.5)
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from reducer.errors import ExitCode
-from reducer.failure import MAX_NESTING, check_nesting, nesting_depth
+from reducer.failure.original import MAX_NESTING, check_nesting, nesting_depth
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -92,8 +92,8 @@ HOSTILE_OUTPUT = {
 def test_parsing_and_normalising_a_hostile_megabyte_is_bounded(label: str) -> None:
     import time
 
-    from reducer.normalize import normalize_message
-    from reducer.tracebacks import parse_tracebacks
+    from reducer.failure.normalize import normalize_message
+    from reducer.failure.tracebacks import parse_tracebacks
     text = HOSTILE_OUTPUT[label]
     t0 = time.process_time()
     records = parse_tracebacks(text)

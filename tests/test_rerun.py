@@ -16,8 +16,8 @@ import pytest
 
 from bot.cli import main
 from bot.rerun.contrast import changes
+from reducer.failure.signature import MatchOptions, distinct_failures
 from reducer.run.runner import Runner, RunSpec
-from reducer.signature import MatchOptions, distinct_failures
 
 # fakelib's story: compute(3) raises until 1.4 fixes it; 1.6 breaks it differently.
 _BODIES = {

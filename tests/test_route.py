@@ -13,8 +13,8 @@ from bot.upstream.failure import failure_from_text
 from bot.upstream.route import TARGETS, maintainers, route
 from bot.store import ReproDir, write_json_atomic
 from reducer.errors import ExitCode
-from reducer.signature import MatchOptions, signature_of
-from reducer.tracebacks import parse_tracebacks
+from reducer.failure.signature import MatchOptions, signature_of
+from reducer.failure.tracebacks import parse_tracebacks
 
 DATA = Path(__file__).parent / "data" / "tracebacks"
 GEMMA_REPRO = """import torch

@@ -112,8 +112,8 @@ WRITING = "open('out.bin', 'wb').write(b'x' * (48 << 20))\nraise ValueError('the
 
 @pytest.mark.parametrize("candidate", [FORKING, WRITING], ids=["forks 400", "writes 48 MiB"])
 def test_a_candidate_that_hits_a_limit_is_not_the_same_failure(tmp_path: Path, candidate: str) -> None:
-    from reducer.oracle import Oracle
-    from reducer.signature import MatchOptions, signature_of
+    from reducer.failure.oracle import Oracle
+    from reducer.failure.signature import MatchOptions, signature_of
     (tmp_path / "s.py").write_text(ORIGINAL)
     verdicts = {}
     for quota in (Quota(processes=64, disk=16 << 20), Quota(processes=0, disk=0)):

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from reducer.errors import ExitCode, ReprobotError
-from reducer.oracle import Oracle
+from reducer.failure.oracle import Oracle
+from reducer.failure.signature import MatchOptions, signature_of
 from reducer.run.runner import Runner, RunSpec, _BoundedBuffer
-from reducer.signature import MatchOptions, signature_of
 
 
 def make_runner(tmp_path: Path, code: str = "", **kw) -> tuple[Runner, str]:
@@ -283,7 +283,7 @@ def test_a_failure_seen_only_as_another_exceptions_context_is_not_the_same_failu
     """The original logs the ValueError itself. A candidate whose broken handler raises a
     TypeError (the ValueError now only its context) does not reproduce it; one that raises the
     ValueError uncaught does."""
-    from reducer.failure import FailureSpec, find_failure
+    from reducer.failure.original import FailureSpec, find_failure
     script = tmp_path / "chat.py"
     script.write_text(textwrap.dedent("""
         import logging
@@ -311,7 +311,7 @@ def test_a_failure_seen_only_as_another_exceptions_context_is_not_the_same_failu
 
 
 def test_a_candidate_heavier_than_the_original_is_not_kept(tmp_path):
-    from reducer.oracle import candidate_memory
+    from reducer.failure.oracle import candidate_memory
     runner, src = make_runner(tmp_path, """
         import time
         block = bytearray(100 * 1024 * 1024)
@@ -359,8 +359,8 @@ def test_a_run_is_stopped_when_its_cancel_event_is_set(tmp_path):
 def test_the_final_result_is_never_heavier_than_the_original() -> None:
     from types import SimpleNamespace
 
-    from reducer.cold_verdict import heavier
-    from reducer.outcome import Outcome
+    from reducer.failure.outcome import Outcome
+    from reducer.reduction.cold_verdict import heavier
 
     def run(mb: int) -> Outcome:
         return Outcome(returncode=1, wall_time=1.0, stdout="", stderr="", timed_out=False, peak_rss=mb * 1024 ** 2)

@@ -192,7 +192,7 @@ def _forms_of(k: Kind) -> dict[str, str]:
     """How a value reaches the scrubber: as it appears, inside a repr (a constant in a script, a
     message showing its arguments), as the variable that holds it, JSON-encoded (related.json is
     scrubbed as JSON text), and normalised (a signature's message: numbers <N>, hex <HEX>, paths <PATH>)."""
-    from reducer.normalize import normalize_message
+    from reducer.failure.normalize import normalize_message
     return {"as it appears": k.appears, "repr": repr(k.appears), "env": f"{k.env_var}={k.env_value()}",
             "dict repr": repr({k.env_var: k.env_value()}), "json": json.dumps({"message": repr([k.appears])}),
             "normalised": json.dumps({"message": normalize_message(repr([k.appears]))})}

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from reducer.analysis.cst import parses
+from reducer.analysis.size import normalize, size_of
 from reducer.passes import BY_NAME
-from reducer.cst import parses
-from reducer.judge import candidate_key
-from reducer.scheduler import RunClock
-from reducer.search import Reducer
-from reducer.size import normalize, size_of
+from reducer.search.driver import Reducer
+from reducer.search.judge import candidate_key
+from reducer.search.scheduler import RunClock
 from tests.reducer_support import SubprocessOracle, raises, reduce_with
 
 DATA = Path(__file__).parent / "data" / "reducer"
@@ -53,8 +53,8 @@ ORACLE = raises(ValueError, "Expecting property name")
 
 def _all_single_deletions(source: str) -> list[str]:
     """Every candidate that deletes exactly one statement or one call argument."""
+    from reducer.analysis.cst import parse, replace
     from reducer.passes.arguments import _set_args, calls
-    from reducer.cst import parse, replace
     from reducer.passes.statements import blocks_by_depth
     m = parse(source)
     out = []
@@ -192,7 +192,7 @@ def test_single_pass_driver_helper() -> None:
 def test_long_worker_script_reduces_to_two_statements() -> None:
     """The 228-line worker (argparse, registries, dataclass, classes, a loop that logs and
     swallows) ends as the two statements that matter, with the first cut and recorded values."""
-    from reducer.trace import subprocess_run_fn, trace_run
+    from reducer.analysis.trace import subprocess_run_fn, trace_run
     src = (DATA / "worker_long.py").read_text()
     oracle = SubprocessOracle.for_source(src, timeout=10.0)
     t0 = time.monotonic()
@@ -460,8 +460,8 @@ def test_libcsts_parse_is_checked_when_a_candidate_is_accepted(monkeypatch) -> N
     """A candidate that compiles is run without libcst's parse (the judge's largest cost per
     candidate); one that reproduces but that libcst cannot read is refused at acceptance, and the
     next one is taken."""
-    from reducer import judge
     from reducer.passes.base import Pass
+    from reducer.search import judge
 
     unreadable = "x = 2\nraise KeyError('k')\n"
     real = judge.libcst_parses
@@ -492,7 +492,7 @@ def test_libcsts_parse_is_checked_when_a_candidate_is_accepted(monkeypatch) -> N
 
 # ---- the parts, each handed what it uses ------------------------------------------------------
 class _Runs:
-    """A ``Runs`` (reducer/judge.py) that fails on any candidate with a ``raise``."""
+    """A ``Runs`` (reducer/search/judge.py) that fails on any candidate with a ``raise``."""
 
     def __init__(self) -> None:
         self.asked: list[str] = []
@@ -506,7 +506,7 @@ class _Runs:
 
 
 class _Events:
-    """The scheduler's ``Events`` (reducer/scheduler.py), recorded."""
+    """The scheduler's ``Events`` (reducer/search/scheduler.py), recorded."""
 
     def __init__(self) -> None:
         self.log: list[object] = []
@@ -527,8 +527,8 @@ class _Events:
 def test_the_judge_decides_with_the_runs_it_is_handed() -> None:
     """The judge holds no other part of the search and calls nothing back: handed a candidate's
     check and what to ask for a verdict, it accepts or refuses on its own."""
-    from reducer.judge import Judge
-    from reducer.search_stats import ReductionStats, Tally
+    from reducer.search.judge import Judge
+    from reducer.search.stats import ReductionStats, Tally
 
     judge, runs = Judge("x = 1\nraise KeyError\n", tally=Tally(ReductionStats())), _Runs()
     assert judge.decide(judge.check("x = 1\n"), runs) is False
@@ -541,9 +541,9 @@ def test_the_judge_decides_with_the_runs_it_is_handed() -> None:
 def test_the_scheduler_reports_to_the_events_it_is_built_with() -> None:
     """Every candidate goes scheduler -> judge; the clock is asked before the judge looks, and a
     new best is told to the ``Events`` handed to the constructor (the loop, in a search)."""
-    from reducer.judge import Judge
-    from reducer.scheduler import Scheduler
-    from reducer.search_stats import ReductionStats, Tally
+    from reducer.search.judge import Judge
+    from reducer.search.scheduler import Scheduler
+    from reducer.search.stats import ReductionStats, Tally
 
     tally = Tally(ReductionStats())
     events = _Events()

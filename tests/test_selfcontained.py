@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from reducer.artefacts import Context, find_artefacts
+from reducer.analysis.artefacts import Context, find_artefacts
+from reducer.failure.signature import MatchOptions, Signature, signature_of
+from reducer.failure.tracebacks import parse_tracebacks
 from reducer.run.runner import OFFLINE_ENV
-from reducer.signature import MatchOptions, Signature, signature_of
-from reducer.tracebacks import parse_tracebacks
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "selfcontained"

@@ -5,10 +5,10 @@ import hashlib
 import re
 from pathlib import Path
 
-from reducer.normalize import library_path, normalize_message
-from reducer.outcome import Frame, Outcome, TracebackRecord
-from reducer.signature import MatchOptions, Signature, distinct_failures, matches, signature_of
-from reducer.tracebacks import parse_tracebacks
+from reducer.failure.normalize import library_path, normalize_message
+from reducer.failure.outcome import Frame, Outcome, TracebackRecord
+from reducer.failure.signature import MatchOptions, Signature, distinct_failures, matches, signature_of
+from reducer.failure.tracebacks import parse_tracebacks
 
 DATA = Path(__file__).parent / "data" / "tracebacks"
 

@@ -9,13 +9,13 @@ import textwrap
 import threading
 from pathlib import Path
 
-from reducer.oracle import Oracle
-from reducer.outcome import Outcome
+from reducer.failure.oracle import Oracle
+from reducer.failure.outcome import Outcome
+from reducer.failure.signature import MatchOptions, signature_of
 from reducer.run.runner import Runner, RunSpec
-from reducer.search import Reducer
-from reducer.signature import MatchOptions, signature_of
 from reducer.run.slots import CandidateRunner, WarmSlot
 from reducer.run.zygote import Zygote
+from reducer.search.driver import Reducer
 
 SCRIPT = textwrap.dedent("""
     import json

@@ -2,7 +2,7 @@
 
 tests/test_targets_registry.py reads every string and literal collection of bot/ and reducer/ for
 a repository or a list of the stack's packages (commas, slashes, "and", "or"). A regex lists them
-with "|": ``(?:transformers|peft|accelerate)``, as reducer/normalize.py's editable-checkout rule
+with "|": ``(?:transformers|peft|accelerate)``, as reducer/failure/normalize.py's editable-checkout rule
 did, where a new target silently lost its checkout's frames. This reads the same strings for two
 of the stack's packages as alternatives of one pattern.
 """

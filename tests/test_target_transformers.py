@@ -47,7 +47,7 @@ def test_its_probe_section_is_an_import() -> None:
 
 
 def test_a_config_folder_is_rebuilt_from_its_model_type() -> None:
-    # What reducer/standalone.py asks the engine's interface, answered by this target.
+    # What reducer/reduction/standalone.py asks the engine's interface, answered by this target.
     assert stack.config_by_type("AutoModelForCausalLM") == Spelling("AutoConfig.for_model",
                                                                     (("transformers", "AutoConfig"),))
     assert stack.config_by_type("transformers.AutoConfig") == Spelling("transformers.AutoConfig.for_model")

@@ -4,9 +4,9 @@ from __future__ import annotations
 import re
 import sys
 
-from reducer.search import Reducer
+from reducer.analysis.trace import TraceData, subprocess_run_fn, trace_run, write_launcher
 from reducer.passes.first_cut import cut
-from reducer.trace import TraceData, subprocess_run_fn, trace_run, write_launcher
+from reducer.search.driver import Reducer
 from tests.reducer_support import SubprocessOracle, run_source
 
 SCRIPT = '''import json
@@ -126,7 +126,7 @@ def test_trace_survives_a_forked_worker_and_a_missing_file(tmp_path) -> None:
 
 def test_launcher_source_is_plain_python_38() -> None:
     import ast
-    from reducer.trace import LAUNCHER
+    from reducer.analysis.trace import LAUNCHER
     ast.parse(LAUNCHER, feature_version=(3, 8))
     assert "import coverage" not in LAUNCHER and sys.version_info >= (3, 8)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reducer.tracebacks import all_records, parse_tracebacks
+from reducer.failure.tracebacks import all_records, parse_tracebacks
 
 DATA = Path(__file__).parent / "data" / "tracebacks"
 

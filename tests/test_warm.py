@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from reducer.failure.signature import MatchOptions, distinct_failures, signature_of
 from reducer.run.runner import Runner, RunSpec
-from reducer.signature import MatchOptions, distinct_failures, signature_of
 from reducer.run.zygote import ZygotePool, warm_imports
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -338,7 +338,7 @@ def test_from_imports_resolve_lazy_attributes_in_the_zygote(tmp_path):
 def test_a_traced_run_records_the_same_warm_and_cold(name):
     # Re-traces of the best are forked from the zygote: what they record must be what a cold
     # traced run records (only the lines and values of the script's own frames count).
-    from reducer.trace import runner_run_fn, trace_run
+    from reducer.analysis.trace import runner_run_fn, trace_run
     script = CORPUS / name
     source = script.read_text()
     runner = Runner(RunSpec(script=script, timeout=60))

@@ -1,4 +1,4 @@
-"""Warm children (reducer/run/zygote_children.py) and traced children (reducer/trace.py), real runs.
+"""Warm children (reducer/run/zygote_children.py) and traced children (reducer/analysis/trace.py), real runs.
 
 A candidate's spawn / forkserver children start from the warm image (a child zygote the
 candidate forked before the script ran); they must give what a cold child gives, see nothing
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from reducer.analysis.trace import runner_run_fn, trace_run
 from reducer.passes.first_cut import cut
 from reducer.run.runner import Runner, RunSpec
-from reducer.trace import runner_run_fn, trace_run
 from reducer.run.zygote import ZygotePool, warm_imports
 from tests.test_warm import same
 

@@ -4,7 +4,7 @@ notebook, against its hand floor.
     python bench/notebooks/measure.py --part train|heldout [--only NAME,...] [--max-time 300]
                                       [--jobs 2] [--workdir DIR] [--json OUT]
 
-Per notebook: the repro's statements against the floor's (reducer.size.count_statements), the
+Per notebook: the repro's statements against the floor's (reducer.analysis.size.count_statements), the
 status and runs of the reduction, whether repro.py was verified alone (an empty folder, the Hub
 offline), the cell the command reported as failing, and whether the floor fails with the
 notebook's signature (bench/interesting.py's oracle on the notebook's stored signature). The
@@ -26,7 +26,7 @@ from bench.corpus_run import GOAL, folder_fields, judged, reduce_json  # noqa: E
 
 
 def run_one(nb: Path, workdir: Path, max_time: float, jobs: int) -> dict:
-    from reducer.size import count_statements
+    from reducer.analysis.size import count_statements
     out = workdir / nb.stem
     proc, result, wall = reduce_json([str(nb), "--out", str(out), "--jobs", str(jobs), "--max-time", str(max_time),
                                       "--no-env"], nb.parent, max_time * 3 + 600)

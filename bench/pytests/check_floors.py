@@ -7,7 +7,7 @@ floor's statement count and the failure.
 Run with reprobot's interpreter (the corpus needs torch, transformers, peft, accelerate); no
 download (tiny models from configs). pytest runs in the case's folder (its own pytest.ini makes
 it the rootdir) with `--tb=native`, and the traceback is read with reprobot's own parser
-(reducer/tracebacks.py); the floor runs in a fresh empty folder with the Hub offline.
+(reducer/failure/tracebacks.py); the floor runs in a fresh empty folder with the Hub offline.
 Exit 1 when a floor does not match its test's failure.
 """
 from __future__ import annotations
@@ -33,8 +33,8 @@ def cases() -> list[Path]:
 
 
 def last_failure(text: str) -> tuple[str, str] | None:
-    from reducer.normalize import normalize_message
-    from reducer.tracebacks import parse_tracebacks
+    from reducer.failure.normalize import normalize_message
+    from reducer.failure.tracebacks import parse_tracebacks
     records = parse_tracebacks(text)
     if not records:
         return None
@@ -43,7 +43,7 @@ def last_failure(text: str) -> tuple[str, str] | None:
 
 
 def check(case: Path) -> dict:
-    from reducer.size import count_statements
+    from reducer.analysis.size import count_statements
     manifest = json.loads((case / "MANIFEST.json").read_text())
     test = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--tb=native", "-q",
                            manifest["node"]], cwd=case, capture_output=True, text=True, env=ENV, timeout=900)

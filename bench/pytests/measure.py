@@ -8,7 +8,7 @@ Each case folder holds the test module, its conftest.py, a pytest.ini (the folde
 rootdir, as a user's project is), the hand floor `floor.py` and MANIFEST.json (the node id, the
 arguments `reduce` is given when they are not the node id alone, e.g. `-k`, and the floor's
 statements as bench/pytests/check_floors.py counted them). `reduce` runs in the case's folder.
-Per case: the repro's statements against the floor's (reducer.size.count_statements), the status
+Per case: the repro's statements against the floor's (reducer.analysis.size.count_statements), the status
 and runs of the reduction, whether repro.py was verified alone (an empty folder, the Hub
 offline), the failing test `reduce` reported (pytest.json), whether the floor fails with the
 test's stored signature (bench/interesting.py's oracle), and the wall time. The parts are
@@ -34,7 +34,7 @@ def cases(part: str) -> list[Path]:
 
 
 def run_one(case: Path, workdir: Path, max_time: float, jobs: int) -> dict:
-    from reducer.size import count_statements
+    from reducer.analysis.size import count_statements
     manifest = json.loads((case / "MANIFEST.json").read_text())
     out = workdir / case.name
     target = manifest.get("reduce_args") or [manifest["node"]]

@@ -35,8 +35,8 @@ import envs  # noqa: E402
 
 from bot.rerun.environments import NotInstallable  # noqa: E402
 from reducer.errors import ExitCode  # noqa: E402
+from reducer.failure.signature import MatchOptions, Signature, distinct_failures, find_match  # noqa: E402
 from reducer.run.runner import Runner, RunSpec  # noqa: E402
-from reducer.signature import MatchOptions, Signature, distinct_failures, find_match  # noqa: E402
 
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
                "TOKENIZERS_PARALLELISM": "false", "WANDB_DISABLED": "true", "WANDB_MODE": "disabled"}

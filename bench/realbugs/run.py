@@ -55,10 +55,10 @@ from packaging.version import InvalidVersion, Version  # noqa: E402
 from bot.rerun.environments import RESOLVE_ROUNDS, NotInstallable  # noqa: E402
 from bot.rerun.releases import IndexOptions, list_releases  # noqa: E402
 from bot.store import VERDICT_PASS, VERDICT_SAME  # noqa: E402
+from reducer.analysis.size import count_statements  # noqa: E402
 from reducer.errors import ExitCode  # noqa: E402
+from reducer.failure.signature import find_match  # noqa: E402
 from reducer.run.runner import Runner, RunSpec  # noqa: E402
-from reducer.signature import find_match  # noqa: E402
-from reducer.size import count_statements  # noqa: E402
 
 STAGES = ("reduce", "route", "dedup", "versions", "contrast")
 RESULTS = catalog.HERE / "results"

@@ -27,7 +27,7 @@ from bot.issue.hazards import find_hazards, hazard_context, said_before_code
 from bot.issue.templating import environment, templates_dir
 from bot.action.result import REPRO_SUBDIR, SILENT, ActionResult
 from bot.targets import REPO_KEYS, target_for_repo
-from reducer.signature import Signature
+from reducer.failure.signature import Signature
 
 TEMPLATES_DIR = templates_dir()
 TEMPLATE = "action_reply.md.j2"

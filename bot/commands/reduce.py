@@ -10,13 +10,13 @@ from bot.commands._options import add_json, add_python, seconds, whole
 from bot.output import console, print_failure
 from bot.store import DEFAULT_ROOT, record_failure
 from reducer.errors import ExitCode, ReprobotError
-from reducer.failure import MAX_NESTING, FailureSpec, check_nesting, find_failure, load_script
-from reducer.flaky import DEFAULT_CAP
-from reducer.tracebacks import HANG_ENV
+from reducer.failure.flaky import DEFAULT_CAP
+from reducer.failure.original import MAX_NESTING, FailureSpec, check_nesting, find_failure, load_script
+from reducer.failure.signature import DEFAULT_FRAMES, MatchOptions
+from reducer.failure.tracebacks import HANG_ENV
 from reducer.run.limits import (DEFAULT_EXTRA_PROCESSES, DEFAULT_MAX_DISK, DEFAULT_MAX_FILE_SIZE,
                             DEFAULT_MAX_SCRIPT_BYTES, DEFAULT_MAX_STATEMENTS, RunLimits, check_script_bytes,
                             check_statements)
-from reducer.signature import DEFAULT_FRAMES, MatchOptions
 
 
 def register(sub: argparse._SubParsersAction) -> None:

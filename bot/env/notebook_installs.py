@@ -1,7 +1,7 @@
 """What a reduced notebook installs, in the environment record beside what the run had (issue #43).
 
 A notebook's ``!pip install`` / ``%pip install`` lines are recorded, never run
-(reducer/notebook.py: ``notebook.json``'s ``requirements``). The repro was verified on the
+(reducer/failure/notebook.py: ``notebook.json``'s ``requirements``). The repro was verified on the
 interpreter reduce ran, so the record keeps both apart:
 
 - env.json's ``notebook_installs``: each requirement as the notebook wrote it, with the version the

@@ -28,11 +28,11 @@ from bot.scrub import Finding, scrub
 from bot.run_recipe import RunRecipe
 from bot.store import ReproDir, write_json_atomic, write_text_atomic
 from reducer.errors import ExitCode, ReprobotError
-from reducer.flaky import loop_command
-from reducer.normalize import _collapse_multiline_reprs, library_path
-from reducer.outcome import Frame, TracebackRecord
-from reducer.signature import PLUMBING, MatchOptions, Signature, find_match
-from reducer.tracebacks import parse_tracebacks
+from reducer.failure.flaky import loop_command
+from reducer.failure.normalize import _collapse_multiline_reprs, library_path
+from reducer.failure.outcome import Frame, TracebackRecord
+from reducer.failure.signature import PLUMBING, MatchOptions, Signature, find_match
+from reducer.failure.tracebacks import parse_tracebacks
 
 TEMPLATES_DIR = templates_dir()
 MARKER_PREFIX = "<!-- reprobot:sig="
@@ -638,7 +638,7 @@ def build_draft(folder: str | Path, repo_key: str, *, names: tuple[str, ...] | N
         notes.append("requirements.lock is missing: the environment is not pinned (run `reprobot env`)")
 
     entry = entry_point(record, script, route)
-    # verified alone and offline: the steps are exactly that run's (reducer/cold_verdict.py self_contained)
+    # verified alone and offline: the steps are exactly that run's (reducer/reduction/cold_verdict.py self_contained)
     alone = reduced and (reduction or {}).get("verified") == "alone, offline"
     run_as = "repro.py" if alone else script
     kind = classify_repro(repro)

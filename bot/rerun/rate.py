@@ -22,8 +22,8 @@ from typing import Callable
 
 from bot.rerun.verdict import Kind, Verdict
 from bot.store import ReproDir, write_json_atomic
-from reducer.failure import RECHECK_RUNS
-from reducer.flaky import DEFAULT_CAP, Rate
+from reducer.failure.flaky import DEFAULT_CAP, Rate
+from reducer.failure.original import RECHECK_RUNS
 
 # Runs a step makes in all once a believed-deterministic failure passed: as many as `reduce`
 # measures a flaky original with (--flaky-runs' default).

@@ -8,8 +8,8 @@ from pathlib import Path
 from bot.rerun.verdict import Verdict, classify
 from bot.run_recipe import RunRecipe
 from bot.store import ReproDir
-from reducer.outcome import Outcome
-from reducer.signature import MatchOptions, Signature
+from reducer.failure.outcome import Outcome
+from reducer.failure.signature import MatchOptions, Signature
 
 
 @dataclass

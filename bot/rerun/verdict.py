@@ -5,8 +5,8 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 
 from bot.store import VERDICT_PASS, VERDICT_SAME
-from reducer.outcome import Outcome
-from reducer.signature import MatchOptions, Signature, distinct_failures, find_match
+from reducer.failure.outcome import Outcome
+from reducer.failure.signature import MatchOptions, Signature, distinct_failures, find_match
 
 
 class Kind(str, Enum):

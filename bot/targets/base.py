@@ -140,7 +140,7 @@ class Target:
     # code hands to torch is its own rather than "the integration" (transformers').
     wires_integrations: bool = False
     draft_notes: tuple[str, ...] = ()          # said in every draft for this repo (its filing policy)
-    # Its value recipes (reducer/recipes.py): a file of bot/targets/recipes/ that rebuilds its
+    # Its value recipes (reducer/analysis/recipes.py): a file of bot/targets/recipes/ that rebuilds its
     # classes' objects (a model from its config, a tensor from its shape) in the user's interpreter.
     recipes: str | None = None
     # Its section of the environment probe, when its System Info needs one (bitsandbytes' native
@@ -156,7 +156,7 @@ class Target:
     # A failure across three of the stack's packages on one of its models is filed here, where the
     # integration is wired (transformers'), unless a package that wires them itself is innermost.
     integration_home: bool = False
-    # Standalone rewrites (reducer/standalone.py, through reducer/stack.py): given how the script
+    # Standalone rewrites (reducer/reduction/standalone.py, through reducer/stack.py): given how the script
     # spells the class it loaded through, the callable that builds a config from a model type
     # (``AutoConfig.for_model``), or None; given an adapter config's class, the callable that puts it
     # on a model (``get_peft_model``), or None.

@@ -25,7 +25,7 @@ def render(env: dict) -> str:
 
 
 def adapter_wrapper(config_class: str) -> Spelling:
-    """An adapter folder rebuilt in the repro (reducer/standalone.py): ``get_peft_model(model,
+    """An adapter folder rebuilt in the repro (reducer/reduction/standalone.py): ``get_peft_model(model,
     LoraConfig(<its non-default values>))``, random adapter weights."""
     return Spelling("get_peft_model", (("peft", "get_peft_model"), ("peft", config_class)))
 

@@ -285,7 +285,7 @@ REPO_KEYS: Sequence[str] = _KeysView()
 
 
 def recipe_files() -> tuple[Path, ...]:
-    """Every target's value recipes (reducer/recipes.py), most specific first: a wrapper's (peft)
+    """Every target's value recipes (reducer/analysis/recipes.py), most specific first: a wrapper's (peft)
     before what it wraps (transformers), the foundation (torch) last but for its own types."""
     here = Path(__file__).parent / "recipes"
     ordered = sorted(targets(), key=lambda t: (t.foundation, -t.order))

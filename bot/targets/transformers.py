@@ -35,7 +35,7 @@ def render(env: dict) -> str:
 
 
 def config_by_type(owner: str) -> Spelling:
-    """A config or model folder rebuilt in the repro (reducer/standalone.py): ``AutoConfig.for_model(
+    """A config or model folder rebuilt in the repro (reducer/reduction/standalone.py): ``AutoConfig.for_model(
     "llama", <its non-default values>)``, spelled through the module the script spells the class it
     loaded through (``transformers.AutoConfig`` after ``import transformers``), imported when bare."""
     prefix = owner.rsplit(".", 1)[0] + "." if "." in owner else ""

@@ -26,7 +26,7 @@ from bot.upstream.index import IndexedIssue, IssueIndex, issue_row, normalized
 from bot.upstream.failure import FailureReport, unmangle
 from bot.targets import stack_packages, target_for_repo, targets
 from reducer.errors import ReprobotError
-from reducer.signature import library_frames
+from reducer.failure.signature import library_frames
 
 TOP_N = 5
 MIN_SCORE = 0.12

@@ -12,16 +12,16 @@ from typing import Any
 
 from bot.targets import checkout_parents, package_targets
 from reducer.errors import ExitCode, ReprobotError
-from reducer.normalize import library_path, package_of
-from reducer.outcome import Frame, TracebackRecord
-from reducer.signature import PLUMBING
-from reducer.tracebacks import parse_tracebacks
+from reducer.failure.normalize import library_path, package_of
+from reducer.failure.outcome import Frame, TracebackRecord
+from reducer.failure.signature import PLUMBING
+from reducer.failure.tracebacks import parse_tracebacks
 
 
 @dataclass
 class FailureReport:
     """A failure as routing and dedup see it: the failing record, from a repro folder or a pasted
-    traceback, and what the folder adds. Unlike reducer/failure.py's ``Failure`` it holds no
+    traceback, and what the folder adds. Unlike reducer/failure/original.py's ``Failure`` it holds no
     runner and no signature: it may come from a paste that was never run here."""
 
     record: TracebackRecord

@@ -24,9 +24,9 @@ from typing import Any
 
 from bot.targets import owner_packages, package_targets, stack_packages
 from reducer.errors import ExitCode, ReprobotError
-from reducer.normalize import normalize_message
-from reducer.signature import library_frames
-from reducer.tracebacks import parse_tracebacks
+from reducer.failure.normalize import normalize_message
+from reducer.failure.signature import library_frames
+from reducer.failure.tracebacks import parse_tracebacks
 
 SCHEMA_VERSION = 1
 MAX_BODY = 65_536

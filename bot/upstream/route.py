@@ -34,7 +34,7 @@ from bot.targets.base import MAINTAINERS_FILE, Target
 from bot.upstream.failure import FailureReport, PathFrame, path_frames
 from bot.upstream.raise_sites import RaiseSite, raisers
 from reducer.errors import ExitCode, ReprobotError
-from reducer.outcome import TracebackRecord
+from reducer.failure.outcome import TracebackRecord
 
 _REJECTED_CALL = re.compile(
     r"(?P<callee>[A-Za-z_][\w.]*)\(\) (?:got an unexpected keyword argument '(?P<kw>\w+)'"

@@ -37,7 +37,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from reducer.cluster.env_probe import EnvProbe, differences, probe, top_level_modules
 from reducer.cluster.gpus import slot_visible
 from reducer.cluster.payload import FolderPayload, pack
-from reducer.outcome import Outcome, TracebackRecord
+from reducer.failure.outcome import Outcome, TracebackRecord
 from reducer.run.runner import Runner, RunSpec, reap_leftovers, stop_requested
 
 # How often a waiting caller looks at its cancel event (seconds): a stale run's remote process

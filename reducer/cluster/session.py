@@ -7,8 +7,8 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from reducer.errors import ExitCode, ReprobotError
-from reducer.failure import Failure
-from reducer.oracle import Oracle
+from reducer.failure.oracle import Oracle
+from reducer.failure.original import Failure
 from reducer.run.gpu import GpuPool
 
 INSTALL_HINT = "pip install 'reprobot[ray]'"

@@ -1,10 +1,10 @@
 """The reduction passes, coarse to fine. Each is a small named function ``fn(gate)`` that proposes
-candidates through the gate (see ``reducer.search``); one module per family of passes.
+candidates through the gate (see ``reducer.search.driver``); one module per family of passes.
 
 Every pass's docstring ends with what it removes (``Removes:``) and what it must never change
 (``Never changes:``). What no pass changes, whichever it is: it only proposes, and never runs a
 candidate itself (reducer/passes/base.py); a candidate is a whole program, and the gate alone
-decides whether it becomes the best (behind it, reducer/judge.py). What several families build
+decides whether it becomes the best (behind it, reducer/search/judge.py). What several families build
 their candidates from is reducer/passes/rewrites.py."""
 from __future__ import annotations
 

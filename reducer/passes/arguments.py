@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
-from reducer.cst import collect, replace, safe
+from reducer.analysis.cst import collect, replace, safe
 from reducer.passes.base import Gate
 from reducer.passes.loops import delete_runs, run_targets
 from reducer.passes.rewrites import SIZE_WORDS, parameter_slots, without_trailing_comma

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from reducer.cst import collect, render
-from reducer.names import Role, census
+from reducer.analysis.cst import collect, render
+from reducer.analysis.names import Role, census
 from reducer.passes.base import Gate
 from reducer.passes.loops import together_then_each
 

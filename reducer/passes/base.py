@@ -2,11 +2,11 @@
 
 A pass is a function ``pass_fn(gate)``: it reads ``gate.best``, builds candidate sources and offers
 them to the gate, which alone decides (size order, seen-set, parse check, oracle run). Passes never
-run anything themselves. "The gate" is this protocol and only it (reducer/search.py's ``Reducer``
-is the one the search hands over); the decision behind it is reducer/judge.py's ``Judge``. The
+run anything themselves. "The gate" is this protocol and only it (reducer/search/driver.py's ``Reducer``
+is the one the search hands over); the decision behind it is reducer/search/judge.py's ``Judge``. The
 loops most passes are built on are in reducer/passes/loops.py, the rewrites several families
 build their candidates from in reducer/passes/rewrites.py; the libcst toolkit they use is
-reducer/cst.py.
+reducer/analysis/cst.py.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class Gate(Protocol):
     """The part of the search driver a pass may use."""
 
     best: str
-    trace: Any          # reducer.trace.TraceData | None
+    trace: Any          # reducer.analysis.trace.TraceData | None
     failure_message: str  # the target's message as the original printed it ("" if unknown)
 
     def consider(self, source: str) -> bool: ...
@@ -47,7 +47,7 @@ class Gate(Protocol):
     def whole_programs(self) -> AbstractContextManager[None]:
         """While inside, a candidate with fewer statements is smaller even with more tokens: for
         the prelude's whole programs written from the original's failing call (values written
-        out can be long). Any other pass keeps the size order (reducer/size.py)."""
+        out can be long). Any other pass keeps the size order (reducer/analysis/size.py)."""
         ...
 
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from reducer.cst import assign, parses, replace_many, safe
-from reducer.names import BINDINGS, NOT_VARIABLES, Role, Roles, census
+from reducer.analysis.cst import assign, parses, replace_many, safe
+from reducer.analysis.names import BINDINGS, NOT_VARIABLES, Role, Roles, census
 from reducer.passes.base import Gate
 from reducer.passes.loops import one_after_another, run_targets, together_then_each
 from reducer.passes.rewrites import spread_kwargs

@@ -15,7 +15,7 @@ local assignment before the call, hoisted; the top-level definitions they read, 
 and the imports.
 
 A failure in one rank of a launched job (torchrun, accelerate launch) is written for every rank:
-the launcher recorded the same call as each rank entered it (``reducer.boundary.peer_calls``), the
+the launcher recorded the same call as each rank entered it (``reducer.analysis.boundary.peer_calls``), the
 values that differ between ranks become ``(r0, r1)[<the rank>]`` at the smallest part that
 differs, and the process-wide state the call ran in (a process group, from the target's
 ``process_state`` recipe) is set up before it.
@@ -25,7 +25,7 @@ script's own import, or imported by its module when the script reached it throug
 the arguments' order, keywords and values. A value the static provenance check says may come
 from the environment or a file, or that spells a secret, is never written (the call's own
 expression stays, and with it the slice that computes it). Values come from
-``reducer.boundary``: the failing call's own, not the latest call at that line.
+``reducer.analysis.boundary``: the failing call's own, not the latest call at that line.
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ class _Parts:
     ok: bool = True
 
     def take(self, recipe: dict) -> str:
-        """A value's recipe (reducer/recipes.py): its imports and setup joined to these; its text."""
+        """A value's recipe (reducer/analysis/recipes.py): its imports and setup joined to these; its text."""
         for line in recipe.get("imports") or []:
             if line not in self.imports:
                 self.imports.append(line)
@@ -196,7 +196,7 @@ class _Builder:
     def __init__(self, source: str, tree: ast.Module, boundary, allowed) -> None:
         self.source, self.tree, self.b, self.allowed = source, tree, boundary, allowed
         self.imports = _imports(tree)
-        from reducer.provenance import secret_values
+        from reducer.analysis.provenance import secret_values
         self._secrets = secret_values()
         self.received: _Received | None = None     # set per call by ``call``
         self._depth = 0                              # constructor calls written inside one another
@@ -205,7 +205,7 @@ class _Builder:
         """A recorded description as text: its literal, or its recipe (never one spelling a secret)."""
         if not description:
             return None
-        from reducer.provenance import leaked
+        from reducer.analysis.provenance import leaked
         value = description.get("value")
         if isinstance(value, str):
             try:
@@ -881,7 +881,7 @@ def boundary_call(gate: Gate) -> None:
     boundaries = getattr(trace, "boundary", None)
     if not boundaries or gate.best != trace.source:
         return
-    from reducer.boundary import matching
+    from reducer.analysis.boundary import matching
     exc_type = getattr(trace, "target_exc_type", "") or ""
     ranked = matching(list(boundaries), exc_type, gate.failure_message)
     allowed = trace._allowed() if hasattr(trace, "_allowed") else (lambda expr, values: True)

@@ -6,10 +6,10 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.cst import collect, replace_many, safe
+from reducer.analysis.cst import collect, replace_many, safe
+from reducer.analysis.names import uses
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets
-from reducer.names import uses
 from reducer.passes.rewrites import is_string_statement, single_bindings
 
 

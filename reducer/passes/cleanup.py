@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from reducer.names import USES, Census, bound_name, uses
-from reducer.cst import StatementTransformer, body_statements, collect, collect_statements, parse, parses, render
+from reducer.analysis.cst import StatementTransformer, body_statements, collect, collect_statements, parse, parses, render
+from reducer.analysis.names import USES, Census, bound_name, uses
 from reducer.passes.base import Gate
 from reducer.passes.loops import delete_runs
 from reducer.passes.rewrites import (chain_root, dead_code_removed, drop_dead_code, drop_empty_ifs, empty_ifs_removed,

@@ -4,7 +4,7 @@
   ``f(512)``); replace ``REGISTRY[key]`` / ``REGISTRY.get(key)`` on a dict display bound once with
   the entry's value.
 - ``recorded_values``: replace an argument expression (a helper call, a merged dict, a config
-  attribute) by the literal value it had in the traced run of the original (see reducer.trace).
+  attribute) by the literal value it had in the traced run of the original (see reducer.analysis.trace).
 Each candidate also drops whatever became dead (definitions, pure assignments), so that a value
 that is longer to write than the expression it replaces still wins when it frees a helper.
 """
@@ -15,13 +15,13 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.cst import collect, is_literal, parse, render, replace, replace_many, root_name, safe
+from reducer.analysis.cst import collect, is_literal, parse, render, replace, replace_many, root_name, safe
+from reducer.analysis.names import BINDINGS, Role, Roles, census
+from reducer.analysis.size import size_of
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets, together_then_each
-from reducer.names import BINDINGS, Role, Roles, census
 from reducer.passes.rewrites import drop_dead_code, single_bindings, spread_kwargs
 from reducer.passes.slicing import sliced
-from reducer.size import size_of
 
 
 class _Inline(cst.CSTTransformer):

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from reducer.cst import collect, is_literal, parse, replace_many, safe
+from reducer.analysis.cst import collect, is_literal, parse, replace_many, safe
 from reducer.passes.base import Gate
 from reducer.passes.rewrites import drop_dead_code
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from reducer.cst import collect, parse, replace, replace_many, safe
-from reducer.names import Role, census
+from reducer.analysis.cst import collect, parse, replace, replace_many, safe
+from reducer.analysis.names import Role, census
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets
 from reducer.passes.rewrites import one_step

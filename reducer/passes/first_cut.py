@@ -1,5 +1,5 @@
 """The first cut: before any delta debugging, the original minus every statement that never ran
-in the traced run (reducer/trace.py records which lines did). One or two candidates that often
+in the traced run (reducer/analysis/trace.py records which lines did). One or two candidates that often
 take a long script down to the path that fails."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from reducer.cst import StatementTransformer, body_statements, parse_with_positions, parses, render, splice
+from reducer.analysis.cst import StatementTransformer, body_statements, parse_with_positions, parses, render, splice
 from reducer.passes.base import Gate
 
 

@@ -1,6 +1,6 @@
 """The heavier level: rewrites too bold for every round, tried when the usual fixpoint came early
 (well before --max-time, or before the default budget when there is none) — see
-``reducer.loop.SearchLoop._search``. One candidate does all of them, repeatedly, with the dead
+``reducer.search.loop.SearchLoop._search``. One candidate does all of them, repeatedly, with the dead
 code they leave removed:
 
 - every method reached once made a plain function (``scaffolding.as_function``), then every
@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from reducer.cst import collect, parse, parse_with_positions, parses, replace_many, safe
+from reducer.analysis.cst import collect, parse, parse_with_positions, parses, replace_many, safe
 from reducer.passes.base import Gate
 from reducer.passes.rewrites import drop_dead_code, first_element, substitute
 from reducer.passes.scaffolding import as_function, method_targets

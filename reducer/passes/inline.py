@@ -8,8 +8,8 @@ from typing import Any
 
 import libcst as cst
 
-from reducer.names import BINDINGS, USES, census, uses
-from reducer.cst import assign, collect_statements, parse, replace_many, safe, splice
+from reducer.analysis.cst import assign, collect_statements, parse, replace_many, safe, splice
+from reducer.analysis.names import BINDINGS, USES, census, uses
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets
 from reducer.passes.rewrites import is_pure, parameter_slots
@@ -216,7 +216,7 @@ def flattened(source: str) -> str | None:
 
     Each round inlines a batch of independent functions in one rewrite (one parse, one walk),
     so a script of a thousand helpers takes as many rounds as its call chain is deep."""
-    from reducer.cst import parses
+    from reducer.analysis.cst import parses
     from reducer.passes.unwrap import unwrap_main_guard
     changed = False
     for _ in range(100):
@@ -234,7 +234,7 @@ def flattened(source: str) -> str | None:
 def _inline_batch(module: cst.Module, fns: list[cst.FunctionDef]) -> str | None:
     """Inline the functions of ``fns`` whose call sites are not inside another inlined function
     (and share no line with one), all in one rewrite; one at a time if the batch does not parse."""
-    from reducer.cst import parses
+    from reducer.analysis.cst import parses
     chosen: list[tuple[cst.FunctionDef, list[tuple[cst.CSTNode, Any]]]] = []
     removed: set[int] = set()           # statement lines inside a chosen function
     sites: set[int] = set()             # the chosen call-site lines

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import libcst as cst
 
-from reducer.cst import parse, replace, safe
+from reducer.analysis.cst import parse, replace, safe
 from reducer.passes.base import Gate, Offer
 
 T = TypeVar("T")

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.cst import collect, parse, replace_many, safe
+from reducer.analysis.cst import collect, parse, replace_many, safe
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets
 from reducer.passes.rewrites import drop_dead_code, parameter_slots, without_trailing_comma

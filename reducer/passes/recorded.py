@@ -20,11 +20,11 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.cst import assign, body_statements, collect, is_literal, replace_many, safe, splice
+from reducer.analysis.cst import assign, body_statements, collect, is_literal, replace_many, safe, splice
+from reducer.analysis.size import size_of
 from reducer.passes.base import Gate
 from reducer.passes.loops import together_then_each
 from reducer.passes.rewrites import drop_dead_code
-from reducer.size import size_of
 
 _Site = tuple[str, str, str]
 _LOOP_EXITS = (cst.Break, cst.Continue)

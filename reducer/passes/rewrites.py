@@ -22,14 +22,14 @@ import re
 
 import libcst as cst
 
-from reducer.cst import StatementTransformer, body_statements, collect, collect_statements, is_literal, parse, render
-from reducer.names import BINDINGS, Census, Role, census, uses
+from reducer.analysis.cst import StatementTransformer, body_statements, collect, collect_statements, is_literal, parse, render
+from reducer.analysis.names import BINDINGS, Census, Role, census, uses
 
 
 # ---- what a rewrite leaves dead ----------------------------------------------------------------
 def chain_root(expr: cst.BaseExpression) -> str | None:
     """The name an attribute/call chain starts from (``logging`` in ``logging.getLogger().info``);
-    unlike ``reducer.cst.root_name``, a subscript ends the chain."""
+    unlike ``reducer.analysis.cst.root_name``, a subscript ends the chain."""
     while isinstance(expr, (cst.Attribute, cst.Call)):
         expr = expr.value if isinstance(expr, cst.Attribute) else expr.func
     return expr.value if isinstance(expr, cst.Name) else None

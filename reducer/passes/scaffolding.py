@@ -22,7 +22,7 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.cst import collect, replace, replace_many, safe
+from reducer.analysis.cst import collect, replace, replace_many, safe
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets, together_then_each
 from reducer.passes.rewrites import first_element, names_bound_inside, one_step, substitute
@@ -83,7 +83,7 @@ def _annotated(module: cst.Module) -> list[cst.CSTNode]:
 
 
 def without_annotations(module: cst.Module, only: cst.CSTNode | None = None) -> str | None:
-    from reducer.cst import render
+    from reducer.analysis.cst import render
     new = render(module.visit(_DropAnnotations(_class_bodies(module), only)))
     return None if new == module.code else new
 

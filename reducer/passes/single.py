@@ -25,7 +25,7 @@ from typing import Any
 
 import libcst as cst
 
-from reducer.cst import body_statements, collect, is_literal, replace, replace_many, safe, splice
+from reducer.analysis.cst import body_statements, collect, is_literal, replace, replace_many, safe, splice
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets
 from reducer.passes.rewrites import names_bound_inside, one_iteration, one_step, only_element, substitute

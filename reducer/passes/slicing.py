@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from reducer.names import Role, Roles, binding_target, import_bindings, target_leaves
-from reducer.cst import parse_with_positions, render, root_name as _root
+from reducer.analysis.cst import parse_with_positions, render, root_name as _root
+from reducer.analysis.names import Role, Roles, binding_target, import_bindings, target_leaves
 from reducer.passes.base import Gate
 
 _LOOPS = (cst.For, cst.While)
@@ -206,7 +206,7 @@ def _path(module: cst.Module, pos, lines: set[int]) -> dict[int, str]:
 
 
 def _render(module: cst.Module, removed: set[int], path: dict[int, str]) -> str:
-    from reducer.cst import body_statements, splice
+    from reducer.analysis.cst import body_statements, splice
     from reducer.passes.rewrites import one_iteration
 
     class Cut(cst.CSTTransformer):

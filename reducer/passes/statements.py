@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from reducer.cst import set_body, statement_list
+from reducer.analysis.cst import set_body, statement_list
 from reducer.passes.base import Gate
 from reducer.passes.loops import delete_runs
 
@@ -34,7 +34,7 @@ def blocks_by_depth(module: cst.Module) -> list[cst.CSTNode]:
 
 
 def _multi_lines(module: cst.Module) -> list[cst.CSTNode]:
-    from reducer.cst import collect
+    from reducer.analysis.cst import collect
     return collect(module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) > 1)
 
 
@@ -43,7 +43,7 @@ def delete_statements(gate: Gate) -> None:
 
     Removes: statements: the module's own first, then each block one level down, runs of them at a
     time (find_integer); then the small statements of a ``a = 1; b = 2`` line.
-    Never changes: anything but whole statements (an emptied block gets ``pass``, reducer/cst.py
+    Never changes: anything but whole statements (an emptied block gets ``pass``, reducer/analysis/cst.py
     ``render``)."""
     delete_runs(gate, blocks_by_depth, statement_list, set_body)
     # `a = 1; b = 2` on one line: its small statements are statements too (1-minimality).

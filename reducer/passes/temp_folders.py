@@ -8,7 +8,7 @@ clean as a temporary one, and the ``with``, its indentation and ``import tempfil
 
 - ``with tempfile.TemporaryDirectory() as d: BODY`` → ``BODY`` with every read of ``d`` written
   ``'reprobot_d'`` (the ``reprobot_`` prefix, as the value recipes name the folders they write,
-  reducer/recipes.py), for code that creates the folder itself (``save_pretrained``); else
+  reducer/analysis/recipes.py), for code that creates the folder itself (``save_pretrained``); else
   ``d = tempfile.mkdtemp()`` and ``BODY`` (the folder made, one level less);
 - ``d = tempfile.mkdtemp()`` → ``d = 'reprobot_d'`` (the value passes then carry it to its uses).
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from reducer.cst import body_statements, collect, render
-from reducer.names import BINDINGS, Role, Roles
+from reducer.analysis.cst import body_statements, collect, render
+from reducer.analysis.names import BINDINGS, Role, Roles
 from reducer.passes.base import Gate
 from reducer.passes.loops import together_then_each
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.cst import assign, body_statements, collect, replace, replace_many, safe, splice
+from reducer.analysis.cst import assign, body_statements, collect, replace, replace_many, safe, splice
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets
 from reducer.passes.rewrites import drop_empty_ifs, one_iteration

@@ -33,8 +33,8 @@ from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
-from reducer.cst import collect, parse, render, replace_many
-from reducer.names import BINDINGS, Role, Roles, census
+from reducer.analysis.cst import collect, parse, render, replace_many
+from reducer.analysis.names import BINDINGS, Role, Roles, census
 from reducer.passes.base import Gate
 from reducer.passes.loops import one_after_another, run_targets, together_then_each
 

@@ -15,7 +15,7 @@ The disk: every run writes in its scratch folder (its copy of the script's folde
 run is stopped past the quota. RLIMIT_FSIZE bounds each file wherever it is written.
 
 A run stopped at a limit is "not the same failure" (the runner gives it one record naming the
-limit); the original hitting one is an error of one line (reducer/failure.py).
+limit); the original hitting one is an error of one line (reducer/failure/original.py).
 
 Stdlib only (the Ray runner uses it on other machines).
 """

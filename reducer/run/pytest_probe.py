@@ -2,7 +2,7 @@
 only): `reprobot reduce tests/test_x.py::test_name` (issue #43) loads it with ``-p`` to learn,
 from pytest itself, which tests the node id or ``-k`` selects and how the failing ones fail.
 
-For each failing test it records what reducer/pytest_node.py needs to write the test as a plain
+For each failing test it records what reducer/failure/pytest_node.py needs to write the test as a plain
 script: the test function (and its class), the chosen parameter set (each argument's index in its
 ``parametrize`` list, and its value's repr), every fixture pytest resolved for it in the order
 pytest sets them up (where each is defined, its scope, what it requests), the conftest.py files

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from reducer.outcome import TracebackRecord
+from reducer.failure.outcome import TracebackRecord
 
 EXCEPTIONS_ENV = "REPROBOT_EXCEPTIONS"
 HOOK_DIR = Path(__file__).resolve().parent / "exception_hook"

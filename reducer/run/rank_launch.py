@@ -12,9 +12,9 @@ image, and runs the script in each as ``__main__`` with the variables torchrun g
 A rank's uncaught traceback is printed without the launcher's, runpy's and multiprocessing's
 frames, so it reads as the cold rank's does and the Signature is the same; when a rank fails,
 the others are sent SIGTERM (torchrun's agent does the same) and the launcher raises a
-``ChildFailedError``, a wrapper (reducer/ranks.py) that is never a target.
+``ChildFailedError``, a wrapper (reducer/failure/ranks.py) that is never a target.
 
-It is an optimisation with the real line as the reference: reducer/warm_start.py runs the original
+It is an optimisation with the real line as the reference: reducer/reduction/warm_start.py runs the original
 both ways and keeps cold runs when they differ, and the result is verified cold, by the line.
 Lines that need the real launcher stay cold: several nodes, restarts, ``--no-python``/``-m``,
 ``--run-path``, output redirection to files, an ``auto``/``gpu`` process count, options this module

@@ -25,16 +25,16 @@ if TYPE_CHECKING:
     from reducer.run.launch import LaunchLine
 
 from reducer.errors import ExitCode, ReprobotError
+from reducer.failure.outcome import Outcome, TracebackRecord
+from reducer.failure.tracebacks import HANG_ENV, hang_record, parse_tracebacks
 from reducer.run.guard import RunGuard, enter as enter_cgroup, file_limit_text
 from reducer.run.guard import remove_stale as remove_stale_cgroups
 from reducer.run.home import HOME_DIR, make_home, run_home_environment, user_caches
 from reducer.run.limits import Quota, RunLimits, apply_limits
-from reducer.outcome import Outcome, TracebackRecord
 from reducer.run.processes import kill_group, pids, resolve_python, script_argument
-from reducer.run.rank_launch import RANKS_ENV, warm_plan, write_launcher as write_rank_launcher
 from reducer.run.raised import EXCEPTIONS_ENV, hook_environment, mark, read_raised
+from reducer.run.rank_launch import RANKS_ENV, warm_plan, write_launcher as write_rank_launcher
 from reducer.run.rendezvous import PORTS, RENDEZVOUS_ENV, needs_rendezvous, run_environment
-from reducer.tracebacks import HANG_ENV, hang_record, parse_tracebacks
 
 # Directories never copied into a scratch dir: they are big, or they are ours.
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache",
@@ -296,7 +296,7 @@ OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_
 def alone_environment(env: dict[str, str], source: str) -> dict[str, str]:
     """A run's environment as a maintainer's would be: offline, without the variables the
     script reads (they point at the user's files), reprobot's own run variables kept."""
-    from reducer.artefacts import env_names
+    from reducer.analysis.artefacts import env_names
     out = {k: v for k, v in env.items() if k not in env_names(source) or k in _RUN_VARIABLES}
     out.update(OFFLINE_ENV)
     return out
@@ -306,8 +306,8 @@ _RUN_VARIABLES = {"TMPDIR", "TEMP", "TMP", "PYTHONPATH", "PATH", "HOME", "CUDA_V
                   EXCEPTIONS_ENV}
 
 
-# What a traced run of a launch line gives every interpreter of the run (reducer/trace.py's
-# launcher, exception_hook/sitecustomize.py): not imported, reducer.trace needs libcst.
+# What a traced run of a launch line gives every interpreter of the run (reducer/analysis/trace.py's
+# launcher, exception_hook/sitecustomize.py): not imported, reducer.analysis.trace needs libcst.
 _TRACE_OUT, _TRACE_LAUNCHER, _TRACE_SCRIPT = "REPROBOT_TRACE_OUT", "REPROBOT_TRACE_LAUNCHER", "REPROBOT_TRACE_SCRIPT"
 
 _DUMP_WAIT = 1.0     # seconds the processes of a hung run get to write their stacks
@@ -709,7 +709,7 @@ class Runner:
         limit = guard.hit or self._file_limit(sig, records)
         if limit is not None:
             # Whatever it printed, a run stopped at a limit is not the failure: one record says
-            # which limit (the original hitting one is refused in one line: reducer/failure.py).
+            # which limit (the original hitting one is refused in one line: reducer/failure/original.py).
             records = [TracebackRecord("RunLimit", limit, (), f"reprobot: {limit}", "stderr", "crash")]
         return Outcome(returncode=returncode, wall_time=wall, stdout=stdout, stderr=stderr,
                        timed_out=timed_out, stopped_early=stopped, signal=sig, tracebacks=records,

@@ -1,7 +1,7 @@
 """The seam between the search and whatever runs its candidates.
 
-The search (reducer/search.py) knows only a callable ``source -> bool``; the oracle
-(reducer/oracle.py) turns that into runs through a ``CandidateRunner`` and judges each Outcome
+The search (reducer/search/driver.py) knows only a callable ``source -> bool``; the oracle
+(reducer/failure/oracle.py) turns that into runs through a ``CandidateRunner`` and judges each Outcome
 against the target Signature. Whatever implements ``CandidateRunner`` can run candidates: the
 local ``reducer.run.runner.Runner`` (cold processes, or forks of warm interpreters), or slots on other
 hosts — actors on a cluster of GPU machines for a team that outgrows one box — without a change to
@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Callable, Protocol, runtime_checkable
 
-from reducer.outcome import Outcome, TracebackRecord
+from reducer.failure.outcome import Outcome, TracebackRecord
 from reducer.run.runner import RunSpec
 
 

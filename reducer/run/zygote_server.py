@@ -258,7 +258,7 @@ def _child(req, fds, stats_fd):
         if os.environ.get("PYTHONFAULTHANDLER"):
             import faulthandler
             faulthandler.enable()
-        # the script to look at: a traced run's launcher (reducer/trace.py) runs the one after it
+        # the script to look at: a traced run's launcher (reducer/analysis/trace.py) runs the one after it
         looked_at = [script] + [a for a in req["args"][:1] if a.endswith(".py")]
         if _CHILDREN is not None and _CHILDREN.may_spawn(looked_at):
             # spawn / forkserver children of the script start from this warm image too

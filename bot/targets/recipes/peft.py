@@ -1,4 +1,4 @@
-"""peft's value recipes (reducer/recipes.py is the contract). Runs in the USER's interpreter.
+"""peft's value recipes (reducer/analysis/recipes.py is the contract). Runs in the USER's interpreter.
 
 - a ``PeftConfig`` (``LoraConfig``...) -> its class with the fields that differ from its defaults;
 - a ``PeftModel`` -> ``get_peft_model(<its base, rebuilt>, <its config>)``; one that
@@ -10,7 +10,7 @@
 """
 import sys
 
-# merge, import_of, call_of, remember_saves and note_loads are given by reducer/recipes.py's loader
+# merge, import_of, call_of, remember_saves and note_loads are given by reducer/analysis/recipes.py's loader
 # flake8: noqa: F821
 
 ADAPTER = "reprobot_adapter"

@@ -1,4 +1,4 @@
-"""pytorch's value recipes (reducer/recipes.py is the contract). Runs in the USER's interpreter.
+"""pytorch's value recipes (reducer/analysis/recipes.py is the contract). Runs in the USER's interpreter.
 
 A tensor becomes a factory call of its shape, dtype and device (the dynamo minifier writes
 ``rand_strided`` for the same reason): its values exactly when it is small, and an integer or
@@ -12,7 +12,7 @@ its preprocessing are the user's code, not the bug's. A parameter-free or leaf
 """
 import sys
 
-# merge is given by reducer/recipes.py's loader
+# merge is given by reducer/analysis/recipes.py's loader
 # flake8: noqa: F821
 
 _EXACT = 16          # at most this many elements are written out as they are

@@ -1,4 +1,4 @@
-"""transformers' value recipes (reducer/recipes.py is the contract). Runs in the USER's interpreter.
+"""transformers' value recipes (reducer/analysis/recipes.py is the contract). Runs in the USER's interpreter.
 
 - a config (``PretrainedConfig``, ``GenerationConfig``, a quantization config such as
   ``BitsAndBytesConfig``) -> its class called with the values that differ from that class's
@@ -16,7 +16,7 @@
 import os
 import sys
 
-# merge, import_of, call_of, fresh_name, remember_saves and note_loads are given by reducer/recipes.py's loader
+# merge, import_of, call_of, fresh_name, remember_saves and note_loads are given by reducer/analysis/recipes.py's loader
 # flake8: noqa: F821
 
 # Not the config's to say: versions, names and paths of the checkpoint it was read from, its dtype

@@ -142,7 +142,7 @@ _traced = []
 
 
 def reprobot_trace_child():
-    """In a child of a traced run (reducer/trace.py: its launcher put its own path and the
+    """In a child of a traced run (reducer/analysis/trace.py: its launcher put its own path and the
     script's in the environment, which every child inherits), install the same tracer before the
     child runs any of the script, so the lines only a child ran count as executed. Nothing at
     all happens outside traced runs."""
@@ -241,7 +241,7 @@ except BaseException:
 if os.environ.get("REPROBOT_HANG_AFTER"):
     # --hang-after: reprobot sends SIGUSR1 to a run that made no progress for that long, and
     # every process of it (children inherit this through the environment, forks the handler)
-    # dumps all its threads' stacks; reducer/tracebacks.py hang_record reads them.
+    # dumps all its threads' stacks; reducer/failure/tracebacks.py hang_record reads them.
     try:
         import faulthandler
         import signal

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 
-from reducer.normalize import library_frames
-from reducer.outcome import TracebackRecord
+from reducer.failure.normalize import library_frames
+from reducer.failure.outcome import TracebackRecord
 
 PRIMARY, SECONDARY, WRAPPER = 0, 1, 2
 

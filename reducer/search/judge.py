@@ -4,11 +4,11 @@ A candidate is run only if it is strictly smaller than the best under (tokens, c
 has not been seen (the seen-set, keyed on normalised source, is the cache), compiles, reads no
 name the best binds and it no longer does, and spells no secret of the environment the best does
 not. Whatever only a run can tell, the judge asks of the ``Runs`` it is handed with the candidate
-(reducer/scheduler.py); a candidate that reproduces and that libcst can read is accepted. The
+(reducer/search/scheduler.py); a candidate that reproduces and that libcst can read is accepted. The
 judge calls nothing back: whoever handed it the candidate hears of the new best from ``decide``.
 
 A pass never meets the judge: it offers candidates to the gate (reducer/passes/base.py's
-``Gate``, which reducer/search.py's ``Reducer`` is), and the best, the trace, the target's message
+``Gate``, which reducer/search/driver.py's ``Reducer`` is), and the best, the trace, the target's message
 and ``failure_lines`` it reads there come from here, the order of runs from the scheduler.
 """
 from __future__ import annotations
@@ -22,12 +22,12 @@ from typing import Any, Protocol
 
 import libcst as cst
 
+from reducer.analysis.cst import compiles, libcst_parses, parses
+from reducer.analysis.names import unbound_reads
+from reducer.analysis.provenance import leaked, secret_values
+from reducer.analysis.size import Size, count_statements, normalize, size_of
 from reducer.errors import ExitCode, ReprobotError
-from reducer.cst import compiles, libcst_parses, parses
-from reducer.names import unbound_reads
-from reducer.provenance import leaked, secret_values
-from reducer.search_stats import Tally
-from reducer.size import Size, count_statements, normalize, size_of
+from reducer.search.stats import Tally
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ class Judge:
 
     def failure_lines(self, source: str) -> tuple[int, ...] | None:
         """Where ``source`` failed in the run that accepted it (the script's own traceback
-        lines), when the oracle keeps that (``reducer.oracle.Oracle`` does)."""
+        lines), when the oracle keeps that (``reducer.failure.oracle.Oracle`` does)."""
         return self._failure_lines(source) if self._failure_lines is not None else None
 
     def _spells_secret(self, source: str) -> bool:

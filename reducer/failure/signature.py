@@ -11,10 +11,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from reducer.normalize import PLUMBING, library_frames, library_path, normalize_message  # noqa: F401 (re-exported)
-from reducer.outcome import Outcome, TracebackRecord
+from reducer.failure.normalize import PLUMBING, library_frames, library_path, normalize_message  # noqa: F401 (re-exported)
+from reducer.failure.outcome import Outcome, TracebackRecord
+from reducer.failure.tracebacks import all_records
 from reducer.run.raised import PRINTED
-from reducer.tracebacks import all_records
 
 DEFAULT_FRAMES = 3
 
@@ -79,9 +79,9 @@ def distinct_failures(outcome: Outcome, options: MatchOptions = MatchOptions()) 
     """The distinct failures of a run, one record each: first-seen order, except that
     exceptions the run raised come before tracebacks it only printed (reducer/run/raised.py), and a
     process's own failure comes before the other ranks' secondary failures, and those before a
-    parent's wrapper that only says a child failed (reducer/ranks.py: a wrapper is never a
+    parent's wrapper that only says a child failed (reducer/failure/ranks.py: a wrapper is never a
     target)."""
-    from reducer.ranks import role
+    from reducer.failure.ranks import role
     seen: dict[Signature, TracebackRecord] = {}
     records = list(all_records(outcome.tracebacks))
     records.sort(key=lambda r: (role(r), r.origin == PRINTED))  # stable: first-seen order otherwise

@@ -3,7 +3,7 @@ and compile checks, rendering a module (mending emptied blocks), replacing nodes
 the replaced node's ancestors), collecting nodes in pre-order, and small node builders.
 
 Nothing here proposes or runs a candidate: that is the passes' (reducer/passes/) and the search's
-(reducer/judge.py, reducer/scheduler.py). reducer/trace.py, reducer/format.py and reducer/standalone.py use it too,
+(reducer/search/judge.py, reducer/search/scheduler.py). reducer/analysis/trace.py, reducer/analysis/format.py and reducer/reduction/standalone.py use it too,
 without depending on any pass.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The warm start of a reduction: warm interpreters for the candidates' runs, if the original fails
 the same way warm as it did cold.
 
-The original was already run cold to establish the failure (reducer/failure.py); here it runs
+The original was already run cold to establish the failure (reducer/failure/original.py); here it runs
 once warm. A different outcome (another signature, none, another exit code, a failure of its own
 more or less) means something in the warm start changes what the script does: then every run
 stays cold. A clean pass of an original that failed in every run so far is first taken as
@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from reducer.errors import DeadlineReached
-from reducer.failure import Failure, remeasure
-from reducer.flaky import seed_calls
-from reducer.oracle import Oracle, candidate_memory, candidate_timeout
-from reducer.outcome import Outcome
+from reducer.failure.flaky import seed_calls
+from reducer.failure.oracle import Oracle, candidate_memory, candidate_timeout
+from reducer.failure.original import Failure, remeasure
+from reducer.failure.outcome import Outcome
 
 
 @dataclass
@@ -141,7 +141,7 @@ def _first_pass(failure: Failure, outcome: Outcome) -> bool:
 
 
 def adopt_rate(failure: Failure, measured: Failure, oracle: Oracle) -> None:
-    """``measured`` (reducer/failure.py:remeasure) is the same failure with its rate: the run in
+    """``measured`` (reducer/failure/original.py:remeasure) is the same failure with its rate: the run in
     flight takes it (the oracle's rate and the seed every candidate keeps)."""
     failure.outcomes, failure.rate, failure.seed = measured.outcomes, measured.rate, measured.seed
     oracle.set_rate(failure.rate.value if failure.flaky else 1.0,
@@ -153,8 +153,8 @@ def warm_differs(failure: Failure, warm: Outcome) -> str:
     lacks that every cold run showed — its spawned children's failures included (their
     tracebacks are in the output) — as one short phrase; "" when nothing differs. A warm run
     stopped once the target appeared is only checked for failures of its own."""
-    from reducer.ranks import PRIMARY, role
-    from reducer.signature import distinct_failures
+    from reducer.failure.ranks import PRIMARY, role
+    from reducer.failure.signature import distinct_failures
     options = failure.spec.options
     # --resume trusts the stored failure: its runs kept their times, not their output, so there
     # is nothing beyond the target to compare with (the target itself was checked).

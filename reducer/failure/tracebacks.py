@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from reducer.outcome import Frame, TracebackRecord
+from reducer.failure.outcome import Frame, TracebackRecord
 
 _HEADER = "Traceback (most recent call last):"
 _Q = "[\"\u201c\u201d\u2018\u2019']"  # straight and curly quotes, as forums reprint them
@@ -286,7 +286,7 @@ def hang_record(text: str, seconds: float, stream: str = "stderr",
     that waits in the program's own code (holds or waits for a lock), not in the plumbing
     (threading's join, multiprocessing's wait); its innermost frames become the message, so a
     candidate hangs the same way only where it waits at the same functions."""
-    from reducer.normalize import library_path
+    from reducer.failure.normalize import library_path
     stacks = thread_stacks(text)
     if not stacks:
         return None

@@ -1,6 +1,6 @@
 """Make a repro self-contained: what it reads from the user's disk becomes code.
 
-After the search, each local artefact the repro reads (reducer/artefacts.py) is offered a few
+After the search, each local artefact the repro reads (reducer/analysis/artefacts.py) is offered a few
 rewrites, most readable first, and each one is a real run of the whole candidate saved alone as
 ``repro.py`` in an empty folder with the Hub offline (``Runner.run(alone=True)``). The first that
 still fails the same way is kept:
@@ -35,10 +35,10 @@ from typing import Any
 
 import libcst as cst
 
-from reducer.artefacts import Artefact, Context, Read, dotted, find_reads
-from reducer.cst import collect, render
+from reducer.analysis.artefacts import Artefact, Context, Read, dotted, find_reads
+from reducer.analysis.cst import collect, render
+from reducer.analysis.names import uses
 from reducer.passes.cleanup import drop_dead_code, drop_unused_imports
-from reducer.names import uses
 from reducer.stack import Spelling, adapter_wrapper, config_by_type
 
 # A file or folder above this is named, not written into the repro.
@@ -485,7 +485,7 @@ def _hint(need: dict[str, str], ctx: Context, probe: Probe) -> str | None:
 
 
 def probe_in(python: str, env: dict[str, str] | None = None, timeout: float = 120.0) -> Probe:
-    """A probe that asks the user's interpreter (reducer/artefact_probe.py); None where it cannot say."""
+    """A probe that asks the user's interpreter (reducer/reduction/artefact_probe.py); None where it cannot say."""
     script = Path(__file__).with_name("artefact_probe.py")
     cache: dict[tuple[str, str], dict[str, Any] | None] = {}
 

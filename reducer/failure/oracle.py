@@ -9,13 +9,13 @@ from pathlib import PurePath
 import time
 
 from reducer.errors import DeadlineReached
-from reducer.flaky import MAX_CANDIDATE_RUNS, clean_runs_to_refuse
+from reducer.failure.flaky import MAX_CANDIDATE_RUNS, clean_runs_to_refuse
+from reducer.failure.normalize import library_path
+from reducer.failure.outcome import Outcome
+from reducer.failure.ranks import _COLLISION as _COLLISION_TEXT, is_collision
+from reducer.failure.signature import MatchOptions, Signature, find_match
 from reducer.run.gpu import GpuPool
-from reducer.normalize import library_path
-from reducer.outcome import Outcome
 from reducer.run.slots import CandidateRunner, accepts_cancel
-from reducer.ranks import _COLLISION as _COLLISION_TEXT, is_collision
-from reducer.signature import MatchOptions, Signature, find_match
 
 COLLISION_RETRIES = 2
 
@@ -36,7 +36,7 @@ def candidate_memory(original_peak_rss: int) -> int | None:
     brings back a default-sized model (a 768-wide, 16-layer vision tower took a 0.43 GB example
     to 1.73 GB; a dropped ``num_hidden_layers`` took a 422 MB script to 544 MB), which is not a
     simplification a maintainer wants to run. The slack covers the sampling and the allocator, not
-    a bigger model; the final verification is stricter still (reducer/cold_verdict.py ``heavier``)."""
+    a bigger model; the final verification is stricter still (reducer/reduction/cold_verdict.py ``heavier``)."""
     if original_peak_rss <= 0:
         return None
     return original_peak_rss + max(original_peak_rss // 5, 96 * 1024 ** 2)
@@ -91,10 +91,10 @@ class Oracle:
         self._failure_lines: OrderedDict[str, tuple[int, ...]] = OrderedDict()
 
     def set_rate(self, rate: float, required: tuple[str, ...] = ()) -> None:
-        """The original's failure rate (reducer/flaky.py) and the text every candidate must keep
+        """The original's failure rate (reducer/failure/flaky.py) and the text every candidate must keep
         (the fixed seed a flaky failure is deterministic with: without it a candidate would only
         fail by luck, so it is refused unrun). Set again when a later run showed the failure to
-        be flaky (reducer/failure.py:remeasure)."""
+        be flaky (reducer/failure/original.py:remeasure)."""
         self.required = tuple(required)
         # below 1, a clean pass is a draw, not a verdict
         self.rate = rate

@@ -1,4 +1,4 @@
-"""The traced runs of a reduction (reducer/trace.py records them; reducer/boundary.py the failing
+"""The traced runs of a reduction (reducer/analysis/trace.py records them; reducer/analysis/boundary.py the failing
 call): the original's, once before the search, and the retraces of a changed best during it.
 
 Every traced run is pinned to a GPU set of the pool like a candidate (a traced run that saw every
@@ -10,14 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from reducer.failure import Failure
-from reducer.oracle import Oracle
-from reducer.trace import TraceData, trace_run
-from reducer.warm_start import reference_set
+from reducer.analysis.trace import TraceData, trace_run
+from reducer.failure.oracle import Oracle
+from reducer.failure.original import Failure
+from reducer.reduction.warm_start import reference_set
 
 
 def pinned_run_fn(oracle: Oracle, warm: bool | None = None, gpu_set: tuple[str, ...] | None = None):
-    """reducer.trace's run function, on a GPU set of the pool like every candidate."""
+    """reducer.analysis.trace's run function, on a GPU set of the pool like every candidate."""
     def run(source: str, launcher: list[str], env: dict[str, str]):
         with oracle.gpus.acquire(gpu_set) as slot:
             outcome = oracle.runner.run(source, launcher=launcher, extra_env={**(env or {}), **(slot.env() or {})},
@@ -42,7 +42,7 @@ def trace_original(failure: Failure, oracle: Oracle, recipes: tuple[Path, ...],
         warn("trace-guided first cut skipped:", str(e)[:200])
         return None
     try:
-        from reducer.boundary import boundary_run
+        from reducer.analysis.boundary import boundary_run
         data.boundary = boundary_run(failure.spec.source, run, recipes)
         data.target_exc_type = failure.signature.exc_type
     except Exception as e:  # noqa: BLE001 - an optimisation too
@@ -56,7 +56,7 @@ def retracer(oracle: Oracle, recipes: tuple[Path, ...]) -> Callable[[str], Any]:
     The first one also records the boundary calls (one more run): when the prelude brought a
     child's work home, the original's run never raised in its own process, so only this trace
     can hand the boundary-call candidate its failing call."""
-    from reducer.boundary import boundary_run
+    from reducer.analysis.boundary import boundary_run
     run = pinned_run_fn(oracle, warm=True)
     pending = [True]
 

@@ -16,18 +16,18 @@ from typing import Callable, Iterator
 
 import libcst as cst
 
-from reducer.run.devices import DEVICES_ENV, DeviceUse, read_devices
 from reducer.errors import ExitCode, ReprobotError
-from reducer.flaky import (DEFAULT_CAP, EARLY, MAX_CANDIDATE_RUNS, SEED_TRIES, Rate, keep_running, seeded_source,
+from reducer.failure.flaky import (DEFAULT_CAP, EARLY, MAX_CANDIDATE_RUNS, SEED_TRIES, Rate, keep_running, seeded_source,
                            too_rare)
+from reducer.failure.outcome import Outcome, TracebackRecord
+from reducer.failure.ranks import WRAPPER, describe_wrapper, role
+from reducer.failure.signature import MatchOptions, Signature, distinct_failures, find_match
+from reducer.run.devices import DEVICES_ENV, DeviceUse, read_devices
 from reducer.run.gpu import split_sets, visible_value
 from reducer.run.launch import LaunchLine
 from reducer.run.limits import RunLimits
-from reducer.outcome import Outcome, TracebackRecord
 from reducer.run.raised import RAISED
-from reducer.ranks import WRAPPER, describe_wrapper, role
 from reducer.run.runner import Runner, RunSpec
-from reducer.signature import MatchOptions, Signature, distinct_failures, find_match
 
 
 def load_script(path: Path) -> str:
@@ -43,7 +43,7 @@ def load_script(path: Path) -> str:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ReprobotError(f"{path}: not a Python script (not UTF-8 text)", ExitCode.NOT_PYTHON) from None
-    from reducer.notebook import refuse_json
+    from reducer.failure.notebook import refuse_json
     refuse_json(path, text)     # JSON compiles as Python (`null` is a name): never run it (issue #43)
     try:
         compile(text, str(path), "exec", dont_inherit=True)
@@ -119,7 +119,7 @@ class FailureSpec:
     deadline: float | None = None      # time.monotonic() at which the whole command stops
     limits: RunLimits = field(default_factory=RunLimits)
     launch: LaunchLine | None = None   # torchrun / accelerate launch / python -m (reducer/run/launch.py)
-    # runs of a flaky original at most, to measure how often it fails (reducer/flaky.py);
+    # runs of a flaky original at most, to measure how often it fails (reducer/failure/flaky.py);
     # a failure that shows in every one of the ``runs`` confirmation runs never gets past those
     flaky_runs: int = DEFAULT_CAP
 
@@ -189,7 +189,7 @@ class Failure:
     # The original reported the target as itself (not only as another exception's context).
     as_itself: bool = False
     gpu: GpuPlan = field(default_factory=GpuPlan)
-    # How often the original failed this way (reducer/flaky.py), and the seed that made it
+    # How often the original failed this way (reducer/failure/flaky.py), and the seed that made it
     # deterministic: spec.source stays the user's script; ``source`` (what is reduced) then
     # starts by setting it.
     rate: Rate | None = None
@@ -529,7 +529,7 @@ def fails_on_one_gpu(failure: Failure, outcome: Outcome) -> bool:
 def check_one_gpu(failure: Failure) -> None:
     """Run the original once more with only the set's first GPU visible. Unless it fails the
     same way there, the failure needs the whole set: ``failure.gpu.needs_gpus``."""
-    from reducer.oracle import candidate_timeout
+    from reducer.failure.oracle import candidate_timeout
     plan = failure.gpu
     outcome = _timed_run(failure.runner, failure.spec, plan.env(1), timeout=candidate_timeout(failure.wall_time))
     if fails_on_one_gpu(failure, outcome):

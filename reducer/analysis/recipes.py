@@ -57,7 +57,7 @@ def recipe_env(paths: Iterable[Path | str]) -> dict[str, str]:
     return {ENV_VAR: joined} if joined else {}
 
 
-# Loads the recipe files in a launcher (reducer/boundary.py); ``_private`` and ``_source`` are the
+# Loads the recipe files in a launcher (reducer/analysis/boundary.py); ``_private`` and ``_source`` are the
 # launcher's. Recipes that raise are skipped: a recipe is an optimisation, never a failure.
 LOADER = r'''
 _RECIPES = []
@@ -298,7 +298,7 @@ def _rebuilt(value, depth=0, literal=True):
         try:
             got = fn(value, lambda inner: _rebuilt(inner, depth + 1))
         except Exception as exc:
-            # kept for the record (reducer/boundary.py writes them): a recipe's bug shows in reduction.json
+            # kept for the record (reducer/analysis/boundary.py writes them): a recipe's bug shows in reduction.json
             if len(RECIPE_ERRORS) < 8:
                 RECIPE_ERRORS.append("%s: %s: %s" % (os.path.basename(fn.__code__.co_filename), type(exc).__name__,
                                                       str(exc)[:200]))

@@ -15,7 +15,7 @@ sees:
   ``with ... as`` of one, a container filled with one, a function returning one (or called with
   one: its parameters) is tainted, to a fixpoint. Names are merged across scopes: a false
   positive only costs a less reduced repro, a false negative leaks.
-- the trace launcher (reducer/trace.py, at run time): a recorded value none of whose strings
+- the trace launcher (reducer/analysis/trace.py, at run time): a recorded value none of whose strings
   contains an environment value or the content of a file the script read, whatever code
   computed it (a concatenation, a library call the static layer cannot follow).
 

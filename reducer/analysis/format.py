@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from reducer.cst import is_literal
+from reducer.analysis.cst import is_literal
 
 
 def _is_import(stmt: cst.CSTNode) -> bool:

@@ -3,7 +3,7 @@
 The prelude runs once; then each phase to a fixpoint before the next, a change in a finer phase
 sending the search back to the coarsest, so the end is a fixpoint of every pass; after an early
 fixpoint, a heavier level, whose gains go through the phases again. A pass is handed the object
-that stands for the search to it (reducer/passes/base.py's ``Gate``: reducer/search.py's
+that stands for the search to it (reducer/passes/base.py's ``Gate``: reducer/search/driver.py's
 ``Reducer``), and proposes through it; the loop itself decides nothing about a candidate.
 """
 from __future__ import annotations
@@ -16,13 +16,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from reducer.analysis.cst import parses
+from reducer.analysis.size import Size, count_statements, size_of
 from reducer.errors import DeadlineReached
-from reducer.judge import Judge, candidate_key
-from reducer.cst import parses
 from reducer.passes.base import Gate, Pass
-from reducer.scheduler import External, Interesting, Scheduler
-from reducer.search_stats import ReductionStats, Tally
-from reducer.size import Size, count_statements, size_of
+from reducer.search.judge import Judge, candidate_key
+from reducer.search.scheduler import External, Interesting, Scheduler
+from reducer.search.stats import ReductionStats, Tally
 
 
 class OutOfTime(DeadlineReached):
@@ -69,7 +69,7 @@ class SearchLoop:
                  on_progress: Callable[[Progress], None] | None = None) -> None:
         self.judge, self.tally = judge, tally
         # The loop drives the scheduler and is its ``Events``: the clock, progress, the pass after
-        # this one, a new best (reducer/scheduler.py). Built here, so neither waits for the other.
+        # this one, a new best (reducer/search/scheduler.py). Built here, so neither waits for the other.
         self.scheduler = Scheduler(judge, oracle, jobs=jobs, tally=tally, events=self)
         self._oracle = oracle
         self.stats = tally.stats
@@ -95,7 +95,7 @@ class SearchLoop:
 
     # ---- what the scheduler asks and tells (its Events) -------------------------------------
     def _oracle_deadline(self) -> float | None:
-        """The oracle's own end (``reducer.oracle.Oracle.deadline``), read when asked: it may be set
+        """The oracle's own end (``reducer.failure.oracle.Oracle.deadline``), read when asked: it may be set
         after the search is built."""
         return getattr(self._oracle, "deadline", None)
 
@@ -289,7 +289,7 @@ class SearchLoop:
     def _format(self) -> None:
         """Lay the result out as a person would; the layout is kept only if it still fails the
         same way (hoisting an import can matter), so it costs at most two runs."""
-        from reducer.format import format_source, tidy
+        from reducer.analysis.format import format_source, tidy
         judge = self.judge
         self.tally.pass_name = "format"
         t0 = time.monotonic()

@@ -37,13 +37,13 @@ from typing import Any
 
 import libcst as cst
 
-from reducer.cst import parse_with_positions
+from reducer.analysis.cst import parse_with_positions
+from reducer.analysis.provenance import Provenance, leaked, secret_values
 from reducer.run.processes import script_argument
-from reducer.provenance import Provenance, leaked, secret_values
 
 ENV_VAR = "REPROBOT_TRACE_OUT"
 
-# How a launcher writes a recorded value back as source: shared with reducer/boundary.py's
+# How a launcher writes a recorded value back as source: shared with reducer/analysis/boundary.py's
 # launcher (both run as scripts in the user's interpreter; each defines ``_private``).
 VALUE_SOURCE = r'''
 def _member(value):
@@ -86,7 +86,7 @@ def _source(value, depth=0):
 
 # What the script read from outside, at run time: the environment's values and the files the script
 # opened (an audit hook), and whether a recorded value's strings carry any of them. Shared with
-# reducer/boundary.py's launcher; needs ``_script``, ``re``, ``ast`` and ``sys`` there.
+# reducer/analysis/boundary.py's launcher; needs ``_script``, ``re``, ``ast`` and ``sys`` there.
 OUTSIDE_SOURCE = r'''
 def _outside_strings():
     """Values of this run's environment worth hiding: any variable named like a secret, and
@@ -556,7 +556,7 @@ class TraceData:
 
     def _allowed(self) -> Callable[[str, Iterable[str]], bool]:
         """Whether the value an expression had may be written into the repro: not when the
-        expression may carry what the script read from outside (reducer/provenance.py), nor when
+        expression may carry what the script read from outside (reducer/analysis/provenance.py), nor when
         the value spells a secret of this environment."""
         provenance, secrets = Provenance(self.source), secret_values()
         return lambda expr, values: not provenance.tainted(expr) and not any(leaked(v, secrets) for v in values)

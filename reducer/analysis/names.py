@@ -10,7 +10,7 @@ Two questions, two parsers:
   walks the tree anyway (a transformer, a visitor with checks of its own) classifies in that
   same walk instead of a second one.
 - ``unbound_reads`` (Python's ``ast``): which names a script reads that nothing in it binds. The
-  judge (reducer/judge.py) uses this to refuse, without a run, a candidate that unbinds a name the
+  judge (reducer/search/judge.py) uses this to refuse, without a run, a candidate that unbinds a name the
   script still reads (deleting ``x = load()`` while ``f(x)`` stays): once the first cut has
   removed the code that never ran, such a candidate almost always dies of a ``NameError`` before
   reaching the failure, and on a GPU that is 10-60 seconds for nothing. The analysis is coarse on

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from reducer.stack import checkout_pattern
 
 if TYPE_CHECKING:
-    from reducer.outcome import TracebackRecord
+    from reducer.failure.outcome import TracebackRecord
 
 # Where installed packages live, on POSIX and Windows, in venvs, conda and system Pythons.
 _SITE = re.compile(r"[\\/](?:site|dist)-packages[\\/]", re.IGNORECASE)

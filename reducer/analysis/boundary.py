@@ -1,7 +1,7 @@
 """The boundary call: where the script's own code entered the library that raised the failure,
 and the values its arguments had at that moment.
 
-One run of the original under a small launcher (``LAUNCHER``, like ``reducer.trace``'s: runpy,
+One run of the original under a small launcher (``LAUNCHER``, like ``reducer.analysis.trace``'s: runpy,
 ``sys.settrace`` and ``threading.settrace``, no third-party imports). Its local tracer watches
 only the script's own frames; the first time an exception reaches one of them from a callee
 outside the script (the exception's traceback goes on into another file), that frame's line is
@@ -16,7 +16,7 @@ swallows the failure, or a process killed later, loses nothing.
 ``reducer.passes.boundary`` turns the record that matches the target failure into a
 whole-program candidate: the imports the call needs plus that one call with those values.
 
-Unlike the call records of ``reducer.trace`` (the latest call per call site), these are the values
+Unlike the call records of ``reducer.analysis.trace`` (the latest call per call site), these are the values
 of the failing call itself, even when the same line ran before with other values.
 """
 from __future__ import annotations
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reducer.recipes import LOADER, recipe_env
-from reducer.trace import OUTSIDE_SOURCE, VALUE_SOURCE
+from reducer.analysis.recipes import LOADER, recipe_env
+from reducer.analysis.trace import OUTSIDE_SOURCE, VALUE_SOURCE
 
 ENV_VAR = "REPROBOT_BOUNDARY_OUT"
 
@@ -38,7 +38,7 @@ import ast, collections, os, re, runpy, sys, threading, json, weakref
 
 # In a child of the run (a spawn worker, a torchrun rank, any Python the script started),
 # reducer/run/exception_hook/sitecustomize.py runs this file with _REPROBOT_TRACE_CHILD set (the
-# same hand-over as reducer/trace.py's): the failing call of a child is recorded as the parent's.
+# same hand-over as reducer/analysis/trace.py's): the failing call of a child is recorded as the parent's.
 _child = bool(globals().get("_REPROBOT_TRACE_CHILD"))
 _script = os.environ["REPROBOT_TRACE_SCRIPT"] if _child else os.path.abspath(sys.argv[1])
 if not _child:
@@ -461,7 +461,7 @@ class Boundary:
     child: bool = False             # recorded in a child process of the run
     recipe_errors: list[str] = field(default_factory=list)   # recipes that raised (a bug of ours to see)
     rank: int | None = None         # the process's rank in a launched job (torchrun, accelerate launch)
-    # the process-wide library state the call ran in, as recipes rebuild it (reducer/recipes.py's
+    # the process-wide library state the call ran in, as recipes rebuild it (reducer/analysis/recipes.py's
     # ``process_state``): {"imports", "setup", "rank": {"expr", "imports"}}
     state: dict[str, Any] | None = None
     entry: bool = False             # a watched call as it was entered, not a failure
@@ -511,9 +511,9 @@ def load(path: Path) -> list[Boundary]:
 
 def boundary_run(source: str, run, recipes: tuple[Path, ...] = ()) -> list[Boundary]:
     """Run ``source`` once under the launcher (``run(source, launcher_argv, extra_env)``, as
-    ``reducer.trace.trace_run`` calls it) and read the boundaries it recorded, in order, its
+    ``reducer.analysis.trace.trace_run`` calls it) and read the boundaries it recorded, in order, its
     children's included. ``recipes``: the files that rebuild values no literal spells
-    (reducer/recipes.py), in the order they are asked."""
+    (reducer/analysis/recipes.py), in the order they are asked."""
     with tempfile.TemporaryDirectory(prefix="reprobot-boundary-") as d:
         launcher = Path(d) / "reprobot_boundary_launcher.py"
         launcher.write_text(LAUNCHER, encoding="utf-8")

@@ -23,7 +23,7 @@ Every line of the script maps back to (code cell, line in the cell), so the fail
 named. Cells are numbered among the code cells, from 1, as a reader counts them down the
 notebook (markdown cells are not counted). A notebook's saved error output (``output_type:
 "error"``) is read for ``--from-outputs``. The standard library and libcst only: the reducer's
-own input (reducer/failure.py) calls it, and the bot's side is bot/notebook.py.
+own input (reducer/failure/original.py) calls it, and the bot's side is bot/notebook.py.
 """
 from __future__ import annotations
 

@@ -8,12 +8,12 @@ useless (``cancel_stale``). Verdicts are read in proposal order whatever finishe
 accepted sequence is the one a single slot gives.
 
 The oracle is called as ``oracle(source)``; one that can stop a run early takes the run's
-cancel event as ``oracle(source, cancel=event)`` (``reducer.oracle.Oracle`` does): it is set
+cancel event as ``oracle(source, cancel=event)`` (``reducer.failure.oracle.Oracle`` does): it is set
 when the run's verdict can no longer be needed, or when the search ends.
 
-Every candidate reaches the judge (reducer/judge.py) through here, with the scheduler as the
+Every candidate reaches the judge (reducer/search/judge.py) through here, with the scheduler as the
 ``Runs`` it asks for verdicts; what the scheduler asks of the loop that built it, and tells it,
-is ``Events`` (reducer/loop.py's ``SearchLoop`` is one), handed to its constructor.
+is ``Events`` (reducer/search/loop.py's ``SearchLoop`` is one), handed to its constructor.
 """
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from reducer.errors import DeadlineReached
-from reducer.judge import Checked, Judge
 from reducer.passes.base import Offer, Pass
-from reducer.search_stats import Tally
 from reducer.run.slots import accepts_cancel
+from reducer.search.judge import Checked, Judge
+from reducer.search.stats import Tally
 
 Interesting = Callable[[str], bool]   # a candidate source -> does it fail the same way (a real run)
 
@@ -41,7 +41,7 @@ class Events(Protocol):
     """What the scheduler asks of the loop that drives it, and what it tells it."""
 
     def check_time(self) -> None:
-        """Raise (``reducer.loop.OutOfTime``) once the search's time is spent."""
+        """Raise (``reducer.search.loop.OutOfTime``) once the search's time is spent."""
         ...
 
     def progress(self) -> None:
@@ -213,7 +213,7 @@ class Scheduler:
             self.run_time.seconds += time.monotonic() - t0
             self.run_time.count += 1
 
-    # ---- what a pass asks (through reducer/search.py's Reducer) -----------------------------
+    # ---- what a pass asks (through reducer/search/driver.py's Reducer) -----------------------------
     def first(self, candidates: Iterable[Offer]) -> Any | None:
         """Offer tagged candidates in order; the tag of the first accepted one, else None.
 

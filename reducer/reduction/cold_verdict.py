@@ -6,7 +6,7 @@ confirmed on, then alone in an empty folder offline, and, for a flaky failure, t
   needed; otherwise the walk goes back through the earlier results (newest first, at most
   ``COLD_FALLBACK_TRIES``) to the newest that passes all three, and at last to the original.
 - ``self_contained``: what the repro reads from the user's disk rewritten as code where a run
-  alone, offline, shows that keeps the failure (reducer/standalone.py).
+  alone, offline, shows that keeps the failure (reducer/reduction/standalone.py).
 - ``repro_rate``: a flaky original's repro measured cold as many times as the original was.
 
 Run by reducer/engine.py; nothing here prints or writes a folder."""
@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from reducer.artefacts import Context, default_shared
+from reducer.analysis.artefacts import Context, default_shared
 from reducer.errors import DeadlineReached
-from reducer.failure import Failure
-from reducer.flaky import Rate
-from reducer.oracle import Oracle, Verdict
-from reducer.outcome import Outcome, TracebackRecord
-from reducer.signature import find_match
-from reducer.standalone import Standalone, make_standalone, probe_in
-from reducer.warm_start import reference_set
+from reducer.failure.flaky import Rate
+from reducer.failure.oracle import Oracle, Verdict
+from reducer.failure.original import Failure
+from reducer.failure.outcome import Outcome, TracebackRecord
+from reducer.failure.signature import find_match
+from reducer.reduction.standalone import Standalone, make_standalone, probe_in
+from reducer.reduction.warm_start import reference_set
 
 # How many earlier results the cold fallback may try before going back to the original.
 COLD_FALLBACK_TRIES = 6

@@ -2,7 +2,7 @@
 
 API (what the CLI uses)::
 
-    from reducer.search import Reducer
+    from reducer.search.driver import Reducer
     result = Reducer(source, oracle, jobs=1, max_time=None, on_accept=None, on_progress=None,
                      trace=None).run()
     result.best_source          # the reduced script (formatted, verified by a run)
@@ -12,11 +12,11 @@ API (what the CLI uses)::
 - ``oracle(source) -> bool``: True iff the candidate fails the same way (a real run). With
   ``jobs > 1`` it is called from worker threads, so it must be thread-safe (subprocess-based
   oracles are). An oracle that takes ``cancel`` (``oracle(source, cancel=event)``, as
-  ``reducer.oracle.Oracle`` does) gets, for a run made ahead, the event that is set once a new
+  ``reducer.failure.oracle.Oracle`` does) gets, for a run made ahead, the event that is set once a new
   best leaves that run useless: it may stop the run (its verdict is never read).
 - ``on_accept(best_source, stats_dict)`` is called after every accepted step (write repro.py
   atomically there); ``on_progress(Progress)`` after every run and at every pass change.
-- ``trace``: a :class:`reducer.trace.TraceData` from one traced run of the original; enables the
+- ``trace``: a :class:`reducer.analysis.trace.TraceData` from one traced run of the original; enables the
   trace-guided first cut and constant propagation from recorded values.
 - Resume: ``Reducer(best_so_far, oracle, seen=saved["seen"], stats=saved_reduction_json)``.
 - Ctrl-C inside ``run()`` returns the best so far with ``status == "interrupted"``;
@@ -27,19 +27,19 @@ API (what the CLI uses)::
 
 Three parts, each in its own module:
 
-- the judge (reducer/judge.py): which candidate may run (strictly smaller than the best under
+- the judge (reducer/search/judge.py): which candidate may run (strictly smaller than the best under
   (tokens, characters, text), not seen before, compiles, unbinds no name, spells no secret) and
   which becomes the new best;
-- the scheduler (reducer/scheduler.py): when each candidate runs, on ``jobs`` slots. ``--jobs N``
+- the scheduler (reducer/search/scheduler.py): when each candidate runs, on ``jobs`` slots. ``--jobs N``
   speculates: N candidates run at once and a slot that frees up takes the next one, while
   verdicts are read in proposal order, so the accepted sequence (and the result) is the same for
   every N. An oracle that takes ``cancel=`` (a ``threading.Event``) has runs made ahead stopped
   when a new best leaves them useless;
-- the loop (reducer/loop.py): the passes to a fixpoint, the deadline, the layout step, progress.
+- the loop (reducer/search/loop.py): the passes to a fixpoint, the deadline, the layout step, progress.
 
 Built in one order, each part handed what it uses: the judge first (it calls nothing back; the
 scheduler hands it its runs with each candidate), then the loop, which builds the scheduler and
-is the ``Events`` it reports to (reducer/scheduler.py). Every candidate goes scheduler → judge.
+is the ``Events`` it reports to (reducer/search/scheduler.py). Every candidate goes scheduler → judge.
 
 A pass is handed the ``Reducer``, the gate (``consider``, ``first``, ``prefetch``, ``ahead``,
 ``best``, ``trace``, ``failure_message``, ``failure_lines``: reducer/passes/base.py's ``Gate``).
@@ -50,13 +50,13 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from reducer.judge import Judge
-from reducer.loop import OutOfTime, Progress, ReductionResult, SearchLoop
+from reducer.analysis.size import Size
 from reducer.passes import DEFAULT_PHASES, HEAVY, PRELUDE, Pass
 from reducer.passes.base import Offer
-from reducer.scheduler import Interesting, Scheduler
-from reducer.search_stats import PassStats, ReductionStats, Tally
-from reducer.size import Size
+from reducer.search.judge import Judge
+from reducer.search.loop import OutOfTime, Progress, ReductionResult, SearchLoop
+from reducer.search.scheduler import Interesting, Scheduler
+from reducer.search.stats import PassStats, ReductionStats, Tally
 
 __all__ = ["Interesting", "OutOfTime", "PassStats", "Progress", "Reducer", "ReductionResult", "ReductionStats"]
 
@@ -107,12 +107,12 @@ class Reducer:
 
     def whole_programs(self) -> AbstractContextManager[None]:
         """While inside: a candidate with fewer statements than the best counts as smaller even
-        when its tokens are more (reducer/judge.py ``statements_first``)."""
+        when its tokens are more (reducer/search/judge.py ``statements_first``)."""
         return self.judge.whole_programs()
 
     def first(self, candidates: Iterable[Offer]) -> Any | None:
         """Offer tagged candidates in order; the tag of the first accepted one, else None
-        (reducer/scheduler.py: with ``jobs > 1`` they run side by side)."""
+        (reducer/search/scheduler.py: with ``jobs > 1`` they run side by side)."""
         if self.jobs <= 1:
             # one slot: each in turn, through ``consider`` (so a subclass hears every proposal)
             for tag, source in candidates:
