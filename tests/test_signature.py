@@ -85,6 +85,25 @@ def test_user_frames_are_excluded():
     assert sig.frames.count("accelerate/hooks.py:attach_align_device_hook_on_blocks") == 1
 
 
+def test_a_task_failing_in_a_pool_worker_is_the_same_failure_called_in_the_parent():
+    # Two library frames, then the worker's plumbing: the task called directly (bring_home)
+    # must have the same signature, or the child can never be brought home.
+    lib = "/venv/lib/python3.11/site-packages/transformers/generation/utils.py"
+    stdlib = "/usr/lib/python3.11/"
+    raised = [Frame(lib, 2845, "generate"), Frame(lib, 2409, "_prepare_special_tokens")]
+    worker = TracebackRecord("ValueError", "decoder_start_token_id has to be defined", tuple(
+        [Frame(stdlib + "multiprocessing/process.py", 314, "_bootstrap"),
+         Frame(stdlib + "multiprocessing/process.py", 108, "run"),
+         Frame(stdlib + "concurrent/futures/process.py", 263, "_process_worker"),
+         Frame("/home/u/job.py", 100, "generate_titles")] + raised), "")
+    parent = TracebackRecord("ValueError", "decoder_start_token_id has to be defined",
+                             (Frame("/home/u/job.py", 12, "<module>"), Frame("/home/u/job.py", 100, "generate_titles"),
+                              *raised), "")
+    assert signature_of(worker) == signature_of(parent)
+    assert signature_of(worker).frames == ("transformers/generation/utils.py:_prepare_special_tokens",
+                                           "transformers/generation/utils.py:generate")
+
+
 def test_frames_option_controls_strictness():
     rec = seed("seed_meta_tensor.txt")
     assert len(signature_of(rec, MatchOptions(frames=1)).frames) == 1

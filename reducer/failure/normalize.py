@@ -149,6 +149,21 @@ PLUMBING = frozenset({
     "transformers/utils/generic.py:wrapper",
     "transformers/utils/output_capturing.py:wrapper",
     "transformers/modeling_layers.py:__call__",
+    # Where a worker process or thread calls the script's task: the same failure raised in the
+    # parent (bring_home, call_directly) has none of them, and a task that fails in a pool worker
+    # fails the same way when called directly. Without them a failure with two library frames
+    # (`generate` → `_prepare_special_tokens`) had the pool's worker as its third and could
+    # never be brought home.
+    "concurrent/futures/process.py:_process_worker",
+    "concurrent/futures/thread.py:run",
+    "multiprocessing/pool.py:worker",
+    "multiprocessing/pool.py:mapstar",
+    "multiprocessing/pool.py:starmapstar",
+    "multiprocessing/process.py:run",
+    "multiprocessing/process.py:_bootstrap",
+    "torch/multiprocessing/spawn.py:_wrap",
+    "threading.py:run",
+    "threading.py:_bootstrap_inner",
 })
 
 
