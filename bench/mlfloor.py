@@ -1,7 +1,7 @@
 """The ML-floor benchmark (issue #38): `reprobot reduce` on Hugging Face-stack CPU scripts whose
 failing call takes a model, a config, a tensor or a checkpoint, each against its hand floor.
 
-    python bench/mlfloor.py [--part train|heldout|heldout2|heldout3|both|A,B] [--only NAME,...] [--max-time 600] [--jobs 2]
+    python bench/mlfloor.py [--part train|heldout|heldout2|heldout3|heldout4|both|A,B] [--only NAME,...] [--max-time 600] [--jobs 2]
                             [--workdir DIR] [--json OUT] [--pin CPUS]
 
 Each part is a folder of bench/mlfloor/ with a MANIFEST.json: per script its launch line (if any),
@@ -70,7 +70,7 @@ def run_one(part: str, entry: dict, workdir: Path, max_time: float, jobs: int,
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--part", default="both",
-                   help="a part (train, heldout, heldout2, heldout3) or several joined by commas; both: "
+                   help="a part (train, heldout, heldout2, heldout3, heldout4) or several joined by commas; both: "
                         "train and heldout. Every part is reported on its own line")
     p.add_argument("--only", default="", help="comma-separated script names (without .py)")
     p.add_argument("--max-time", type=float, default=600)
