@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from reducer.analysis.recipes import LOADER, recipe_env
-from reducer.analysis.trace import OUTSIDE_SOURCE, VALUE_SOURCE
+from reducer.analysis.trace import OUTSIDE_SOURCE, VALUE_SOURCE, run_main
 
 ENV_VAR = "REPROBOT_BOUNDARY_OUT"
 
@@ -411,38 +411,7 @@ def _child_main():
     threading.settrace(_global)
     sys.settrace(_global)
 
-
-def _main():
-    _load_recipes()
-    if hasattr(sys, "addaudithook"):
-        sys.addaudithook(_audit)
-    sys.argv = sys.argv[1:]
-    sys.argv[0] = _script
-    sys.path[0] = os.path.dirname(_script)
-    threading.settrace(_global)
-    sys.settrace(_global)
-    try:
-        runpy.run_path(_script, run_name="__main__")
-    except SystemExit:
-        raise
-    except BaseException as exc:
-        sys.settrace(None)
-        tb = exc.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename != _script:
-            tb = tb.tb_next
-        tb = tb or exc.__traceback__
-        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
-        sys.stderr.flush()
-        sys.exit(1)
-    finally:
-        sys.settrace(None)
-
-
-if _child:
-    _child_main()
-else:
-    _main()
-'''
+''' + run_main("_load_recipes()")
 
 
 @dataclass

@@ -179,6 +179,46 @@ def _from_outside(text, blobs):
     return False
 '''
 
+def run_main(first: str = "") -> str:
+    """The launcher's last part, shared by this one and the boundary's (reducer/analysis/
+    boundary.py): ``_main`` runs the script as ``__main__`` with the trace function set (after
+    ``first``, lines of ``_main``'s body), and re-raises its exception with a traceback that
+    starts at the script; a child started by spawn runs ``_child_main`` instead."""
+    return r'''
+
+def _main():
+''' + "".join(f"    {line}\n" for line in first.splitlines() if line.strip()) + r'''    sys.argv = sys.argv[1:]
+    sys.argv[0] = _script
+    sys.path[0] = os.path.dirname(_script)
+    if hasattr(sys, "addaudithook"):
+        sys.addaudithook(_audit)
+    threading.settrace(_global)
+    sys.settrace(_global)
+    try:
+        runpy.run_path(_script, run_name="__main__")
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        sys.settrace(None)
+        tb = exc.__traceback__
+        # hide the launcher and runpy: the traceback starts at the script, as in a direct run
+        while tb is not None and tb.tb_frame.f_code.co_filename != _script:
+            tb = tb.tb_next
+        tb = tb or exc.__traceback__
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+        sys.stderr.flush()
+        sys.exit(1)
+    finally:
+        sys.settrace(None)
+
+
+if _child:
+    _child_main()
+else:
+    _main()
+'''
+
+
 LAUNCHER = r'''
 import ast, atexit, json, os, re, runpy, sys, threading
 
@@ -418,38 +458,7 @@ def _child_main():
     threading.settrace(_global)
     sys.settrace(_global)
 
-
-def _main():
-    sys.argv = sys.argv[1:]
-    sys.argv[0] = _script
-    sys.path[0] = os.path.dirname(_script)
-    if hasattr(sys, "addaudithook"):
-        sys.addaudithook(_audit)
-    threading.settrace(_global)
-    sys.settrace(_global)
-    try:
-        runpy.run_path(_script, run_name="__main__")
-    except SystemExit:
-        raise
-    except BaseException as exc:
-        sys.settrace(None)
-        tb = exc.__traceback__
-        # hide the launcher and runpy: the traceback starts at the script, as in a direct run
-        while tb is not None and tb.tb_frame.f_code.co_filename != _script:
-            tb = tb.tb_next
-        tb = tb or exc.__traceback__
-        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
-        sys.stderr.flush()
-        sys.exit(1)
-    finally:
-        sys.settrace(None)
-
-
-if _child:
-    _child_main()
-else:
-    _main()
-'''
+''' + run_main()
 
 
 def write_launcher(directory: Path | None = None) -> Path:
