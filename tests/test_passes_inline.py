@@ -27,6 +27,17 @@ def test_function_called_twice_or_returning_early_is_left_alone() -> None:
     assert reduce_with(early, raises(KeyError), "inline_functions") == early
 
 
+def test_a_function_setting_globals_called_from_the_module_is_inlined_without_its_global_line() -> None:
+    # a pool initializer brought home: `load()` at the module's top level, where its `global`
+    # line says nothing; called from inside another function it would, so it stays there
+    src = ("_model = None\n\n\ndef load(path):\n    global _model\n    _model = {'path': path}\n\n\n"
+           "load('ckpt')\nraise KeyError(_model['path'])\n")
+    out = reduce_with(src, raises(KeyError, "ckpt"), "inline_functions")
+    assert out == "_model = None\n\n\npath = 'ckpt'\n_model = {'path': path}\nraise KeyError(_model['path'])\n"
+    nested = src.replace("load('ckpt')\nraise", "def main():\n    load('ckpt')\n\n\nmain()\nmain()\nraise")
+    assert "global _model" in reduce_with(nested, raises(KeyError, "ckpt"), "inline_functions")
+
+
 def test_collapse_data_only_class() -> None:
     src = 'class Cfg:\n    """Settings."""\n    lr = 0.5\n    name: str = "gemma"\nraise KeyError(Cfg.name, Cfg.lr)\n'
     out = reduce_with(src, raises(KeyError, "gemma"), "collapse_classes")

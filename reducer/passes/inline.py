@@ -36,7 +36,15 @@ def _own_nodes(fn: cst.FunctionDef, *kinds: type) -> dict[type, list[cst.CSTNode
     return found
 
 
-def _inlinable(fn: cst.FunctionDef) -> bool:
+def _global_lines(fn: cst.FunctionDef) -> list[cst.SimpleStatementLine]:
+    """The lines of ``fn``'s own body that only declare names global (``global _model, _tok``)."""
+    return [line for line in fn.body.body if isinstance(line, cst.SimpleStatementLine)
+            and all(isinstance(s, cst.Global) for s in line.body)]
+
+
+def _inlinable(fn: cst.FunctionDef, module_level: bool = False) -> bool:
+    """``module_level``: the one call is a statement of the module itself, where a ``global``
+    line of the body's own top level says nothing (its names are the module's there) and goes."""
     if fn.decorators or fn.asynchronous is not None or fn.name.value.startswith("__"):
         return False
     p = fn.params
@@ -45,7 +53,11 @@ def _inlinable(fn: cst.FunctionDef) -> bool:
     if not isinstance(fn.body, cst.IndentedBlock):
         return False
     own = _own_nodes(fn, cst.Yield, cst.Global, cst.Nonlocal, cst.Return)
-    if own[cst.Yield] or own[cst.Global] or own[cst.Nonlocal]:
+    if own[cst.Yield] or own[cst.Nonlocal]:
+        return False
+    if own[cst.Global] and not (module_level and len(own[cst.Global]) ==
+                                sum(len(line.body) for line in _global_lines(fn))
+                                and len(_global_lines(fn)) < len(fn.body.body)):
         return False
     returns = own[cst.Return]
     if not returns:
@@ -125,10 +137,11 @@ def targets(module: cst.Module) -> list[cst.FunctionDef]:
         # a local of the same name (`main = 0 if cuda else "cpu"` inside main) is not a call
         body = census(fn.body)
         inside = body.total(USES).get(name, 0) if body.total(BINDINGS).get(name, 0) > 0 else 0
-        if used.get(name, 0) - inside == 1 and _inlinable(fn):
+        if used.get(name, 0) - inside == 1:
             site = _call_site(module, fn)
             # never inline a function into itself
-            if site is not None and not collect_statements(fn, lambda n, line=site[0]: n is line):
+            if site is not None and not collect_statements(fn, lambda n, line=site[0]: n is line) \
+                    and _inlinable(fn, module_level=any(line is site[0] for line in module.body)):
                 out.append(fn)
     return out
 
@@ -169,7 +182,8 @@ def _inline_pairs(module: cst.Module, fn: cst.FunctionDef) -> list[tuple[cst.CST
         if param.default is None:
             return None
         binds.append(assign(param.name.value, param.default))
-    body = list(fn.body.body)
+    globals_ = _global_lines(fn)
+    body = [line for line in fn.body.body if not any(line is g for g in globals_)]
     result: cst.BaseExpression | None = None
     last = body[-1]
     if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[0], cst.Return):
@@ -204,7 +218,8 @@ def inline_functions(gate: Gate) -> None:
     assignments plus its body, and the definition goes.
     Never changes: a function called more than once or used other than by a call, nor one that
     cannot be spliced: decorated, async, a dunder, with ``*args``/``**kwargs``, a generator, one
-    with ``global``/``nonlocal``, or a ``return`` anywhere but its last line."""
+    with ``nonlocal``, or ``global`` unless it is called from the module's own top level (its
+    ``global`` lines then go), or a ``return`` anywhere but its last line."""
     run_targets(gate, targets, _alternatives)
 
 
