@@ -179,9 +179,16 @@ def fails_as_entry(entry: dict, script: Path, env) -> tuple[bool, float]:
 
 
 # reduce's --max-time bounds the whole command, confirming the failure included: each entry's
-# search gets --max-time on top of this many runs of its original (reduce's two confirmation runs
-# and its traced run), so a slow script is not left with no search at all
-ORIGINAL_RUNS = 3
+# search gets --max-time on top of the runs of its original that reduce makes first (its --runs
+# confirmation runs and its traced run), so a slow script is not left with no search at all
+REDUCE_RUNS = 2                 # reduce's own --runs default (bot/commands/reduce.py)
+
+
+def reduce_budget(ctx: Ctx, original_seconds: float) -> float:
+    """reduce's --max-time: the search budget plus one timed run of the original for each run reduce
+    makes of it before searching (with --runs 1 --no-trace, one; by default, three)."""
+    original_runs = (ctx.runs or REDUCE_RUNS) + (1 if ctx.trace else 0)
+    return ctx.max_time + original_runs * original_seconds
 
 
 def stage_reduce(ctx: Ctx, name: str, entry: dict) -> dict:
@@ -191,7 +198,7 @@ def stage_reduce(ctx: Ctx, name: str, entry: dict) -> dict:
     same, original_seconds = fails_as_entry(entry, catalog.script_of(name), ctx.environment(name))
     if not same:
         raise StageError("the original script does not fail with the entry's signature here (check.py says why)")
-    max_time = ctx.max_time + ORIGINAL_RUNS * original_seconds
+    max_time = reduce_budget(ctx, original_seconds)
     args = ["reduce", str(catalog.script_of(name)), "--python", envs.BASE_PYTHON, "--out", str(store),
             "--max-time", f"{max_time:.0f}", "--json", "--quiet"]
     if ctx.runs is not None:
@@ -585,8 +592,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--from", dest="source", metavar="DIR", help="start from an earlier run's folders (copied into --out)")
     ap.add_argument("--out", help="results folder (default: bench/realbugs/results/<date>/)")
     ap.add_argument("--max-time", type=float, default=120.0,
-                    help="seconds of search per entry: reduce's --max-time is this plus three runs of the original, "
-                         "timed first (default: 120)")
+                    help="seconds of search per entry: reduce's --max-time is this plus one run of the original, timed "
+                         "first, per run reduce makes of it before searching (--runs, and the traced run unless "
+                         "--no-trace: three by default) (default: 120)")
     ap.add_argument("--runs", type=int, default=None, help="reduce's --runs (default: reduce's own)")
     ap.add_argument("--no-trace", action="store_true", help="reduce's --no-trace (a smoke run's speed)")
     ap.add_argument("--stage-timeout", type=float, default=1800.0,
