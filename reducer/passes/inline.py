@@ -55,10 +55,12 @@ def _inlinable(fn: cst.FunctionDef, module_level: bool = False) -> bool:
     own = _own_nodes(fn, cst.Yield, cst.Global, cst.Nonlocal, cst.Return)
     if own[cst.Yield] or own[cst.Nonlocal]:
         return False
-    if own[cst.Global] and not (module_level and len(own[cst.Global]) ==
-                                sum(len(line.body) for line in _global_lines(fn))
-                                and len(_global_lines(fn)) < len(fn.body.body)):
-        return False
+    if own[cst.Global]:
+        lines = _global_lines(fn)
+        # every `global` of the body on a line of its own top level, and something else besides
+        if not (module_level and len(own[cst.Global]) == sum(len(line.body) for line in lines)
+                and len(lines) < len(fn.body.body)):
+            return False
     returns = own[cst.Return]
     if not returns:
         return True

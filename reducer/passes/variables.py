@@ -296,7 +296,7 @@ def _rooted(module: cst.Module, top: str) -> str | None:
     the first of them was; None when fewer than two would go (no statement saved)."""
     if top in _plain_imports(module):
         return None
-    sites = [site for site in _foldable(module, {top}) if site[2].split(".")[0] == top]
+    sites = _foldable(module, {top})
     if len(sites) < 2:
         return None
     line, name, path = sites[0]
@@ -306,7 +306,7 @@ def _rooted(module: cst.Module, top: str) -> str | None:
         return None
     for _ in sites[1:]:     # the others now fold as they would under a plain `import top`
         m = cst.parse_module(code)
-        rest = [site for site in _foldable(m, {top}) if site[2].split(".")[0] == top]
+        rest = _foldable(m, {top})
         code = _fold(m, rest[0][0]) if rest else None
         if code is None:
             return None
@@ -314,19 +314,16 @@ def _rooted(module: cst.Module, top: str) -> str | None:
 
 
 def _roots(module: cst.Module) -> list[str]:
-    """Packages two or more of whose imports one ``import pkg`` could replace."""
-    plain = _plain_imports(module)
+    """Packages two or more of whose imports one ``import pkg`` could replace: the sites
+    ``_foldable`` finds for every package the script imports from but never as itself."""
+    named = {_dotted(a.name).split(".")[0] for imp in collect(module, lambda n: isinstance(n, cst.Import))
+             for a in imp.names}
+    named |= {_dotted(imp.module).split(".")[0] for imp in collect(module, lambda n: isinstance(n, cst.ImportFrom))
+              if imp.module is not None and not imp.relative}
     counts: dict[str, int] = {}
-    for line in module.body:
-        s = _single(line)
-        if isinstance(s, cst.Import) and len(s.names) == 1 and s.names[0].asname is not None:
-            top = _dotted(s.names[0].name).split(".")[0]
-        elif isinstance(s, cst.ImportFrom) and not s.relative and s.module is not None:
-            top = _dotted(s.module).split(".")[0]
-        else:
-            continue
-        if top and top not in plain:
-            counts[top] = counts.get(top, 0) + 1
+    for _, _, path in _foldable(module, named - _plain_imports(module)):
+        top = path.split(".")[0]
+        counts[top] = counts.get(top, 0) + 1
     return [top for top, n in counts.items() if n >= 2]
 
 
