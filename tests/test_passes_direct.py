@@ -280,3 +280,81 @@ def test_a_pool_initializer_is_called_before_the_task_brought_home(spelling: str
     assert "load('ckpt', 1)\n" in out or 'load("ckpt", 1)\n' in out
     assert "work([\"a\"])" in out or "work(['a'])" in out
     assert ".submit(" not in out and ".apply(" not in out
+
+
+# ---- a job whose ranks take their place as arguments, brought home as rank 0 of a world of one ----
+RANK_JOB = '''
+import multiprocessing as mp
+import os
+import sys
+import tempfile
+import time
+
+def rendezvous(folder, rank, world):
+    # what a process group's init does: wait until every rank has joined
+    open(os.path.join(folder, f"rank{rank}"), "w").close()
+    deadline = time.time() + 15
+    while len(os.listdir(folder)) < world:
+        if time.time() > deadline:
+            raise TimeoutError("peers never joined")
+        time.sleep(0.05)
+
+def run_rank(rank, world, folder, shard, opts):
+    rendezvous(folder, rank, world)
+    if len(shard) % opts["batch"]:
+        raise ValueError(f"shard of {len(shard)} rows does not split into batches of {opts['batch']}")
+
+if __name__ == "__main__":
+    world = int(os.environ.get("RANKS", "2"))
+    folder = tempfile.mkdtemp()
+    shards = [list(range(5 + r)) for r in range(world)]
+    ctx = mp.get_context("spawn")
+    procs = []
+    for r in range(world):
+        p = ctx.Process(target=run_rank, args=(r, world, folder, shards[r], {"batch": 2}))
+        p.start()
+        procs.append(p)
+    for p in procs:
+        p.join()
+    sys.exit(max(p.exitcode for p in procs))
+'''
+
+
+def test_bring_home_calls_one_rank_as_rank_0_of_a_world_of_one() -> None:
+    """Issue #38: a Process per rank whose rank and world size are arguments. Called in place
+    with the world it was given, the target would wait for a peer that never starts; as rank 0
+    of one it joins at once and raises in the parent, and the start/join loops go."""
+    target = shows_as_file("ValueError: shard of 5 rows does not split into batches of 2")
+    assert target(RANK_JOB)
+    out = reduce_with(RANK_JOB, target, "bring_home")
+    assert 'run_rank(0, 1, folder, shards[0], {"batch": 2})' in out, out
+    assert "p.start()" not in out and "p.join()" not in out and "ctx.Process" not in out
+
+
+def test_bring_home_keeps_the_ranks_when_the_failure_needs_a_peer() -> None:
+    """Rank 1's shard is the odd one: rank 0 alone never fails, so the ranks stay."""
+    src = RANK_JOB.replace("5 + r", "4 + r")
+    target = shows_as_file("ValueError: shard of 5 rows does not split into batches of 2")
+    assert target(src)
+    out = reduce_with(src, target, "bring_home")
+    assert out.strip() == src.strip()
+
+
+@pytest.mark.parametrize("before, after", [
+    ("mp.spawn(worker, args=(args.world_size, args, cfg), nprocs=args.world_size, join=True)",
+     "worker(0, 1, args, cfg)"),
+    ("torch.multiprocessing.start_processes(worker, (n, vocab), n, start_method='fork')",
+     "worker(0, 1, vocab)"),
+    ("procs = [ctx.Process(target=run, args=(r, world, shards[r]), kwargs={'rank': r}) for r in range(world)]",
+     "run(0, 1, shards[0], **{'rank': 0})\nprocs = []"),
+])
+def test_rank_homes_write_rank_0_of_one(before: str, after: str) -> None:
+    from reducer.passes.ranks import rank_homes
+    homes = rank_homes(before + "\n")
+    assert homes and homes[0].strip() == after, homes
+
+
+def test_rank_homes_leave_an_attribute_named_like_the_rank_alone() -> None:
+    from reducer.passes.ranks import rank_homes
+    src = "for r in range(n):\n    p = Process(target=f, args=(r, cfg.r, n))\n    p.start()\n"
+    assert rank_homes(src) == ["f(0, cfg.r, 1)\n"]

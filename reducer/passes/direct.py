@@ -33,6 +33,7 @@ from reducer.analysis.cst import collect, parse, replace, replace_many, safe
 from reducer.analysis.names import Role, census
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets
+from reducer.passes.ranks import rank_homes
 from reducer.passes.rewrites import one_step
 
 _SUBMIT = {"submit"}
@@ -455,9 +456,17 @@ def bring_home(gate: Gate) -> None:
     (the signature's library frames do not need the process), every later candidate runs at
     in-process speed, without a second interpreter's imports and model build.
 
-    Removes: the child process (or process pool, executor) that ran the script's work: its
-    target is called in the parent (a pool's initializer first).
-    Never changes: the target function, its arguments, or the order of the calls it makes."""
+    A job whose ranks take their rank and world size as arguments (``mp.spawn``, a ``Process``
+    per rank) comes home as rank 0 of a world of one (reducer/passes/ranks.py), first: calling a
+    rank's target in place with the world it was given would wait for peers that never start.
+
+    Removes: the child process (or process pool, executor, the ranks) that ran the script's work:
+    its target is called in the parent (a pool's initializer first; a rank as rank 0 of one).
+    Never changes: the target function, its arguments other than a rank's place, or the order of
+    the calls it makes."""
+    for source in rank_homes(gate.best):
+        if gate.consider(source):
+            return
     module = parse(gate.best)
     for child in _children(module):
         for source in _homes(module, child):
