@@ -290,28 +290,34 @@ import sys
 import tempfile
 import time
 
-def rendezvous(folder, rank, world):
-    # what a process group's init does: wait until every rank has joined
-    open(os.path.join(folder, f"rank{rank}"), "w").close()
+def rendezvous(folder, rank, world, rows):
+    # what a process group's init does: wait until every rank has joined; here it also
+    # tells each rank the others' shard sizes
+    with open(os.path.join(folder, f"rank{rank}"), "w") as fh:
+        fh.write(str(rows))
     deadline = time.time() + 15
     while len(os.listdir(folder)) < world:
         if time.time() > deadline:
             raise TimeoutError("peers never joined")
         time.sleep(0.05)
+    time.sleep(0.2)
+    return [int(open(os.path.join(folder, f)).read()) for f in sorted(os.listdir(folder))]
 
 def run_rank(rank, world, folder, shard, opts):
-    rendezvous(folder, rank, world)
+    sizes = rendezvous(folder, rank=rank, world=world, rows=len(shard))
+    if opts["same_sizes"] and len(set(sizes)) > 1:
+        raise ValueError(f"shard sizes differ across ranks: {sizes}")
     if len(shard) % opts["batch"]:
         raise ValueError(f"shard of {len(shard)} rows does not split into batches of {opts['batch']}")
 
 if __name__ == "__main__":
     world = int(os.environ.get("RANKS", "2"))
     folder = tempfile.mkdtemp()
-    shards = [list(range(5 + r)) for r in range(world)]
+    shards = [list(range(5 + 0 * r)) for r in range(world)]
     ctx = mp.get_context("spawn")
     procs = []
     for r in range(world):
-        p = ctx.Process(target=run_rank, args=(r, world, folder, shards[r], {"batch": 2}))
+        p = ctx.Process(target=run_rank, args=(r, world, folder, shards[r], {"batch": 2, "same_sizes": True}))
         p.start()
         procs.append(p)
     for p in procs:
@@ -327,14 +333,25 @@ def test_bring_home_calls_one_rank_as_rank_0_of_a_world_of_one() -> None:
     target = shows_as_file("ValueError: shard of 5 rows does not split into batches of 2")
     assert target(RANK_JOB)
     out = reduce_with(RANK_JOB, target, "bring_home")
-    assert 'run_rank(0, 1, folder, shards[0], {"batch": 2})' in out, out
+    assert 'run_rank(0, 1, folder, shards[0], {"batch": 2, "same_sizes": True})' in out, out
     assert "p.start()" not in out and "p.join()" not in out and "ctx.Process" not in out
 
 
-def test_bring_home_keeps_the_ranks_when_the_failure_needs_a_peer() -> None:
-    """Rank 1's shard is the odd one: rank 0 alone never fails, so the ranks stay."""
-    src = RANK_JOB.replace("5 + r", "4 + r")
+def test_bring_home_calls_the_second_rank_with_its_place_in_the_group_made_0_of_1() -> None:
+    """Only rank 1's shard fails: rank 0 alone passes, so rank 1 comes home, its data still
+    rank 1's and its place in the group (every ``rank=`` keyword) 0 of 1."""
+    src = RANK_JOB.replace("5 + 0 * r", "4 + r").replace('"same_sizes": True', '"same_sizes": False')
     target = shows_as_file("ValueError: shard of 5 rows does not split into batches of 2")
+    assert target(src)
+    out = reduce_with(src, target, "bring_home")
+    assert 'run_rank(1, 1, folder, shards[1], {"batch": 2, "same_sizes": False})' in out, out
+    assert "rendezvous(folder, rank=0, world=world, rows=len(shard))" in out and "ctx.Process" not in out
+
+
+def test_bring_home_keeps_the_ranks_when_the_failure_needs_a_peer() -> None:
+    """The shards differ across ranks: no rank alone sees that, so the ranks stay."""
+    src = RANK_JOB.replace("5 + 0 * r", "4 + r")
+    target = shows_as_file("ValueError: shard sizes differ across ranks: [4, 5]")
     assert target(src)
     out = reduce_with(src, target, "bring_home")
     assert out.strip() == src.strip()

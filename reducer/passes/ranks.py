@@ -20,6 +20,11 @@ is raised in the parent at in-process speed, and the boundary call, the trace an
 run are in-process. One that needs a peer (shapes compared across ranks, a collective) does not
 show, and the oracle drops the candidate: one run.
 
+A two-rank job whose failing rank is the second (its data chosen by its rank: a shard, a task
+list) does not fail as rank 0; the next candidate calls it as rank 1, its place in the process
+group still 0 of 1 (every ``rank=`` keyword of a call, as ``init_process_group`` and
+``DistributedSampler`` take it, made 0), so what the rank reads is rank 1's and the group is one.
+
 The loop's start/join loops (``for p in procs: p.start()``) go with the processes, so the
 candidate starts fewer processes and the size order runs it even when the call is longer
 (reducer/analysis/size.py).
@@ -66,8 +71,8 @@ class _Substitute(cst.CSTTransformer):
     """Every read of the rank variable → 0, every expression spelled as the world size → 1.
     An attribute's own name and a keyword's name are not reads."""
 
-    def __init__(self, code: cst.Module, rank: str | None, world: str | None) -> None:
-        self.code, self.rank, self.world = code, rank, world
+    def __init__(self, code: cst.Module, rank: str | None, world: str | None, as_rank: int) -> None:
+        self.code, self.rank, self.world, self.as_rank = code, rank, world, as_rank
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
         if self.world is not None and isinstance(original, cst.BaseExpression) \
@@ -78,13 +83,13 @@ class _Substitute(cst.CSTTransformer):
         if isinstance(original, cst.Arg):
             return updated.with_changes(keyword=original.keyword)
         if isinstance(original, cst.Name) and original.value == self.rank:
-            return cst.Integer("0")
+            return cst.Integer(str(self.as_rank))
         return updated
 
 
 def _substituted(module: cst.Module, exprs: list[cst.BaseExpression], rank: str | None,
-                 world: cst.BaseExpression | None) -> list[cst.BaseExpression]:
-    sub = _Substitute(module, rank, module.code_for_node(world) if world is not None else None)
+                 world: cst.BaseExpression | None, as_rank: int) -> list[cst.BaseExpression]:
+    sub = _Substitute(module, rank, module.code_for_node(world) if world is not None else None, as_rank)
     return [e.visit(sub) for e in exprs]
 
 
@@ -96,7 +101,7 @@ def _call(fn: cst.BaseExpression, args: list[cst.BaseExpression],
     return cst.SimpleStatementLine([cst.Expr(cst.Call(func=fn, args=out))])
 
 
-def _spawn_homes(module: cst.Module) -> Iterable[str | None]:
+def _spawn_homes(module: cst.Module, as_rank: int) -> Iterable[str | None]:
     """``mp.spawn(fn, args, nprocs)`` / ``start_processes(...)``: the statement that starts the
     ranks becomes ``fn(0, *args)`` with the world size 1."""
     calls = collect(module, lambda n: isinstance(n, cst.Call) and _name(n.func) in _SPAWNERS)
@@ -109,7 +114,7 @@ def _spawn_homes(module: cst.Module) -> Iterable[str | None]:
                         and any(c is call for c in collect(n, lambda m: isinstance(m, cst.Call))))
         if len(stmts) != 1:
             continue
-        home = _call(fn, [cst.Integer("0")] + _substituted(module, args, None, nprocs))
+        home = _call(fn, [cst.Integer(str(as_rank))] + _substituted(module, args, None, nprocs, as_rank))
         yield safe(lambda: replace_many(module, [(stmts[0], home)]))
 
 
@@ -125,14 +130,15 @@ def _process(node: cst.CSTNode) -> cst.Call | None:
     return None
 
 
-def _direct(module: cst.Module, proc: cst.Call, rank: str, world: cst.BaseExpression) -> cst.SimpleStatementLine | None:
+def _direct(module: cst.Module, proc: cst.Call, rank: str, world: cst.BaseExpression,
+            as_rank: int) -> cst.SimpleStatementLine | None:
     target = _arg(proc, 99, "target")
     args = _elements(_arg(proc, 99, "args"))
     if target is None or args is None:
         return None
     kwargs = _arg(proc, 99, "kwargs")
-    new_args = _substituted(module, args, rank, world)
-    new_kwargs = _substituted(module, [kwargs], rank, world)[0] if kwargs is not None else None
+    new_args = _substituted(module, args, rank, world, as_rank)
+    new_kwargs = _substituted(module, [kwargs], rank, world, as_rank)[0] if kwargs is not None else None
     return _call(target, new_args, new_kwargs)
 
 
@@ -162,14 +168,14 @@ def _appended_to(loop: cst.For) -> set[str]:
     return {c.func.value.value for c in calls}
 
 
-def _loop_homes(module: cst.Module) -> Iterable[str | None]:
+def _loop_homes(module: cst.Module, as_rank: int) -> Iterable[str | None]:
     """A ``Process`` per rank made in ``for r in range(world)`` or ``[... for r in range(world)]``."""
     for loop in collect(module, lambda n: isinstance(n, cst.For) and isinstance(n.target, cst.Name)
                         and _range_bound(n.iter) is not None):
         procs = collect(loop, lambda n: _process(n) is not None)
         if len(procs) != 1:
             continue
-        home = _direct(module, procs[0], loop.target.value, _range_bound(loop.iter))
+        home = _direct(module, procs[0], loop.target.value, _range_bound(loop.iter), as_rank)
         if home is None:
             continue
         pairs = [(loop, home)] + [(f, cst.RemoveFromParent()) for f in _process_loops(module, _appended_to(loop))]
@@ -184,7 +190,7 @@ def _loop_homes(module: cst.Module) -> Iterable[str | None]:
         if proc is None or fr.inner_for_in is not None or fr.ifs or not isinstance(fr.target, cst.Name) \
                 or _range_bound(fr.iter) is None:
             continue
-        home = _direct(module, proc, fr.target.value, _range_bound(fr.iter))
+        home = _direct(module, proc, fr.target.value, _range_bound(fr.iter), as_rank)
         if home is None:
             continue
         name = stmt.body[0].targets[0].target.value
@@ -196,9 +202,35 @@ def _loop_homes(module: cst.Module) -> Iterable[str | None]:
         yield safe(lambda pairs=pairs: replace_many(module, pairs))
 
 
-def rank_homes(source: str) -> list[str]:
-    """The candidates that call one rank's target in the parent as rank 0 of a world of one,
-    in the script's order; none when the script starts no rank this way."""
+class _PlaceInGroup(cst.CSTTransformer):
+    """Every ``rank=`` keyword of a call (``init_process_group``, ``DistributedSampler``,
+    ``new_group``...) → ``rank=0``: the process's place in its group of one."""
+
+    def __init__(self) -> None:
+        self.changed = False
+
+    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+        if original.keyword is not None and original.keyword.value == "rank" and not (
+                isinstance(original.value, cst.Integer) and original.value.value == "0"):
+            self.changed = True
+            return updated.with_changes(value=cst.Integer("0"))
+        return updated
+
+
+def _as_rank_in_group_of_one(source: str) -> str | None:
     module = parse(source)
-    out = [s for s in list(_spawn_homes(module)) + list(_loop_homes(module)) if s is not None and s != source]
-    return list(dict.fromkeys(out))
+    place = _PlaceInGroup()
+    out = safe(lambda: module.visit(place).code)
+    return out if place.changed else None
+
+
+def rank_homes(source: str) -> list[str]:
+    """The candidates that call one rank's target in the parent, in the script's order: first as
+    rank 0 of a world of one; then as rank 1 (a two-rank job whose failing rank is the second, its
+    data chosen by its rank) whose place in the process group is still 0 of 1 (every ``rank=``
+    keyword of a call made 0). None when the script starts no rank this way."""
+    module = parse(source)
+    out = [s for s in list(_spawn_homes(module, 0)) + list(_loop_homes(module, 0)) if s is not None]
+    second = [s for s in list(_spawn_homes(module, 1)) + list(_loop_homes(module, 1)) if s is not None]
+    out += [t for t in map(_as_rank_in_group_of_one, second) if t is not None]
+    return list(dict.fromkeys(s for s in out if s != source))
