@@ -3,7 +3,8 @@
 Fast and offline: no environment is built and nothing is downloaded. The entries themselves are
 checked by running them (`python bench/realbugs/check.py`), which needs their releases; here only
 what can be known without them: fields and types, the parts and their hash rule, scripts that
-parse and have a real script's length, and for fixed bugs the release found by running. The
+parse and have a real script's length, and for fixed bugs the release found by running; the
+fresh held-out part holds no issue that reprobot's labelled or bundled issue sets contain. The
 harness pieces run for real on this interpreter (a real Runner subprocess, real wheel files).
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -26,6 +28,7 @@ if str(HERE) not in sys.path:
 import catalog  # noqa: E402
 import check  # noqa: E402
 import envs  # noqa: E402
+import run  # noqa: E402
 
 NAMES = catalog.entry_names()
 VERDICTS = {"bug", "usage", "environment"}
@@ -106,10 +109,12 @@ def test_script_parses_and_has_a_real_scripts_length(name):
 
 
 def test_parts_are_disjoint_complete_and_follow_the_hash_rule():
-    held, train = catalog.listed("heldout"), catalog.listed("train")
-    assert len(held) == len(set(held)) and len(train) == len(set(train))
-    assert not set(held) & set(train)
-    assert set(held) | set(train) == set(NAMES), "every entry is in exactly one part, and only entries"
+    held, train, fresh = catalog.listed("heldout"), catalog.listed("train"), catalog.listed(catalog.FRESH)
+    assert len(held) == len(set(held)) and len(train) == len(set(train)) and len(fresh) == len(set(fresh))
+    assert not set(held) & set(train) and not set(fresh) & (set(held) | set(train))
+    assert set(held) | set(train) | set(fresh) == set(NAMES), "every entry is in exactly one part, and only entries"
+    # the fresh part is chosen, not hashed: its names may fall on either side of the rule
+    assert all(catalog.part_of(n) == catalog.FRESH for n in fresh)
     for name in held:
         assert int(hashlib.sha256(name.encode()).hexdigest(), 16) % 3 == 0, name
     for name in train:
@@ -117,7 +122,8 @@ def test_parts_are_disjoint_complete_and_follow_the_hash_rule():
 
 
 def test_part_rule_and_register(tmp_path, monkeypatch):
-    monkeypatch.setattr(catalog, "PART_FILES", {"heldout": tmp_path / "h.json", "train": tmp_path / "t.json"})
+    monkeypatch.setattr(catalog, "PART_FILES", {"heldout": tmp_path / "h.json", "train": tmp_path / "t.json",
+                                                "fresh": tmp_path / "f.json"})
     names = [f"transformers-{n}" for n in range(30)]
     for n in names:
         catalog.register(n)
@@ -126,6 +132,62 @@ def test_part_rule_and_register(tmp_path, monkeypatch):
     assert sorted(held + train) == sorted(names)
     assert held and train
     assert all(catalog.part_of(n) == "heldout" for n in held)
+
+
+def test_fresh_part_is_chosen_by_name_and_stays_apart(tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog, "PART_FILES", {"heldout": tmp_path / "h.json", "train": tmp_path / "t.json",
+                                                "fresh": tmp_path / "f.json"})
+    held = next(f"peft-{n}" for n in range(100) if catalog.hash_part(f"peft-{n}") == "heldout")
+    train = next(f"peft-{n}" for n in range(100) if catalog.hash_part(f"peft-{n}") == "train")
+    # registered into the fresh part whatever the hash says; registered again: still fresh, once
+    for name in (held, train, held):
+        assert catalog.register(name, catalog.FRESH) == catalog.FRESH
+    assert catalog.listed(catalog.FRESH) == [held, train]
+    assert catalog.listed("heldout") == [] and catalog.listed("train") == []
+    assert catalog.part_of(held) == catalog.FRESH and catalog.register(held) == catalog.FRESH
+    # the hash parts are never chosen, and a measured entry cannot become fresh afterwards
+    with pytest.raises(ValueError, match="hash rule"):
+        catalog.register("peft-999", "heldout")
+    other = next(f"trl-{n}" for n in range(100) if catalog.hash_part(f"trl-{n}") == "train")
+    assert catalog.register(other) == "train"
+    with pytest.raises(ValueError, match="already in the train part"):
+        catalog.register(other, catalog.FRESH)
+
+
+def _indexed_issues() -> set[tuple[str, int]]:
+    """(repo, number) of every issue in the classifier's labelled files and the bundled issue index,
+    including the ones rows only name (duplicate_of, fixed_by: "owner/name#N")."""
+    found: set[tuple[str, int]] = set()
+
+    def walk(obj):
+        if isinstance(obj, dict):
+            if isinstance(obj.get("repo"), str) and isinstance(obj.get("number"), int):
+                found.add((obj["repo"], obj["number"]))
+            for value in obj.values():
+                walk(value)
+        elif isinstance(obj, list):
+            for value in obj:
+                walk(value)
+        elif isinstance(obj, str):
+            found.update((m.group(1), int(m.group(2))) for m in re.finditer(r"([\w.-]+/[\w.-]+)#(\d+)", obj))
+
+    files = sorted((ROOT / "bot" / "data" / "kind").glob("*.jsonl")) + sorted((ROOT / "bot" / "data" / "upstream").glob("*.jsonl"))
+    assert files, "the labelled and bundled issue files"
+    for path in files:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                walk(json.loads(line))
+    return found
+
+
+def test_fresh_entries_are_outside_the_sets_reprobot_reads():
+    """The fresh part measures reprobot on issues it has never seen: none may be a row (or a named
+    duplicate) of bot/data/kind/ (the classifier's labels) or bot/data/upstream/ (the bundled index)."""
+    fresh = catalog.listed(catalog.FRESH)
+    assert fresh, "the fresh held-out part has entries"
+    seen = _indexed_issues()
+    inside = [n for n in fresh if (_entry(n)["repo"], _entry(n)["number"]) in seen]
+    assert not inside, f"fresh entries that reprobot's data already holds: {inside}"
 
 
 def _wheel(folder: Path, name: str, version: str, requires: list[str]) -> Path:
@@ -191,7 +253,8 @@ def tiny_corpus(tmp_path, monkeypatch):
     entry = {"repo": "pytorch/pytorch", "number": 1, "reported_on": {}, "extra_pins": {}, "signature": {}}
     (folder / "entry.json").write_text(json.dumps(entry), encoding="utf-8")
     monkeypatch.setattr(catalog, "ENTRIES", entries)
-    monkeypatch.setattr(catalog, "PART_FILES", {"heldout": tmp_path / "heldout.json", "train": tmp_path / "train.json"})
+    monkeypatch.setattr(catalog, "PART_FILES", {"heldout": tmp_path / "heldout.json", "train": tmp_path / "train.json",
+                                                "fresh": tmp_path / "fresh.json"})
     monkeypatch.setattr(envs, "BASE_PYTHON", sys.executable)
     monkeypatch.setenv("REALBUGS_WHEELS", str(tmp_path / "wheels"))
     return folder
@@ -226,3 +289,23 @@ def test_check_says_passes_and_rejects_bad_input(tiny_corpus, capsys):
     assert "no such entry" in capsys.readouterr().err
     assert check.main(["pytorch-1", "--releases", "torch"]) == 2
     assert check.main(["pytorch-1", "--with", "torch=2.5.0"]) == 2       # --with only beside --releases
+
+
+def test_check_records_a_new_entry_into_the_fresh_part(tiny_corpus, capsys):
+    assert check.main(["pytorch-1", "--offline", "--fresh"]) == 2          # --fresh only beside --record
+    assert "--fresh only beside --record" in capsys.readouterr().err
+    assert check.main(["pytorch-1", "--offline", "--record", "--fresh"]) == 1
+    assert catalog.listed(catalog.FRESH) == ["pytorch-1"]
+    assert catalog.listed("heldout") == [] and catalog.listed("train") == []
+    assert catalog.part_of("pytorch-1") == catalog.FRESH
+    capsys.readouterr()
+    assert check.main(["pytorch-1", "--offline", "--part", "fresh"]) == 0
+    assert "same" in capsys.readouterr().out
+
+
+def test_report_gives_the_fresh_part_its_own_figures(tiny_corpus, tmp_path):
+    catalog.register("pytorch-1", catalog.FRESH)
+    ctx = run.Ctx(tmp_path / "out", offline=True, max_time=1, stage_timeout=1)
+    text, figs = run.report(ctx, ["pytorch-1"], footer="")
+    assert list(figs) == [catalog.FRESH] and figs[catalog.FRESH]["entries"] == 1
+    assert "figures — fresh (1 entries)" in text

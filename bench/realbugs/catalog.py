@@ -5,6 +5,13 @@ An entry is a folder `entries/<repo-short>-<number>/` with `script.py` and `entr
 by rule and not by choice: held-out when sha256(name) % 3 == 0. `heldout.json` and `train.json`
 list the names; `register` appends a new name to the file its part says, re-reading the file
 first because several people add entries at once.
+
+A third part, `fresh` (`fresh.json`), is held out as a whole and the hash rule does not apply to
+it: its entries were chosen after the first two parts had been measured and tuned on, among
+issues that are in none of the sets reprobot reads (the classifier's labelled files under
+bot/data/kind/ and the bundled issue index under bot/data/upstream/), and frozen before any fix
+is measured on it. An entry joins it only when it is registered into it by name
+(`register(name, "fresh")`, `check.py --record --fresh`).
 """
 from __future__ import annotations
 
@@ -15,11 +22,17 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ENTRIES = HERE / "entries"
-PART_FILES = {"heldout": HERE / "heldout.json", "train": HERE / "train.json"}
+PART_FILES = {"heldout": HERE / "heldout.json", "train": HERE / "train.json", "fresh": HERE / "fresh.json"}
+# the part whose members are listed by choice of issue, not by the hash rule (all of it held out)
+FRESH = "fresh"
+
+
+def hash_part(name: str) -> str:
+    return "heldout" if int(hashlib.sha256(name.encode()).hexdigest(), 16) % 3 == 0 else "train"
 
 
 def part_of(name: str) -> str:
-    return "heldout" if int(hashlib.sha256(name.encode()).hexdigest(), 16) % 3 == 0 else "train"
+    return FRESH if name in listed(FRESH) else hash_part(name)
 
 
 def listed(part: str) -> list[str]:
@@ -27,9 +40,15 @@ def listed(part: str) -> list[str]:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
 
 
-def register(name: str) -> str:
-    """Append `name` to its part's file (once); returns the part."""
-    part = part_of(name)
+def register(name: str, part: str | None = None) -> str:
+    """Append `name` to its part's file (once); returns the part. The part is the hash rule's
+    unless `part` is the fresh one (or `name` is already fresh): the hash parts stay by rule."""
+    if part not in (None, FRESH):
+        raise ValueError(f"{part!r}: only the {FRESH} part is chosen; the others follow the hash rule")
+    part = FRESH if part == FRESH else part_of(name)
+    if part == FRESH and name in listed(hash_part(name)):
+        # measured (and maybe tuned on) already: it cannot become held out after the fact
+        raise ValueError(f"{name} is already in the {hash_part(name)} part")
     path = PART_FILES[part]
     names = listed(part)
     if name not in names:

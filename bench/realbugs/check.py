@@ -1,7 +1,7 @@
 """Does each entry still fail the way its entry.json says, on the releases it was reported on?
 
-    python bench/realbugs/check.py [NAME ...] [--part train|heldout] [--releases PKG=V1,V2,...]
-                                   [--offline] [--timeout S] [--json]
+    python bench/realbugs/check.py [NAME ...] [--part train|heldout|fresh] [--releases PKG=V1,V2,...]
+                                   [--offline] [--timeout S] [--json] [--record [--fresh]]
 
 For each entry: build its environment (bench/realbugs/envs.py), run its script there with the
 Hub offline, read the failure with reprobot's own machinery (the Runner, `distinct_failures`,
@@ -17,7 +17,8 @@ entry's signature), `fails otherwise`, `passes` or `not installable`: this is ho
 signature in entry.json's shape, and the pins the overlay installed) for writing entries.
 `--record` is for writing one: an entry whose entry.json has no signature yet gets the signature
 this run shows and, as its `extra_pins`, what the overlay installed beyond `reported_on`; it is
-then added to its part's list (bench/realbugs/catalog.py).
+then added to its part's list (bench/realbugs/catalog.py): the hash rule's part, or with `--fresh`
+the fresh held-out part (`fresh.json`, which the hash rule does not decide).
 Exit 0 when every row ran; 1 when an entry's signature was not seen on its reported releases.
 """
 from __future__ import annotations
@@ -96,8 +97,8 @@ def run_entry(name: str, swap: tuple[str, str] | None, online: bool, timeout: fl
     return Row(name, release, status, observed, env.pins, seconds=time.monotonic() - started)
 
 
-def record(name: str, row: Row) -> None:
-    """Write what this run showed into an entry that is being written."""
+def record(name: str, row: Row, part: str | None = None) -> None:
+    """Write what this run showed into an entry that is being written; `part`: see catalog.register."""
     path = catalog.ENTRIES / name / "entry.json"
     entry = json.loads(path.read_text(encoding="utf-8"))
     reported = {envs.canonicalize_name(k) for k in entry.get("reported_on") or {}}
@@ -105,7 +106,7 @@ def record(name: str, row: Row) -> None:
     entry["extra_pins"] = {**{k: v for k, v in row.pins.items() if envs.canonicalize_name(k) not in reported},
                            **(entry.get("extra_pins") or {})}
     path.write_text(json.dumps(entry, indent=2) + "\n", encoding="utf-8")
-    catalog.register(name)
+    catalog.register(name, part)
 
 
 def _line(row: Row) -> str:
@@ -130,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="one JSON object per row")
     ap.add_argument("--record", action="store_true",
                     help="write the observed signature and extra pins into entries that have none")
+    ap.add_argument("--fresh", action="store_true",
+                    help="with --record: add the entries to the fresh held-out part, not the hash rule's part")
     args = ap.parse_args(argv)
     try:
         names = catalog.select(args.names, args.part)
@@ -143,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             if len(found) != 1 or not args.releases:
                 raise ValueError(f"--with {text!r}: one PKG=V, and only beside --releases")
             also[other] = found[0]
+        if args.fresh and not args.record:
+            raise ValueError("--fresh only beside --record")
     except ValueError as e:
         print(f"check: {e}", file=sys.stderr)
         return ExitCode.USAGE
@@ -151,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         for swap in swaps:
             row = run_entry(name, swap, online=not args.offline, timeout=args.timeout, also=also)
             if args.record and swap is None and row.status == "unrecorded" and row.observed:
-                record(name, row)
+                try:
+                    record(name, row, catalog.FRESH if args.fresh else None)
+                except ValueError as e:      # already in a hash part: it cannot become fresh
+                    print(f"check: {e}", file=sys.stderr)
+                    return ExitCode.USAGE
             bad += swap is None and row.status != "same"
             print(json.dumps(asdict(row)) if args.json else _line(row), flush=True)
     return ExitCode.DIFFERENT if bad else ExitCode.OK

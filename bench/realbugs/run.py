@@ -1,6 +1,6 @@
 """One command runs reprobot's whole pipeline on the real-bug entries and prints a table per stage.
 
-    python bench/realbugs/run.py [NAME ...] [--part heldout|train] [--stages reduce,route,...]
+    python bench/realbugs/run.py [NAME ...] [--part heldout|train|fresh] [--stages reduce,route,...]
                                  [--from DIR] [--out DIR] [--max-time S] [--offline] [--json]
 
 For each entry, in its pinned environment (bench/realbugs/envs.py: the base interpreter with the
@@ -556,7 +556,8 @@ def table(ctx: Ctx, stage: str, names: list[str], markdown: bool = False) -> str
 
 
 def report(ctx: Ctx, names: list[str], footer: str, markdown: bool = False) -> tuple[str, dict]:
-    parts = {p: [n for n in names if catalog.part_of(n) == p] for p in ("heldout", "train")}
+    # fresh: the part held out as a whole (catalog.py), reported apart like the other two
+    parts = {p: [n for n in names if catalog.part_of(n) == p] for p in ("heldout", "train", catalog.FRESH)}
     figs = {p: figures(ctx, ns) for p, ns in parts.items() if ns}
     lines = []
     for stage in STAGES:
