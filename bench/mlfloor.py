@@ -1,7 +1,7 @@
 """The ML-floor benchmark (issue #38): `reprobot reduce` on Hugging Face-stack CPU scripts whose
 failing call takes a model, a config, a tensor or a checkpoint, each against its hand floor.
 
-    python bench/mlfloor.py [--part train|heldout|heldout2|heldout3|heldout4|both|A,B] [--only NAME,...] [--max-time 600] [--jobs 2]
+    python bench/mlfloor.py [--part train|heldout|heldout2|...|heldout5|both|A,B] [--only NAME,...] [--max-time 600] [--jobs 2]
                             [--workdir DIR] [--json OUT] [--pin CPUS]
 
 Each part is a folder of bench/mlfloor/ with a MANIFEST.json: per script its launch line (if any),
@@ -48,8 +48,16 @@ def run_one(part: str, entry: dict, workdir: Path, max_time: float, jobs: int,
     found = sorted(out.glob("*/reduction.json"))
     folder = str(found[0].parent) if found else result.get("repro_dir")
     reduction = Path(folder, "reduction.json") if folder else None
+    log: dict = {}
     if reduction is not None and reduction.is_file():
-        result["verified"] = json.loads(reduction.read_text(encoding="utf-8")).get("verified")
+        stats = json.loads(reduction.read_text(encoding="utf-8"))
+        result["verified"] = stats.get("verified")
+        # what the row alone cannot say afterwards (no log comes back from a device run): the
+        # passes that ran (runs tried, accepted), the original's run time, warm vs cold children
+        log = {"passes": {k: [v.get("tried"), v.get("accepted")] for k, v in stats.get("passes", {}).items()
+                          if v.get("tried")},
+               "original_s": stats.get("oracle_run_seconds"),
+               "children": (stats.get("warm") or {}).get("children")}
     statements = result.get("statements_after")
     floor = int(entry["floor_statements"])
     row = {"part": part, "script": entry["file"], "floor": floor, "statements": statements,
@@ -64,13 +72,14 @@ def run_one(part: str, entry: dict, workdir: Path, max_time: float, jobs: int,
         row["repro"] = Path(row["folder"], "repro.py").read_text(encoding="utf-8")
     if "error" in result:
         row["error"] = result["error"]
+    row["log"] = log
     return row
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--part", default="both",
-                   help="a part (train, heldout, heldout2, heldout3, heldout4) or several joined by commas; both: "
+                   help="a part (train, heldout, heldout2, ..., heldout5) or several joined by commas; both: "
                         "train and heldout. Every part is reported on its own line")
     p.add_argument("--only", default="", help="comma-separated script names (without .py)")
     p.add_argument("--max-time", type=float, default=600)
