@@ -446,3 +446,26 @@ def test_a_child_that_fails_only_warm_makes_every_run_cold(tmp_path):
     data = json.loads((folder / "reduction.json").read_text())
     assert data["warm"]["enabled"] is False and data["warm"]["runs_warm"] == 1
     assert data["warm"]["zygote"]["children"]["warm"] == 1
+
+
+def test_a_thread_count_the_parent_set_reaches_a_warm_child_through_torch(tmp_path):
+    """Every DDP job of issue #38's corpus sets OMP_NUM_THREADS before it spawns its ranks, and
+    the OpenMP runtime torch loaded read it at load: every child was cold (3x the run time).
+    torch's set_num_threads gives the running image that count, so the child is warm and sees
+    what a fresh interpreter would."""
+    script = write(tmp_path / "threads.py", """
+        import os
+        import torch
+        import torch.multiprocessing as tmp
+
+        def rank(i):
+            raise RuntimeError(f"rank {i} runs on {torch.get_num_threads()} threads of {os.environ['OMP_NUM_THREADS']}")
+
+        if __name__ == "__main__":
+            os.environ["OMP_NUM_THREADS"] = "1"
+            tmp.spawn(rank, nprocs=1)
+    """)
+    warm, cold, children = warm_and_cold(script)
+    same(warm, cold)
+    assert "RuntimeError: rank 0 runs on 1 threads of 1" in warm.stderr
+    assert children["warm"] == 1 and children["cold"] == 0, children

@@ -50,6 +50,12 @@ _IMPORT_TIME = ("OMP_", "MKL_", "OPENBLAS_", "KMP_", "GOMP_", "CUDA_", "NVIDIA_"
 # ...except those only read when something runs (torch.distributed's rendezvous).
 _RUNTIME = {"TORCH_DISTRIBUTED_DEBUG", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_BLOCKING_WAIT",
             "PYTHONUNBUFFERED", "PYTHONFAULTHANDLER"}
+# ...and those a running process can still be given as a fresh interpreter would have read them:
+# OpenMP's thread count, which libgomp reads when it is loaded and torch's ``set_num_threads`` sets
+# later (what torch's intra-op pool then uses, as in a child that imported torch with it). Applied
+# in the warm child (``_apply_runtime``) when torch is in the warm image; otherwise the child is
+# cold, as for any other variable read at import.
+_SET_AT_RUNTIME = {"OMP_NUM_THREADS"}
 # Read before any module: by the interpreter at its start (a spawn child's own start) and by the
 # dynamic loader. The warm child's interpreter started long ago, so a change is never seen warm.
 _STARTUP = ("PYTHONPATH", "PYTHONHOME", "PYTHONHASHSEED", "PYTHONSAFEPATH", "PYTHONNOUSERSITE",
@@ -132,6 +138,8 @@ def start(disabled=False, close_in_child=()):
             stream.flush()
         except Exception:
             pass
+    # before the fork: the spares (and every warm child) compare against the same start
+    _state.update(env=dict(os.environ), torch="torch" in sys.modules)
     pid = os.fork()
     if pid == 0:
         code = 0
@@ -148,7 +156,7 @@ def start(disabled=False, close_in_child=()):
     global _lock
     import threading
     _lock = threading.Lock()
-    _state.update(owner=os.getpid(), sock=ours, env=dict(os.environ))
+    _state.update(owner=os.getpid(), sock=ours)
     _install_patch()
     return True
 
@@ -206,10 +214,22 @@ def import_time_reader(key):
     return None
 
 
+def _settable(key, value):
+    """Whether the warm child can take ``key=value`` itself (``_SET_AT_RUNTIME``)."""
+    return key in _SET_AT_RUNTIME and bool(_state.get("torch")) and (value or "").isdigit() and int(value) > 0
+
+
+def _apply_runtime(env, before):
+    """In the warm child: the changed variables ``_settable`` allowed, given to the running image."""
+    value = env.get("OMP_NUM_THREADS")
+    if value != before.get("OMP_NUM_THREADS") and _settable("OMP_NUM_THREADS", value):
+        sys.modules["torch"].set_num_threads(int(value))
+
+
 def _env_change(env, before):
     """The first variable the parent changed that the warm image already read, with its reader."""
     for key in sorted(set(env) | set(before)):
-        if env.get(key) != before.get(key):
+        if env.get(key) != before.get(key) and not _settable(key, env.get(key)):
             reader = import_time_reader(key)
             if reader is not None:
                 return key, reader
@@ -379,6 +399,7 @@ def _become_child(sock, req, fds):
         os.chdir(req["cwd"])
         os.environ.clear()
         os.environ.update(req["env"])
+        _apply_runtime(req["env"], _state["env"] or {})
         tempfile = sys.modules.get("tempfile")
         if tempfile is not None:
             tempfile.tempdir = None
