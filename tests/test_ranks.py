@@ -156,6 +156,18 @@ def test_a_launchers_called_process_error_is_a_wrapper():
     assert role(user) == PRIMARY
 
 
+def test_a_dataloaders_re_raise_of_its_workers_error_is_a_wrapper():
+    # The parent's "Caught X in DataLoader worker process N." has the parent's iteration frames;
+    # the worker's own traceback (quoted after it) is the failure, and with num_workers=0 the
+    # same error is raised without the re-raise.
+    torch_utils = "/venv/lib/python3.11/site-packages/torch/_utils.py"
+    loader = "/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py"
+    caught = _record("Exception", "Caught Exception in DataLoader worker process 0.",
+                     [Frame(loader, 1500, "_next_data"), Frame(loader, 1550, "_process_data"),
+                      Frame(torch_utils, 750, "reraise")])
+    assert role(caught) == WRAPPER
+
+
 # ------------------------------------------------------------------ launch lines
 
 ARGS_SCRIPT = '''\

@@ -162,6 +162,7 @@ PLUMBING = frozenset({
     "multiprocessing/process.py:run",
     "multiprocessing/process.py:_bootstrap",
     "torch/multiprocessing/spawn.py:_wrap",
+    "torch/utils/data/_utils/worker.py:_worker_loop",
     "threading.py:run",
     "threading.py:_bootstrap_inner",
 })

@@ -42,6 +42,11 @@ _WRAPPER_TYPES = frozenset({
 # which prints no traceback at all).
 _LAUNCHER_FRAMES = frozenset({
     "accelerate/commands/launch.py:simple_launcher",
+    # A DataLoader's worker failed: the parent raises the worker's exception type again with
+    # "Caught X in DataLoader worker process N." and the worker's traceback quoted after it (which
+    # the parser reads as the worker's own record). Its frames are the parent's iteration, which a
+    # collate_fn or a dataset called in the parent (num_workers=0) never has.
+    "torch/_utils.py:reraise",
 })
 
 # A parent re-raising the exception a child sent back: the child's own traceback is chained.
