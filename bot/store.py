@@ -207,6 +207,14 @@ VERDICT_SAME = "same failure"
 
 
 @dataclass
+class PassingRun:
+    """A `versions` run that passed: the releases it swapped in, and what its environment installed
+    besides to meet their requirements (absent from versions.json written before it was recorded)."""
+    changed: dict[str, str]
+    also: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
 class RerunNotes:
     """What versions.json and contrast.json add to a draft."""
     fails_on: list[str] = field(default_factory=list)     # "Still fails on transformers 5.23.0 (latest)"
@@ -214,6 +222,7 @@ class RerunNotes:
     bisect: str | None = None
     works_with: list[str] = field(default_factory=list)   # contrast changes that make it pass
     passed: list[tuple[str, str]] = field(default_factory=list)   # (package, release) runs that passed
+    passing: list[PassingRun] = field(default_factory=list)       # the same runs, with all they changed
 
     @property
     def likely_fixed(self) -> bool:
@@ -237,6 +246,10 @@ def _versions_of(row: dict) -> str:
     return " / ".join(f"{n} {shown.get(n, changed.get(n))}" for n in names)
 
 
+def _strs(d: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in d.items()} if isinstance(d, dict) else {}
+
+
 def rerun_notes(repro: ReproDir) -> RerunNotes:
     """What the folder's versions.json and contrast.json say (empty notes when neither exists)."""
     notes = RerunNotes()
@@ -252,13 +265,16 @@ def rerun_notes(repro: ReproDir) -> RerunNotes:
             if kind == VERDICT_PASS:
                 notes.passes_on.append(where)
                 notes.passed += [(p, str(v)) for p, v in (row.get("changed") or {}).items()]
+                notes.passing.append(PassingRun(_strs(row.get("changed")), _strs(row.get("also"))))
             elif kind == VERDICT_SAME and latest:
                 notes.fails_on.append(where)
         bisect = data.get("bisect") or {}
         if bisect.get("first_changed"):
             notes.bisect = bisect["sentence"]
-        notes.passed += [(bisect["package"], str(t["version"])) for t in bisect.get("tried") or []
-                         if bisect.get("package") and (t.get("verdict") or {}).get("kind") == VERDICT_PASS]
+        passing = [t for t in bisect.get("tried") or []
+                   if bisect.get("package") and (t.get("verdict") or {}).get("kind") == VERDICT_PASS]
+        notes.passed += [(bisect["package"], str(t["version"])) for t in passing]
+        notes.passing += [PassingRun({bisect["package"]: str(t["version"])}, _strs(t.get("also"))) for t in passing]
     path = repro.path / "contrast.json"
     if path.is_file():
         data = repro.read_json(path)

@@ -530,3 +530,51 @@ def test_an_unconfirmed_usage_verdict_says_how_to_confirm_it() -> None:
                                   "model.generate(ids, do_sample=False, num_return_sequences=3)",
                                   passes_with=["without `num_return_sequences=3` (the default)"], whole=True))
     assert "It passes with" in kind_line(confirmed) and "No run has confirmed" not in kind_line(confirmed)
+
+
+def test_an_environment_verdict_gives_way_when_versions_found_the_release_that_fixed_it(tmp_path) -> None:
+    """A later release of the package that raised it passes, with nothing else the failure touches
+    changed: a fix shipped there, so the failure was that package's bug, not the install's. The
+    pass does not count when the run also changed a package the failure names or has frames in."""
+    from bot.store import ReproDir
+    from bot.upstream.kind import classify_repro
+    text = _traceback("from peft import get_peft_model",
+                      [("peft/__init__.py", "<module>", "from .mapping import get_peft_model"),
+                       ("peft/utils/save_and_load.py", "<module>", "from transformers import shard_checkpoint")],
+                      f"ImportError: cannot import name 'shard_checkpoint' from 'transformers' ({SITE}/transformers/__init__.py)")
+    (tmp_path / "signature.json").write_text(json.dumps({"record": failure_from_text(text).record.to_dict()}))
+    (tmp_path / "env.json").write_text(json.dumps({"packages": {
+        "peft": {"installed": True, "version": "0.13.0"}, "transformers": {"installed": True, "version": "4.47.0"}}}))
+    assert classify_repro(ReproDir.open(tmp_path)).kind == ENVIRONMENT
+    verdict = lambda kind: {"kind": kind, "signature": None, "message": ""}   # noqa: E731
+
+    def bisect(package: str, passing: str, also: dict | None = None, later: tuple[str, ...] = ()) -> None:
+        tried = [{"version": "0.13.0", "verdict": verdict("same failure")},
+                 *({"version": v, "verdict": verdict("PASS")} for v in later),
+                 {"version": passing, "verdict": verdict("PASS"), **({"also": also} if also else {})}]
+        (tmp_path / "versions.json").write_text(json.dumps({"rows": [], "bisect": {
+            "package": package, "first_changed": passing, "first_passing": passing,
+            "sentence": f"first passing: {package} {passing}", "tried": tried}}))
+
+    bisect("peft", "0.13.2", later=("0.15.0",))
+    k = classify_repro(ReproDir.open(tmp_path))
+    # the reason names the earliest passing release: where the fix shipped
+    assert k.kind == BUG and "peft 0.13.2" in k.reason and "fix shipped" in k.reason
+    # its environment also installed another transformers, which the failure names: not a clean pass
+    bisect("peft", "0.13.2", also={"transformers": "4.48.0"})
+    assert classify_repro(ReproDir.open(tmp_path)).kind == ENVIRONMENT
+    # a requirement the failure does not touch changed beside it: still the fix's
+    bisect("peft", "0.13.2", also={"safetensors": "0.4.5"})
+    assert classify_repro(ReproDir.open(tmp_path)).kind == BUG
+    # an earlier release passing is no fix
+    bisect("peft", "0.12.0")
+    assert classify_repro(ReproDir.open(tmp_path)).kind == ENVIRONMENT
+    # a later release of a package that neither raised it nor was routed to
+    (tmp_path / "versions.json").write_text(json.dumps({"rows": [
+        {"label": "accelerate latest", "versions": {}, "changed": {"accelerate": "1.2.0"}, "verdict": verdict("PASS")}]}))
+    assert classify_repro(ReproDir.open(tmp_path)).kind == ENVIRONMENT
+    # ... unless routing picked it
+    (tmp_path / "env.json").write_text(json.dumps({"packages": {
+        "peft": {"installed": True, "version": "0.13.0"}, "accelerate": {"installed": True, "version": "1.0.0"}}}))
+    (tmp_path / "route.json").write_text(json.dumps({"target": "huggingface/accelerate"}))
+    assert classify_repro(ReproDir.open(tmp_path)).kind == BUG

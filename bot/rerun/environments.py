@@ -3,10 +3,11 @@
 An environment is the user's interpreter (the *base*, which the repro failed in) plus an
 *overlay*: a folder, first on PYTHONPATH, holding the releases that differ. A lock is a whole
 dependency closure, so its pins install with `--no-deps`; a swapped release whose declared
-requirements the base does not meet gets those requirements installed too (newest matching
-release, a few rounds), and if that still leaves one unmet the row says so instead of running
-something that was never a consistent environment. Overlays are cached under the user's cache
-dir, keyed by the base and the exact set of pins, and reused.
+requirements the base does not meet gets those requirements installed too, a few rounds, each at
+the release closest to the user's environment that satisfies it (the one contemporary with the
+swapped release, bot/rerun/requirement_choice.py), and if that still leaves one unmet the row
+says so instead of running something that was never a consistent environment. Overlays are
+cached under the user's cache dir, keyed by the base and the exact set of pins, and reused.
 """
 from __future__ import annotations
 
@@ -16,13 +17,14 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from bot.rerun.releases import IndexOptions
+from bot.rerun.requirement_choice import NEWEST, Choice, Chooser
 
 # Runs in the user's interpreter, stdlib only: installed versions (first on sys.path wins, as for
 # an import) and the requirements each one declares.
@@ -76,6 +78,12 @@ class Environment:
     pythonpath: list[str]
     pins: dict[str, str] = field(default_factory=dict)     # what the overlay installed
     reused: bool = False
+    note: str = ""            # how the requirements it added were chosen (requirement_choice.py)
+
+    def added(self, asked: dict[str, str]) -> dict[str, str]:
+        """What the overlay installed beyond `asked`: the requirements it met for them."""
+        names = {canonicalize_name(n) for n in asked}
+        return {n: v for n, v in self.pins.items() if canonicalize_name(n) not in names}
 
     def env(self) -> dict[str, str]:
         inherited = os.environ.get("PYTHONPATH")
@@ -193,9 +201,12 @@ def overlay_environment(base_python: str, base: Installed, pins: dict[str, str],
     root = root or cache_root()
     folder = root / key_for(base_python, base, pins, index)
     done = folder / ".reprobot-complete"
+    chosen_file = folder / CHOSEN
     # Named site-packages so that tracebacks through it read as library frames, as in the base.
-    if done.is_file():
-        return Environment(base_python, [str(folder / "site-packages")], json.loads(done.read_text()), reused=True)
+    if reusable(folder, pins):
+        note = json.loads(chosen_file.read_text()).get("note", "") if chosen_file.is_file() else ""
+        return Environment(base_python, [str(folder / "site-packages")], json.loads(done.read_text()),
+                           reused=True, note=note)
     work = folder.with_name(folder.name + f".partial-{os.getpid()}")
     shutil.rmtree(work, ignore_errors=True)
     site = work / "site-packages"
@@ -204,6 +215,8 @@ def overlay_environment(base_python: str, base: Installed, pins: dict[str, str],
         cmd = _installer_cmd(base_python, base.python, site, index)
         _install(cmd, [requirement(name, value) for name, value in sorted(pins.items())])
         names = {canonicalize_name(n) for n in pins}
+        chooser = Chooser(base.python, index, pins)
+        chosen: list[Choice] = []
         for round_ in range(RESOLVE_ROUNDS + 1):
             now = probe(base_python, [str(site)])
             unmet = unmet_requirements(now, sorted(names))
@@ -211,13 +224,54 @@ def overlay_environment(base_python: str, base: Installed, pins: dict[str, str],
                 break
             if round_ == RESOLVE_ROUNDS:
                 raise NotInstallable("requirements not met: " + ", ".join(unmet)[:180])
-            _install(cmd, unmet)
+            picks = chooser.choose(unmet, now.version)
+            _install_chosen(cmd, picks, unmet)
+            chosen += picks
             names |= {canonicalize_name(Requirement(r).name) for r in unmet}
         installed_pins = {n: now.version(n) or "?" for n in sorted(names)}
+        note = chosen_note(chosen, installed_pins)
+        (work / CHOSEN).write_text(json.dumps({"note": note, "chosen": [asdict(c) for c in chosen]}))
         (work / ".reprobot-complete").write_text(json.dumps(installed_pins))
         shutil.rmtree(folder, ignore_errors=True)
         work.rename(folder)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
-    return Environment(base_python, [str(folder / "site-packages")], installed_pins)
+    return Environment(base_python, [str(folder / "site-packages")], installed_pins, note=note)
+
+
+CHOSEN = ".reprobot-requirements"      # how the requirements an overlay added were chosen
+
+
+def reusable(folder: Path, pins: dict[str, str]) -> bool:
+    """A complete cached overlay, unless it added requirements before they were chosen (it took the
+    newest matching, which the swapped release may never have run with): that one is built again.
+    One that added none is what it would be now."""
+    done = folder / ".reprobot-complete"
+    if not done.is_file():
+        return False
+    added = set(json.loads(done.read_text())) - {canonicalize_name(n) for n in pins}
+    return not added or (folder / CHOSEN).is_file()
+
+
+def _install_chosen(cmd: list[str], picks: list[Choice], unmet: list[str]) -> None:
+    """The chosen releases; when they do not install, what the installer picks for the specifiers
+    (its newest matching), and the picks say so."""
+    if not any(c.version for c in picks):
+        _install(cmd, unmet)
+        return
+    try:
+        _install(cmd, [c.requirement() for c in picks])
+    except NotInstallable as e:
+        _install(cmd, unmet)
+        for c in picks:
+            if c.version:
+                c.why = f"{c.name} {c.version} did not install ({str(e)[:80]})"
+                c.version, c.how = None, NEWEST
+
+
+def chosen_note(chosen: list[Choice], installed: dict[str, str]) -> str:
+    """One line: each requirement the overlay added, its release and how it was chosen."""
+    if not chosen:
+        return ""
+    return "requirements: " + "; ".join(c.words(installed.get(c.name)) for c in chosen)

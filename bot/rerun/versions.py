@@ -37,15 +37,18 @@ class Row:
     seconds: float
     changed: dict[str, str] = field(default_factory=dict)   # the pins that differ from the lock
     note: str = ""
+    # what the overlay installed besides: requirements of `changed` the environment did not meet
+    # (a pass then may be theirs as much as the swapped release's; bot/upstream/kind.py reads it)
+    also: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {"label": self.label, "versions": self.versions, "changed": self.changed, "note": self.note,
-                "verdict": self.verdict.to_dict(), "seconds": round(self.seconds, 2)}
+        return {"label": self.label, "versions": self.versions, "changed": self.changed, "also": self.also,
+                "note": self.note, "verdict": self.verdict.to_dict(), "seconds": round(self.seconds, 2)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Row":
         return cls(d["label"], d["versions"], Verdict.from_dict(d["verdict"]), d.get("seconds", 0.0),
-                   d.get("changed", {}), d.get("note", ""))
+                   d.get("changed", {}), d.get("note", ""), d.get("also", {}))
 
 
 @dataclass
@@ -63,6 +66,8 @@ class Bisection:
     then_changed: str | None = None        # the second boundary: first release with the latest's outcome
     then_last: str | None = None
     same_bug: bool = False
+    also: dict[str, dict[str, str]] = field(default_factory=dict)   # release -> what its row installed besides
+    notes: dict[str, str] = field(default_factory=dict)             # release -> its row's note
 
     def _span(self, first: str | None, last: str | None, lead: str = "first") -> str | None:
         results = dict(self.tried)
@@ -96,7 +101,8 @@ class Bisection:
                 "first_passing": self.first_passing,
                 "releases_in_range": self.releases_in_range, "runs": len(self.tried), "note": self.note,
                 "sentence": self.sentence(),
-                "tried": [{"version": v, "verdict": r.to_dict()} for v, r in self.tried]}
+                "tried": [{"version": v, "verdict": r.to_dict(), "also": self.also.get(v, {}),
+                           **({"note": self.notes[v]} if self.notes.get(v) else {})} for v, r in self.tried]}
 
 
 Notify = Callable[[str], None]
@@ -133,7 +139,7 @@ class VersionRunner:
             return Row(label, self._shown(merged, swap), verdict, time.monotonic() - started, dict(swap))
         self.notify(f"{label}: running the repro")
         verdict = self.runner.verdict(env=env.env())
-        note = ""
+        note = env.note
         if self.later is not None and on_locked_versions(self.lock.pins, merged_swap(swap)):
             # The release set the failure was recorded on: a pass here is evidence about its rate
             # first; a failure taken to be deterministic is run again until its rate is known.
@@ -143,10 +149,11 @@ class VersionRunner:
                 rate = self.later.rate
                 same = next((v for v in self.later.verdicts if v.kind is Kind.SAME), None)
                 # the failure is still here, at its rate: the row does not read as fixed
-                note = f"flaky: {rate.words()} here" if same is not None else f"{rate.words()} here"
+                rated = f"flaky: {rate.words()} here" if same is not None else f"{rate.words()} here"
+                note = "; ".join(n for n in (rated, note) if n)
                 verdict = same or verdict
         return Row(label, self._shown({**merged, **env.pins}, swap), verdict, time.monotonic() - started,
-                   dict(swap), note=note)
+                   dict(swap), note=note, also=env.added(pins))
 
     def _shown(self, pins: dict[str, str], swap: dict[str, str]) -> dict[str, str]:
         out = {}
@@ -201,24 +208,28 @@ class VersionRunner:
                                   f"and {high or 'the latest'}")
         tried: list[tuple[str, Verdict]] = []
         cache: dict[int, Verdict] = {}
+        also: dict[str, dict[str, str]] = {}
+        notes: dict[str, str] = {}
 
         def at(i: int) -> Verdict:
             if i not in cache:
-                cache[i] = self.row(f"{package} {versions[i]}", {package: versions[i]}).verdict
+                row = self.row(f"{package} {versions[i]}", {package: versions[i]})
+                cache[i] = row.verdict
                 tried.append((versions[i], cache[i]))
+                also[versions[i]], notes[versions[i]] = row.also, row.note
             return cache[i]
 
         reference = at(0)
         if reference.kind is Kind.NOT_INSTALLABLE:
             return Bisection(package, tried, None, None, len(versions),
-                             note=f"{package} {versions[0]}: {reference.label()}")
+                             note=f"{package} {versions[0]}: {reference.label()}", also=also, notes=notes)
         last = len(versions) - 1
         while last > 0 and at(last).kind is Kind.NOT_INSTALLABLE:
             last -= 1
         if last == 0 or _same(at(last), reference):
             return Bisection(package, tried, None, versions[last], len(versions),
                              note=f"{package}: the outcome is the same from {versions[0]} to {versions[last]} "
-                                  f"({reference.label()}), {len(tried)} runs")
+                                  f"({reference.label()}), {len(tried)} runs", also=also, notes=notes)
         final = at(last)
         # Outcomes are taken to run reference... -> other... -> final... in release order (one
         # change, or two: a message that changed before the fix). lo1/hi1 bracket the first
@@ -245,7 +256,7 @@ class VersionRunner:
                     and same_bug_as(first, self.runner.repro.target))
         return Bisection(package, tried, versions[hi1], versions[lo1], len(versions), note=note,
                          then_changed=versions[hi2] if two else None, then_last=versions[lo2] if two else None,
-                         same_bug=same_bug)
+                         same_bug=same_bug, also=also, notes=notes)
 
 
 def merged_swap(swap: dict[str, str]) -> dict[str, str]:

@@ -16,6 +16,23 @@ and a real bug. The evidence, in the order it is read:
 - bug: everything else, and always when unsure: a real bug called a usage error is the costly
   mistake, so a deliberate-looking raise alone (a "not supported" inside library internals) is not
   enough.
+
+What ``versions`` ran overrules the reading of the error in two cases:
+
+- a usage verdict gives way to bug when the same repro passes on an *earlier* release than the
+  installed one (a regression: the library's behaviour changed under an unchanged call);
+- an environment verdict gives way to bug when the same repro passes on a *later* release of the
+  package that raised it or that routing picked (route.json), with nothing else the failure
+  touches changed: a fix shipped in that package, so the failure was its bug (a release that
+  imported a name its dependency had removed, then stopped). The run counts only when the other
+  releases it had — the other swapped packages, and the requirements its environment installed to
+  meet the swapped release's (versions.json's ``also``) — leave alone every package the failure
+  touches: one with frames in it, or named by it (``from 'pkg'``, ``module 'pkg'``, ``No module
+  named 'pkg'``); otherwise the pass may be theirs. (A versions.json written before ``also`` was
+  recorded lists nothing there; its runs count as changing nothing else: when unsure, bug.) The
+  reason names the earliest such release, where the fix shipped. A later release passing does not
+  turn a usage verdict into a bug: a check relaxed or a feature added later does not make the call
+  right then.
 """
 from __future__ import annotations
 
@@ -23,7 +40,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from bot.targets import owner_packages
+from packaging.utils import canonicalize_name
+
+from bot.store import PassingRun
+from bot.targets import owner_packages, package_targets
 from bot.upstream.raise_sites import raisers, release_key
 from bot.upstream.signatures import Catalogue, catalogue, keyword_in_releases, parse_signature_error
 
@@ -72,6 +92,8 @@ class Evidence:
     whole: bool = False       # a traceback reprobot ran itself (not a paste cut anywhere)
     installed: dict[str, str] = field(default_factory=dict)   # package -> version the run had (env.json)
     passed: list[tuple[str, str]] = field(default_factory=list)   # (package, release) `versions` runs that passed
+    passing: list[PassingRun] = field(default_factory=list)   # the same runs, with everything they changed
+    routed: tuple[str, ...] = ()      # the distributions of the repository routing picked (route.json)
 
     @property
     def exc(self) -> str:
@@ -595,12 +617,61 @@ def _regression(ev: Evidence) -> Kind | None:
     return None
 
 
+_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
+
+
+def _dists(package: str) -> set[str]:
+    """An import name's distributions (canonical), for matching versions.json's pip names."""
+    target = package_targets().get(package)
+    return {canonicalize_name(package)} | ({canonicalize_name(d) for d in target.dists} if target else set())
+
+
+def _touched(ev: Evidence) -> set[str]:
+    """The distributions the failure touches: those with frames in it, and those its message names."""
+    named = [m.group(2) for m in [_CANNOT_IMPORT.search(ev.message or "")] if m]
+    named += [m.group(1) for pattern in (_MODULE_ATTR, _NO_MODULE) for m in [pattern.search(ev.message or "")] if m]
+    return {d for pkg in {f.package for f in ev.lib} | {n.split(".")[0] for n in named} for d in _dists(pkg)}
+
+
+def _installed(ev: Evidence, dist: str) -> str | None:
+    for name, version in ev.installed.items():
+        if canonicalize_name(name) == dist:
+            return version
+    return None
+
+
+def _fix_shipped(ev: Evidence) -> Kind | None:
+    """`versions` ran the same repro on a later release of the raising or routed package and it
+    passed, nothing else the failure touches changed: that package shipped a fix (see the module's
+    docstring)."""
+    owners = (_dists(ev.raiser.package) if ev.raiser is not None and ev.raiser.package else set())
+    owners |= {canonicalize_name(d) for d in ev.routed}
+    touched = _touched(ev)
+    clean = []
+    for run in ev.passing:
+        changed = {canonicalize_name(k): v for k, v in run.changed.items()}
+        others = {canonicalize_name(k) for k in run.also} | set(changed)
+        for dist, release in changed.items():
+            have = _installed(ev, dist)
+            if dist in owners and have and _older(have, release) and not (others - {dist}) & touched:
+                clean.append((release_key(release), dist, release, have))
+    if not clean:
+        return None
+    # the earliest such release: where the fix shipped (a bisect's first passing one)
+    _, dist, release, have = min(clean)
+    return Kind(BUG, f"the same repro passes on {dist} {release}, a later release than the installed {have}, "
+                     f"with nothing else it touches changed: a fix shipped in {dist}", None, 0.85)
+
+
 def classify(ev: Evidence) -> Kind:
     """What the releases' signatures say, then environment, then usage, else bug (the default when
-    unsure). A usage verdict gives way to a regression `versions` found."""
+    unsure). A usage verdict gives way to a regression `versions` found, an environment verdict
+    to a fix it found in the package that raised it or that routing picked."""
     kind = _keyword_kind(ev) or _import_kind(ev) or _environment(ev) or _usage(ev) or _bug(ev)
     if kind.kind == USAGE:
         return _regression(ev) or kind
+    if kind.kind == ENVIRONMENT:
+        return _fix_shipped(ev) or kind
     return kind
 
 
@@ -649,7 +720,20 @@ def classify_repro(repro: Any) -> Kind | None:
     ev = evidence_from_record(failure.record, repro_source=failure.repro_source, passes_with=notes.works_with)
     ev.installed = failure.versions          # env.json, as failure_from_repro read it
     ev.passed = notes.passed
+    ev.passing = notes.passing
+    ev.routed = _routed(repro)
     return classify(ev)
+
+
+def _routed(repro: Any) -> tuple[str, ...]:
+    """The distributions of the repository route.json picked (none when it picked none)."""
+    from bot.targets import target_for_repo
+
+    path = repro.path / "route.json"
+    data = repro.read_json(path) if path.is_file() else None
+    target = target_for_repo(data.get("target") if isinstance(data, dict) and isinstance(data.get("target"), str)
+                             else None)
+    return tuple(target.dists) if target else ()
 
 
 __all__ = ["Kind", "Evidence", "LibFrame", "classify", "classify_repro", "evidence_from_record", "kind_line",
