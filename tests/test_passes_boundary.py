@@ -300,3 +300,14 @@ def test_the_boundary_call_is_accepted_with_fewer_statements_and_more_tokens(tmp
     assert result.best_source.startswith("from fakepadder import Padder\nPadder(width=3, fill=-1)([[0], [1, 1], ")
     assert count_statements(result.best_source) == 2 < count_statements(MANY_ROWS)
     assert size_of(result.best_source).tokens > size_of(MANY_ROWS).tokens
+
+
+def test_an_iteration_signal_is_never_the_boundary_of_another_failure():
+    """A loop over a csv reader ends with the reader's StopIteration reaching the script's frame:
+    the launcher records it, but no candidate built on it can show a ValueError; it stays the
+    boundary of a StopIteration target (``next()`` on an empty loader)."""
+    from reducer.analysis.boundary import Boundary
+    loop = Boundary(3, "read", "builtins.StopIteration", "")
+    real = Boundary(9, "train", "builtins.ValueError", "Target size must match")
+    assert matching([loop, real], "ValueError", "Target size must match") == [real]
+    assert matching([loop], "StopIteration", "") == [loop]

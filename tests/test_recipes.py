@@ -344,3 +344,25 @@ def test_a_trainer_the_script_built_is_its_constructor_call_with_each_part_rebui
     assert "callbacks=[EvalEveryStep()]).train()" in best and "class EvalEveryStep" in best
     assert "class Rows" not in best and "class Run" not in best and "model_for" not in best
     _fails(best, tmp_path, "evaluation requires an eval_dataset")
+
+
+def test_a_ddp_wrapper_in_a_group_of_one_is_rebuilt_as_the_module_it_wraps(tmp_path, monkeypatch):
+    """A rank brought home as rank 0 of a world of one (reducer/passes/ranks.py) still wraps its
+    model in DDP; with no peer the wrapper's forward is the module's, so the call is rebuilt on
+    the module alone and the process group goes with it."""
+    source = textwrap.dedent('''
+        import torch
+        import torch.distributed as dist
+
+        def run(rank, world):
+            dist.init_process_group("gloo", init_method="tcp://127.0.0.1:0", rank=rank, world_size=world)
+            model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(6, 2))
+            batch = torch.ones(3, 5)
+            model(batch)
+
+        run(0, 1)
+        ''')
+    found = _candidates(source, "RuntimeError", monkeypatch)
+    best = _first(found, "torch.nn.Linear(in_features=6")
+    assert "DistributedDataParallel" not in best and "init_process_group" not in best, best
+    _fails(best, tmp_path, "RuntimeError")

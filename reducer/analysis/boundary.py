@@ -525,5 +525,13 @@ def matching(boundaries: list[Boundary], exc_type: str, message: str) -> list[Bo
         same_message = bool(message) and (b.message == message or message in b.message
                                           or (bool(b.message) and b.message in message))
         return 0 if same_type and same_message else 1 if same_message else 2 if same_type else 3
-    ordered = sorted(enumerate(boundaries), key=lambda ib: (rank(ib[1]), -ib[0]))
+    # The iteration protocol's signals reach the script's frame too (a loop over a csv reader ends
+    # with the reader's StopIteration): no failure, unless the target is one (``next()`` on an
+    # empty loader). A candidate built on one can never show any other target.
+    kept = [(i, b) for i, b in enumerate(boundaries)
+            if b.exc_type.rsplit(".", 1)[-1] not in _ITERATION or rank(b) < 3]
+    ordered = sorted(kept, key=lambda ib: (rank(ib[1]), -ib[0]))
     return [b for _, b in ordered]
+
+
+_ITERATION = frozenset({"StopIteration", "StopAsyncIteration", "GeneratorExit"})

@@ -9,6 +9,7 @@ A map-style ``Dataset`` of the script's own class becomes the list of its items 
 DataLoader reads a list the same way), each item rebuilt in turn: the class, its file reading and
 its preprocessing are the user's code, not the bug's. A parameter-free or leaf
 ``torch.nn`` layer becomes its constructor, read from its ``extra_repr`` and checked by building it.
+A DistributedDataParallel in a process group of one becomes the module it wraps.
 """
 import sys
 
@@ -118,6 +119,21 @@ def _items(torch, ds, source):
     return out
 
 
+def _alone(torch, module):
+    """A DistributedDataParallel in a process group of one (a rank brought home as rank 0 of one):
+    its forward is the module's, with no peer to reduce with, so the module it wraps stands for
+    it. In a group of several it stays (its slice is kept): what the failure needs of the peers
+    no recipe writes. A failure DDP itself raises (unused parameters, a parameter marked ready
+    twice) needs the wrapper, and the oracle refuses the rebuilt call."""
+    ddp = getattr(getattr(torch.nn, "parallel", None), "DistributedDataParallel", None)
+    if ddp is None or not isinstance(module, ddp):
+        return False
+    try:
+        return torch.distributed.get_world_size(module.process_group) == 1
+    except Exception:
+        return False
+
+
 def rebuild(value, source):
     torch = _torch()
     if torch is None:
@@ -129,6 +145,8 @@ def rebuild(value, source):
         found = "torch.device(%r)" % (str(value),)
     elif isinstance(value, torch.Tensor):
         found = _tensor(torch, value)
+    elif _alone(torch, value):
+        return source(value.module)
     elif isinstance(value, torch.nn.Module):
         found = _layer(torch, value)
     elif isinstance(value, getattr(sys.modules.get("torch.utils.data"), "Dataset", ())):
