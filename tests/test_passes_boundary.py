@@ -311,3 +311,23 @@ def test_an_iteration_signal_is_never_the_boundary_of_another_failure():
     real = Boundary(9, "train", "builtins.ValueError", "Target size must match")
     assert matching([loop, real], "ValueError", "Target size must match") == [real]
     assert matching([loop], "StopIteration", "") == [loop]
+    poll = Boundary(12, "main", "_queue.Empty", "")
+    assert matching([poll, real, poll], "ValueError", "") == [real]
+    assert matching([poll], "ValueError", "") == [poll]     # nothing better was recorded
+
+
+def test_an_arguments_own_call_on_the_failing_line_is_never_the_boundary_call():
+    """``model.generate(**enc, **req.get("params", {}))``'s shape: the failure went through the
+    recorded callee (``loads``); ``opts.get`` on the same line had returned, and a candidate of it
+    alone could never fail."""
+    source = '''
+import json
+
+def parse(text, opts):
+    return json.loads(text, **opts.get("kw", {}))
+
+parse('{"a": 1,}', {"kw": {"parse_int": int}})
+'''
+    found = candidates(source, matching(boundary_run(source, subprocess_run_fn(sys.executable)), "JSONDecodeError", ""),
+                       lambda e, v: True)
+    assert found and all("json.loads(" in c for c in found), found

@@ -366,3 +366,30 @@ def test_a_ddp_wrapper_in_a_group_of_one_is_rebuilt_as_the_module_it_wraps(tmp_p
     best = _first(found, "torch.nn.Linear(in_features=6")
     assert "DistributedDataParallel" not in best and "init_process_group" not in best, best
     _fails(best, tmp_path, "RuntimeError")
+
+
+def test_a_tokenizers_output_and_a_models_own_generation_config_are_rebuilt(tmp_path, monkeypatch):
+    """A generation service's shape: ``model.generate(**enc, **params)`` where ``enc`` came from a
+    tokenizer and the model was given a generation config of its own (what ``generate`` reads:
+    the bug). The BatchEncoding is its ids and mask written out, and the model is built from its
+    config and given that generation config, so neither the tokenizer nor the service is needed."""
+    source = textwrap.dedent('''
+        import torch
+        from transformers import GenerationConfig, GPT2Config, GPT2LMHeadModel
+
+        def encode(ids):
+            from transformers import BatchEncoding
+            return BatchEncoding({"input_ids": torch.tensor([ids]), "attention_mask": torch.ones(1, len(ids), dtype=torch.long)})
+
+        def answer(model, enc, params):
+            return model.generate(**enc, **params.get("sampling", {}))
+
+        model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=16))
+        model.generation_config = GenerationConfig(**{**{"do_sample": True}, **{"temperature": 0.0}})
+        answer(model, encode([1, 2, 3]), {"sampling": {"max_new_tokens": 2}})
+        ''')
+    found = _candidates(source, "ValueError", monkeypatch)
+    best = _first(found, "BatchEncoding({'input_ids': torch.tensor([[1, 2, 3]]")
+    assert "encode(" not in best and "answer(" not in best, best
+    assert "generation_config = GenerationConfig(do_sample=True, temperature=0.0" in best, best
+    _fails(best, tmp_path, "temperature")

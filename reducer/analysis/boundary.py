@@ -517,8 +517,8 @@ def peer_calls(boundaries: list[Boundary]) -> str:
 
 
 def matching(boundaries: list[Boundary], exc_type: str, message: str) -> list[Boundary]:
-    """The boundaries of the target failure, best first: same type and message, then same type,
-    then the rest (a message the launcher saw differently), latest first within each."""
+    """The boundaries of the target failure, best first: same type and message, then same message,
+    then same type, latest first within each; the rest only where none of those was recorded."""
     def rank(b: Boundary) -> int:
         same_type = bool(exc_type) and (b.exc_type == exc_type or b.exc_type.endswith("." + exc_type)
                                         or exc_type.endswith(b.exc_type.rsplit(".", 1)[-1]))
@@ -530,6 +530,10 @@ def matching(boundaries: list[Boundary], exc_type: str, message: str) -> list[Bo
     # empty loader). A candidate built on one can never show any other target.
     kept = [(i, b) for i, b in enumerate(boundaries)
             if b.exc_type.rsplit(".", 1)[-1] not in _ITERATION or rank(b) < 3]
+    # Neither the type nor the message: only where nothing matches either (a parent's polls of a
+    # queue end in queue.Empty again and again beside the child's real failure)
+    if any(rank(b) < 3 for _, b in kept):
+        kept = [(i, b) for i, b in kept if rank(b) < 3]
     ordered = sorted(kept, key=lambda ib: (rank(ib[1]), -ib[0]))
     return [b for _, b in ordered]
 

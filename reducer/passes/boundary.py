@@ -125,6 +125,25 @@ def _received(callee: dict | None, call: ast.Call) -> _Received | None:
     return _Received(positional, keywords, defaults, receiver, [n for n, _ in params], name)
 
 
+def _wrapped_receiver(b, callee: dict | None, call: ast.Call, source: str) -> bool:
+    """False when a pass-through wrapper (``torch.no_grad``'s ``decorate_context`` around
+    ``generate``) received, as its first argument, an object of another type than the receiver
+    of ``call``: that method call is not the one the wrapper ran (``req.get`` beside
+    ``model.generate`` on one line)."""
+    if not callee or callee.get("name") not in _WRAPPERS or not isinstance(call.func, ast.Attribute):
+        return True
+    varargs = [d for d in callee.get("varargs") or [] if isinstance(d, dict)]
+    want = varargs[0].get("type") if varargs else None
+    text = _segment(source, call.func.value)
+    have = b.type_of(text) if text is not None else None
+    if have is None and text is not None and b.value(text) is not None:
+        try:        # a receiver recorded as a literal (a dict): the literal's type
+            have = "builtins:" + type(ast.literal_eval(b.value(text))).__name__
+        except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
+            have = None
+    return not want or not have or want == have
+
+
 def _callee_for(b, call: ast.Call, source: str) -> dict | None:
     """The callee record ``call`` entered: a constructor call entered its class's ``__init__``,
     whose ``self`` is of the class the call spells (``DDP(model)`` with DDP imported as an alias),
@@ -835,10 +854,13 @@ def candidates(source: str, boundaries, allowed) -> list[str]:
         # the call that entered the recorded callee first: the one the failure went through; where
         # only a pass-through wrapper was seen, the outermost call (its arguments' calls had ended)
         entered = {id(c): _callee_for(b, c, source) for c in calls}
-        calls = ([c for c in calls if _spelled(c) == (entered[id(c)] or {}).get("name")]
-                 + [c for c in reversed(calls) if _spelled(c) != (entered[id(c)] or {}).get("name")
-                    and _received(entered[id(c)], c) is not None]
-                 + [c for c in calls if _received(entered[id(c)], c) is None])
+        matched = [c for c in calls if _spelled(c) == (entered[id(c)] or {}).get("name")]
+        # Where a call on the line is spelled as the recorded callee, the others are its
+        # arguments' calls, which had returned (``req.get("params", {})`` in
+        # ``model.generate(**enc, **req.get("params", {}))``): never the failing call.
+        received = [c for c in reversed(calls) if _received(entered[id(c)], c) is not None
+                    and _wrapped_receiver(b, entered[id(c)], c, source)]
+        calls = matched or received or calls
         for call in calls:
             got = builder.call(call, literal_only=True)
             if got is not None and peers:

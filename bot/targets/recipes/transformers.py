@@ -6,9 +6,11 @@
 - ``TrainingArguments`` (and the argument classes built on it, trl's configs too) -> its class
   called with the fields that differ from a default instance's, a path of the machine as a fresh
   relative name, checked by building it again;
+- a tokenizer's output (``BatchEncoding``) -> ``BatchEncoding({...})`` of its items rebuilt;
 - a fast tokenizer built in code over a small WordLevel vocabulary -> that vocabulary, its
   pre-tokenizer and special tokens, built again in code;
-- a model -> ``Class(Config(...))`` with its dtype, device and eval mode; a model whose load is
+- a model -> ``Class(Config(...))`` with its dtype, device and eval mode, and its generation config
+  where it is not the one a model built from that config gets; a model whose load is
   part of the failure (quantized, or placed by a ``device_map``) -> a tiny checkpoint saved first
   and ``Class.from_pretrained(that, **the load's keyword arguments)``, which ``install`` notes on
   every model ``from_pretrained`` returns.
@@ -184,8 +186,37 @@ def _model(tf, model, source):
         expr += ".to(%r)" % (str(device),)
     if not getattr(model, "training", True):
         expr += ".eval()"
-    out["expr"] = expr
+    gen = _own_generation_config(model, source)
+    if gen is None:
+        out["expr"] = expr
+        return out
+    # a generation config of its own (set or loaded): the model is bound, given it, and read
+    name = "reprobot_" + cls.__name__.lower()
+    merge(out, gen)
+    out["setup"] += ["%s = %s" % (name, expr), "%s.generation_config = %s" % (name, gen["expr"])]
+    out["expr"] = name
     return out
+
+
+def _own_generation_config(model, source):
+    """The recipe of the model's generation config where it is not what a model built from its
+    config gets (``GenerationConfig.from_model_config``): the script set or loaded one, and
+    ``generate`` reads it. None when it is that default, or has no recipe."""
+    gen = getattr(model, "generation_config", None)
+    can = getattr(model, "can_generate", None)
+    if gen is None or not callable(can) or not can():
+        return None
+    try:
+        fresh = type(gen).from_model_config(model.config).to_dict()
+        mine = gen.to_dict()
+    except Exception:
+        return None
+    # Only what the model's config does not also say: a library may have synced those while the
+    # script ran (a Trainer turns ``use_cache`` back on), and the config's recipe carries them.
+    config = model.config.to_dict()
+    own = [k for k in set(mine) | set(fresh) if not k.startswith("_") and k != "transformers_version"
+           and k not in config and mine.get(k) != fresh.get(k)]
+    return source(gen) if own else None
 
 
 _MAX_VOCAB = 500
@@ -244,10 +275,25 @@ def install(when_imported):
     when_imported("transformers.modeling_utils", patch)
 
 
+def _batch(value, source):
+    """A tokenizer's output (``BatchEncoding``, a dict of ids and masks) -> the class around its
+    items rebuilt: ``model.generate(**enc)`` reads it as the dict it is."""
+    got = source(dict(value.data))
+    if got is None:
+        return None
+    out = {"imports": ["from transformers import BatchEncoding"], "setup": [], "expr": ""}
+    merge(out, got)
+    out["expr"] = "BatchEncoding(%s)" % got["expr"]
+    return out
+
+
 def rebuild(value, source):
     tf = sys.modules.get("transformers")
     if tf is None:
         return None
+    batch = getattr(sys.modules.get("transformers.tokenization_utils_base"), "BatchEncoding", None)
+    if isinstance(batch, type) and isinstance(value, batch):
+        return _batch(value, source)
     model_base = getattr(sys.modules.get("transformers.modeling_utils"), "PreTrainedModel", None)
     if isinstance(model_base, type) and isinstance(value, model_base):
         return _model(tf, value, source)
