@@ -452,20 +452,24 @@ def test_a_thread_count_the_parent_set_reaches_a_warm_child_through_torch(tmp_pa
     """Every DDP job of issue #38's corpus sets OMP_NUM_THREADS before it spawns its ranks, and
     the OpenMP runtime torch loaded read it at load: every child was cold (3x the run time).
     torch's set_num_threads gives the running image that count, so the child is warm and sees
-    what a fresh interpreter would."""
+    what a fresh interpreter would. The same for TORCH_DISTRIBUTED_DEBUG, which torch.distributed
+    reads as it is imported (a warm child kept the old level and failed otherwise)."""
     script = write(tmp_path / "threads.py", """
         import os
         import torch
+        import torch.distributed as dist
         import torch.multiprocessing as tmp
 
         def rank(i):
-            raise RuntimeError(f"rank {i} runs on {torch.get_num_threads()} threads of {os.environ['OMP_NUM_THREADS']}")
+            raise RuntimeError(f"rank {i} runs on {torch.get_num_threads()} threads of {os.environ['OMP_NUM_THREADS']}"
+                               f" at {dist.get_debug_level()}")
 
         if __name__ == "__main__":
             os.environ["OMP_NUM_THREADS"] = "1"
+            os.environ["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"
             tmp.spawn(rank, nprocs=1)
     """)
     warm, cold, children = warm_and_cold(script)
     same(warm, cold)
-    assert "RuntimeError: rank 0 runs on 1 threads of 1" in warm.stderr
+    assert "RuntimeError: rank 0 runs on 1 threads of 1 at DebugLevel.DETAIL" in warm.stderr
     assert children["warm"] == 1 and children["cold"] == 0, children

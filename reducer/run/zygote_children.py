@@ -48,14 +48,15 @@ _IMPORT_TIME = ("OMP_", "MKL_", "OPENBLAS_", "KMP_", "GOMP_", "CUDA_", "NVIDIA_"
                 "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "DIFFUSERS_", "ACCELERATE_",
                 "BNB_", "BITSANDBYTES_", "XLA_", "LD_", "PYTHON", "NUMEXPR_", "VECLIB_", "TRITON_")
 # ...except those only read when something runs (torch.distributed's rendezvous).
-_RUNTIME = {"TORCH_DISTRIBUTED_DEBUG", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_BLOCKING_WAIT",
+_RUNTIME = {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_BLOCKING_WAIT",
             "PYTHONUNBUFFERED", "PYTHONFAULTHANDLER"}
 # ...and those a running process can still be given as a fresh interpreter would have read them:
 # OpenMP's thread count, which libgomp reads when it is loaded and torch's ``set_num_threads`` sets
 # later (what torch's intra-op pool then uses, as in a child that imported torch with it). Applied
 # in the warm child (``_apply_runtime``) when torch is in the warm image; otherwise the child is
-# cold, as for any other variable read at import.
-_SET_AT_RUNTIME = {"OMP_NUM_THREADS"}
+# cold, as for any other variable read at import. And torch.distributed's debug level, which its
+# import reads (``set_debug_level_from_env``) and which that function reads again.
+_SET_AT_RUNTIME = {"OMP_NUM_THREADS", "TORCH_DISTRIBUTED_DEBUG"}
 # Read before any module: by the interpreter at its start (a spawn child's own start) and by the
 # dynamic loader. The warm child's interpreter started long ago, so a change is never seen warm.
 _STARTUP = ("PYTHONPATH", "PYTHONHOME", "PYTHONHASHSEED", "PYTHONSAFEPATH", "PYTHONNOUSERSITE",
@@ -216,6 +217,8 @@ def import_time_reader(key):
 
 def _settable(key, value):
     """Whether the warm child can take ``key=value`` itself (``_SET_AT_RUNTIME``)."""
+    if key == "TORCH_DISTRIBUTED_DEBUG":
+        return True     # read again below where torch.distributed is warm, else at its import
     return key in _SET_AT_RUNTIME and bool(_state.get("torch")) and (value or "").isdigit() and int(value) > 0
 
 
@@ -224,6 +227,9 @@ def _apply_runtime(env, before):
     value = env.get("OMP_NUM_THREADS")
     if value != before.get("OMP_NUM_THREADS") and _settable("OMP_NUM_THREADS", value):
         sys.modules["torch"].set_num_threads(int(value))
+    dist = sys.modules.get("torch.distributed")
+    if env.get("TORCH_DISTRIBUTED_DEBUG") != before.get("TORCH_DISTRIBUTED_DEBUG") and dist is not None:
+        dist.set_debug_level_from_env()
 
 
 def _env_change(env, before):
