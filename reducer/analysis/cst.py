@@ -318,6 +318,15 @@ def root_name(expr: cst.CSTNode) -> str | None:
     return expr.value if isinstance(expr, cst.Name) else None
 
 
+def called_name(func: cst.BaseExpression) -> str | None:
+    """The name a call is spelled with: ``spawn`` in ``mp.spawn(...)`` and in ``spawn(...)``."""
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return None
+
+
 def is_literal(node: cst.BaseExpression) -> bool:
     """A value-only expression: numbers, strings, True/False/None, and containers of those."""
     if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)):

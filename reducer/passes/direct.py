@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from reducer.analysis.cst import collect, parse, replace, replace_many, safe
+from reducer.analysis.cst import called_name, collect, parse, replace, replace_many, safe
 from reducer.analysis.names import Role, census
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets
@@ -41,12 +41,7 @@ _APPLY = {"apply_async", "apply"}
 _WORKERS = {"Thread", "Process"}
 
 
-def _name(func: cst.BaseExpression) -> str | None:
-    if isinstance(func, cst.Name):
-        return func.value
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    return None
+_name = called_name
 
 
 def _positional(args: Iterable[cst.Arg]) -> list[cst.Arg]:

@@ -35,18 +35,13 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from reducer.analysis.cst import collect, parse, replace_many, safe
+from reducer.analysis.cst import called_name, collect, parse, replace_many, safe
 
 _SPAWNERS = {"spawn", "start_processes"}
 _PROCESS_METHODS = {"start", "join", "terminate", "kill", "close"}
 
 
-def _name(func: cst.BaseExpression) -> str | None:
-    if isinstance(func, cst.Name):
-        return func.value
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    return None
+_name = called_name
 
 
 def _arg(call: cst.Call, at: int, keyword: str) -> cst.BaseExpression | None:
