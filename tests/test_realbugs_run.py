@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,44 @@ def test_reduce_budget_adds_one_original_run_per_run_reduce_makes_before_searchi
     assert run.reduce_budget(run.Ctx(tmp_path, offline=True, max_time=60, stage_timeout=1), 10) == 90
     assert run.reduce_budget(run.Ctx(tmp_path, offline=True, max_time=60, stage_timeout=1, runs=1, trace=False), 10) == 70
     assert run.reduce_budget(run.Ctx(tmp_path, offline=True, max_time=5, stage_timeout=1, runs=3), 2) == 13
+
+
+def _wheel(folder: Path, name: str, version: str, requires: tuple[str, ...] = ()) -> None:
+    """A wheel pip downloads and installs: a module, its metadata, WHEEL and RECORD."""
+    dist = f"{name}-{version}.dist-info"
+    files = {f"{name}/__init__.py": f"__version__ = {version!r}\n",
+             f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                 + "".join(f"Requires-Dist: {r}\n" for r in requires),
+             f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    files[f"{dist}/RECORD"] = "".join(f"{n},,\n" for n in [*files, f"{dist}/RECORD"])
+    with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as z:
+        for n, text in files.items():
+            z.writestr(n, text)
+
+
+def test_versions_cache_gets_the_release_the_overlay_will_choose_not_the_newest(tmp_path, monkeypatch):
+    # a local folder stands in for the package index (pip reads PIP_NO_INDEX/PIP_FIND_LINKS), and the
+    # wheel cache starts empty, as on a clean machine
+    index, cache = tmp_path / "index", tmp_path / "cache"
+    index.mkdir()
+    _wheel(index, "fakepkg", "2.0", ("fakedep>=2.0", "fakeother"))
+    for v in ("1.0", "2.0", "2.1", "3.0"):
+        _wheel(index, "fakedep", v, ("fakesub>=1.0",) if v != "1.0" else ())
+    for v in ("1.0", "1.1"):
+        _wheel(index, "fakesub", v)
+        _wheel(index, "fakeother", v)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(index))
+    monkeypatch.setenv("REALBUGS_WHEELS", str(cache))
+    monkeypatch.setattr(run, "_LISTED", {})
+    py = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    entry = envs.Installed(py, f"{py}.0", {"fakedep": {"version": "1.5", "requires": []}})
+    assert run.fetch_for_versions(entry, "fakepkg", "2.0", pre=False) is None
+    cached = sorted(w.path.name.split("-py3")[0] for w in envs.local_wheels(cache))
+    # versions runs with --no-index --find-links the cache, so no upload times: the satisfying release
+    # nearest the entry's own fakedep 1.5 (2.0, not the newest 3.0), and for what the entry lacks the
+    # smallest satisfying, in the second round too (fakesub, which fakedep 2.0 needs)
+    assert cached == ["fakedep-2.0", "fakeother-1.0", "fakepkg-2.0", "fakesub-1.0"], cached
 
 
 # every stage on one entry runs by default (about 2 minutes on a loaded 2-core machine); the three

@@ -53,7 +53,8 @@ from packaging.utils import canonicalize_name  # noqa: E402
 from packaging.version import InvalidVersion, Version  # noqa: E402
 
 from bot.rerun.environments import RESOLVE_ROUNDS, NotInstallable  # noqa: E402
-from bot.rerun.releases import IndexOptions, list_releases  # noqa: E402
+from bot.rerun.releases import IndexOptions, Releases, list_releases  # noqa: E402
+from bot.rerun.requirement_choice import Chooser  # noqa: E402
 from bot.store import VERDICT_PASS, VERDICT_SAME  # noqa: E402
 from reducer.analysis.size import count_statements  # noqa: E402
 from reducer.errors import ExitCode  # noqa: E402
@@ -300,7 +301,7 @@ def stage_dedup(ctx: Ctx, name: str, entry: dict) -> dict:
 
 
 def _release_list(package: str, pre: bool, online: bool) -> list[str]:
-    index = IndexOptions((), pre) if online else IndexOptions(("--no-index", "--find-links", str(envs.wheels_dir())), pre)
+    index = IndexOptions((), pre) if online else cache_index(pre)
     rel = list_releases(package, f"{sys.version_info[0]}.{sys.version_info[1]}", index)
     if rel.error:
         raise StageError(f"{package}: {rel.error}")
@@ -316,17 +317,39 @@ def _newest_cached(req: Requirement, pre: bool) -> "envs.Wheel | None":
     return max(finals or found, key=lambda w: Version(w.version), default=None)
 
 
+def cache_index(pre: bool) -> IndexOptions:
+    """The options `versions` runs with here: the wheel cache only (`--no-index --find-links`)."""
+    return IndexOptions(("--no-index", "--find-links", str(envs.wheels_dir())), pre)
+
+
+_LISTED: dict[tuple[str, str, bool], Releases] = {}
+
+
+def _index_releases(name: str, python: str, pre: bool) -> Releases:
+    """Every release of `name` the package index lists (pip's configuration: PyPI or a mirror), once a run."""
+    key = (canonicalize_name(name), python, pre)
+    if key not in _LISTED:
+        _LISTED[key] = list_releases(name, python, IndexOptions((), pre))
+    return _LISTED[key]
+
+
 def fetch_for_versions(entry_base: "envs.Installed", package: str, version: str, pre: bool) -> str | None:
     """Put into the wheel cache what `versions` will install for this release of `package` on top of
     the entry's environment, and nothing else: the release itself (no dependencies), then, as its
-    overlay does (bot/rerun/environments.py), each requirement the environment does not meet at
-    its newest release, a few rounds. Downloading the newest matching release from the index first
-    makes the cache's newest the index's newest, so the overlay picks what was fetched. Returns why
-    it cannot be completed, or None."""
+    overlay does (bot/rerun/environments.py), each requirement the environment does not meet, a few
+    rounds, at the release that versions' own chooser picks (bot/rerun/requirement_choice.py) under the
+    options versions runs with here (`cache_index`: no upload times, so the satisfying release nearest
+    the environment's own). The chooser is shown every release the index lists, not the cache's, so
+    an empty cache gets the same pick as a full one, and the pick, once cached, is also the nearest
+    among what the cache holds. Where the chooser leaves it to the installer (its newest matching),
+    the index's newest is fetched, which makes it the cache's newest too. Returns why it cannot be
+    completed, or None."""
     marker_env = {"python_version": entry_base.python, "python_full_version": entry_base.full_python, "extra": ""}
     chosen = {canonicalize_name(package): version}
+    chooser = Chooser(entry_base.python, cache_index(pre), {package: version},
+                      releases=lambda n: _index_releases(n, entry_base.python, pre))
     for _ in range(RESOLVE_ROUNDS + 1):
-        need: list[Requirement] = []
+        need: list[str] = []
         for name, ver in list(chosen.items()):
             wheel = next((w for w in envs.local_wheels(envs.wheels_dir()) if w.name == name and w.version == ver), None)
             if wheel is None:
@@ -345,18 +368,29 @@ def fetch_for_versions(entry_base: "envs.Installed", package: str, version: str,
                 except InvalidVersion:
                     ok = True
                 if not ok:
-                    need.append(Requirement(f"{req.name}{req.specifier}"))
+                    need.append(f"{req.name}{req.specifier}")
         if not need:
             return None
-        for req in need:
-            try:
-                envs._download([str(req)] + (["--pre"] if pre else []), envs.wheels_dir())
-            except NotInstallable as e:
-                return str(e)
-            wheel = _newest_cached(req, pre)
-            if wheel is None:
+        # `have` as the overlay's probe sees it: what an earlier round put there, else the entry's own
+        for pick in chooser.choose(need, lambda n: chosen.get(canonicalize_name(n)) or entry_base.version(n)):
+            req = Requirement(pick.requirement())
+            cached = _newest_cached(req, pre)
+            if pick.version is None or cached is None:
+                try:
+                    envs._download([str(req)] + (["--pre"] if pre and pick.version is None else []), envs.wheels_dir())
+                except NotInstallable as e:
+                    if pick.version is None:
+                        return str(e)
+                    # a pick with no wheel here: the overlay falls back to the newest matching (rule 4)
+                    req = Requirement(f"{pick.name}{pick.specifier}")
+                    try:
+                        envs._download([str(req)] + (["--pre"] if pre else []), envs.wheels_dir())
+                    except NotInstallable as e2:
+                        return str(e2)
+                cached = _newest_cached(req, pre)
+            if cached is None:
                 return f"no release of {req} could be fetched"
-            chosen[wheel.name] = wheel.version
+            chosen[cached.name] = cached.version
     return f"requirements still unmet after {RESOLVE_ROUNDS} rounds"
 
 
@@ -383,7 +417,7 @@ def stage_versions(ctx: Ctx, name: str, entry: dict) -> dict:
                 "ok": None}
     low = (entry.get("reported_on") or {}).get(package)
     pre = _is_pre(low)             # a report on a pre-release: the releases after it include pre-releases
-    index = ["--no-index", "--find-links", str(envs.wheels_dir())] + (["--pre"] if pre else [])
+    index = cache_index(pre).pip_args()     # the options fetch_for_versions chose under
     fetched_failed: list[str] = []
     if not ctx.offline:
         listed = _release_list(package, pre, online=True)
