@@ -1,7 +1,7 @@
 """bench/realbugs/run.py: the whole pipeline on real-bug entries, one row per stage.
 
-The smoke test runs every stage, through reprobot's real command line, on the smallest entry
-(the three smallest with REALBUGS_SMOKE=1) whose reported releases are the ones this venv already
+The smoke test runs every stage, through reprobot's real command line, on the three smallest
+entries (REALBUGS_SMOKE_ENTRIES=N for another number) whose reported releases are the ones this venv already
 has (so nothing is installed or downloaded, and no wheel cache is needed); it skips, saying why,
 where this venv's releases are not theirs. The rest is fast:
 bad input, and the figures read back from rows on disk.
@@ -131,9 +131,9 @@ def test_versions_cache_gets_the_release_the_overlay_will_choose_not_the_newest(
     assert cached == ["fakedep-2.0", "fakeother-1.0", "fakepkg-2.0", "fakesub-1.0"], cached
 
 
-# every stage on one entry runs by default (about 2 minutes on a loaded 2-core machine); the three
-# smallest (7-8 minutes there, over what CI can add) with REALBUGS_SMOKE=1
-SMOKE_ENTRIES = 3 if os.environ.get("REALBUGS_SMOKE") else 1
+# every stage on the three smallest entries, as issue #42 asks of CI: 225 s on the 2-core machine
+# at load 1.5 (one entry: about 2 minutes at load 4); REALBUGS_SMOKE_ENTRIES=1 for a quicker local run
+SMOKE_ENTRIES = int(os.environ.get("REALBUGS_SMOKE_ENTRIES", "3"))
 
 
 @pytest.mark.slow
