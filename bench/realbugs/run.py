@@ -333,6 +333,15 @@ def _index_releases(name: str, python: str, pre: bool) -> Releases:
     return _LISTED[key]
 
 
+def _fetch(req: Requirement, pre: bool) -> str | None:
+    """Download `req` into the wheel cache; why it could not be, or None."""
+    try:
+        envs._download([str(req)] + (["--pre"] if pre else []), envs.wheels_dir())
+    except NotInstallable as e:
+        return str(e)
+    return None
+
+
 def fetch_for_versions(entry_base: "envs.Installed", package: str, version: str, pre: bool) -> str | None:
     """Put into the wheel cache what `versions` will install for this release of `package` on top of
     the entry's environment, and nothing else: the release itself (no dependencies), then, as its
@@ -376,17 +385,15 @@ def fetch_for_versions(entry_base: "envs.Installed", package: str, version: str,
             req = Requirement(pick.requirement())
             cached = _newest_cached(req, pre)
             if pick.version is None or cached is None:
-                try:
-                    envs._download([str(req)] + (["--pre"] if pre and pick.version is None else []), envs.wheels_dir())
-                except NotInstallable as e:
-                    if pick.version is None:
-                        return str(e)
+                why = _fetch(req, pre and pick.version is None)
+                if why is not None and pick.version is None:
+                    return why
+                if why is not None:
                     # a pick with no wheel here: the overlay falls back to the newest matching (rule 4)
                     req = Requirement(f"{pick.name}{pick.specifier}")
-                    try:
-                        envs._download([str(req)] + (["--pre"] if pre else []), envs.wheels_dir())
-                    except NotInstallable as e2:
-                        return str(e2)
+                    why = _fetch(req, pre)
+                    if why is not None:
+                        return why
                 cached = _newest_cached(req, pre)
             if cached is None:
                 return f"no release of {req} could be fetched"

@@ -32,6 +32,7 @@ the least change to an environment the user's other packages were built for.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import os
 import re
@@ -203,17 +204,14 @@ class Chooser:
                  releases: Callable[[str], Releases] | None = None) -> None:
         self.python_version, self.index, self.pins = python_version, index, pins
         self._releases = releases or (lambda n: list_releases(n, python_version, index))
-        self._anchor: list[_dt.datetime | None] = []
 
-    @property
+    @functools.cached_property
     def anchor(self) -> _dt.datetime | None:
-        if not self._anchor:
-            dated = [upload_times(n, self.index).get(_normal(v)) for n, v in self.pins.items() if "://" not in v]
-            # a VCS pin is today's code: no cap; otherwise the newest pinned release's upload time
-            vcs = any("://" in v for v in self.pins.values())
-            known = [t for t in dated if t is not None]
-            self._anchor.append(None if vcs or not known else max(known))
-        return self._anchor[0]
+        dated = [upload_times(n, self.index).get(_normal(v)) for n, v in self.pins.items() if "://" not in v]
+        # a VCS pin is today's code: no cap; otherwise the newest pinned release's upload time
+        vcs = any("://" in v for v in self.pins.values())
+        known = [t for t in dated if t is not None]
+        return None if vcs or not known else max(known)
 
     def choose(self, unmet: list[str], have: Callable[[str], str | None]) -> list[Choice]:
         """One Choice per distinct name among `unmet` (requirement strings), its specifiers combined."""

@@ -41,16 +41,14 @@ _SPAWNERS = {"spawn", "start_processes"}
 _PROCESS_METHODS = {"start", "join", "terminate", "kill", "close"}
 
 
-_name = called_name
-
-
-def _arg(call: cst.Call, at: int, keyword: str) -> cst.BaseExpression | None:
-    """Argument ``keyword`` of ``call``, given by keyword or as the ``at``-th positional."""
+def _arg(call: cst.Call, at: int | None, keyword: str) -> cst.BaseExpression | None:
+    """Argument ``keyword`` of ``call``, given by keyword or (``at`` not None) as the ``at``-th
+    positional."""
     for a in call.args:
         if a.keyword is not None and a.keyword.value == keyword:
             return a.value
     pos = [a for a in call.args if a.keyword is None and not a.star]
-    return pos[at].value if len(pos) > at else None
+    return pos[at].value if at is not None and len(pos) > at else None
 
 
 def _elements(args: cst.BaseExpression | None) -> list[cst.BaseExpression] | None:
@@ -99,7 +97,7 @@ def _call(fn: cst.BaseExpression, args: list[cst.BaseExpression],
 def _spawn_homes(module: cst.Module, as_rank: int) -> Iterable[str | None]:
     """``mp.spawn(fn, args, nprocs)`` / ``start_processes(...)``: the statement that starts the
     ranks becomes ``fn(0, *args)`` with the world size 1."""
-    calls = collect(module, lambda n: isinstance(n, cst.Call) and _name(n.func) in _SPAWNERS)
+    calls = collect(module, lambda n: isinstance(n, cst.Call) and called_name(n.func) in _SPAWNERS)
     for call in calls:
         fn, nprocs = _arg(call, 0, "fn"), _arg(call, 2, "nprocs")
         args = _elements(_arg(call, 1, "args"))
@@ -114,24 +112,25 @@ def _spawn_homes(module: cst.Module, as_rank: int) -> Iterable[str | None]:
 
 
 def _range_bound(it: cst.BaseExpression) -> cst.BaseExpression | None:
-    if isinstance(it, cst.Call) and _name(it.func) == "range" and len(it.args) == 1 and it.args[0].keyword is None:
+    if isinstance(it, cst.Call) and called_name(it.func) == "range" and len(it.args) == 1 \
+            and it.args[0].keyword is None:
         return it.args[0].value
     return None
 
 
 def _process(node: cst.CSTNode) -> cst.Call | None:
-    if isinstance(node, cst.Call) and _name(node.func) == "Process":
+    if isinstance(node, cst.Call) and called_name(node.func) == "Process":
         return node
     return None
 
 
 def _direct(module: cst.Module, proc: cst.Call, rank: str, world: cst.BaseExpression,
             as_rank: int) -> cst.SimpleStatementLine | None:
-    target = _arg(proc, 99, "target")
-    args = _elements(_arg(proc, 99, "args"))
+    target = _arg(proc, None, "target")
+    args = _elements(_arg(proc, None, "args"))
     if target is None or args is None:
         return None
-    kwargs = _arg(proc, 99, "kwargs")
+    kwargs = _arg(proc, None, "kwargs")
     new_args = _substituted(module, args, rank, world, as_rank)
     new_kwargs = _substituted(module, [kwargs], rank, world, as_rank)[0] if kwargs is not None else None
     return _call(target, new_args, new_kwargs)
