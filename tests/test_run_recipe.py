@@ -24,6 +24,7 @@ STARTS_PROCESSES = {
     "bot/env/probe.py": "the environment probe, sysctl, nvidia-smi",
     "bot/rerun/environments.py": "pip/uv installs and the versions probe of a release environment",
     "bot/rerun/releases.py": "pip index queries",
+    "bot/rerun/requirement_choice.py": "`pip config list`, for the index the user's pip is configured with",
     "bot/action/jail.py": "the sandbox's steps (reprobot's own commands)",
     "bot/action/reproduce.py": "`reprobot reduce` on the posted script, inside the sandbox",
     "bot/action/sandbox.py": "the sandbox launcher",
