@@ -2,7 +2,7 @@
 outputs, verdicts from exec of each candidate."""
 from __future__ import annotations
 
-from tests.reducer_support import RecordingOracle, raises, reduce_with
+from tests.reducer_support import RecordingOracle, SubprocessOracle, raises, reduce_with
 
 CONFIG = '''\
 import dataclasses
@@ -62,3 +62,65 @@ def test_a_candidate_that_loses_the_failure_is_refused() -> None:
     out = reduce_with(src, oracle, "class_defaults")
     assert oracle.runs, "no candidate was run"
     assert "int(" in out
+
+
+# ---- option_defaults: a parsed command line's defaults in place of its options' reads ----------
+OPTIONS = '''\
+import argparse
+import tempfile
+
+
+def parse_args():
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default="3")
+    p.add_argument("--work-dir", default=tempfile.gettempdir())
+    p.add_argument("--fp16", action="store_true")
+    return p.parse_args()
+
+
+def train(opts):
+    return {"x": 1}[str(opts.steps) + opts.work_dir[:0] + str(opts.fp16)]
+
+
+args = parse_args()
+train(args)
+'''
+
+
+def test_options_become_their_defaults() -> None:
+    # a default converted by its type (argparse converts a string default), one whose value differs
+    # between runs written as its expression, a flag's implied default
+    out = reduce_with(OPTIONS, SubprocessOracle.for_source(OPTIONS), "option_defaults")
+    assert out == OPTIONS.replace('str(opts.steps) + opts.work_dir[:0] + str(opts.fp16)',
+                                  'str(3) + tempfile.gettempdir()[:0] + str(False)')
+
+
+def test_an_unread_namespace_goes_with_its_reads() -> None:
+    # the defaults are longer than the reads here; the candidate is smaller only because nothing
+    # reads the namespace afterwards, so its binding goes (the parser's helper is left to the
+    # passes that remove unused definitions)
+    src = OPTIONS.replace("train(args)\n", "int(args.work_dir + args.work_dir)\n")
+    out = reduce_with(src, SubprocessOracle.for_source(src), "option_defaults")
+    assert "args = parse_args()" not in out and "args." not in out, out
+    assert "int(tempfile.gettempdir() + tempfile.gettempdir())" in out
+
+
+def test_options_that_could_hold_another_value_are_left_alone() -> None:
+    given = OPTIONS.replace("    return p.parse_args()", "    p.set_defaults(steps=7)\n    return p.parse_args()")
+    stored = OPTIONS.replace("args = parse_args()\n", "args = parse_args()\nargs.fp16 = False\n")
+    for src, left, gone in ((given, "opts.steps", "opts.fp16"), (stored, "opts.fp16", "opts.steps")):
+        out = reduce_with(src, SubprocessOracle.for_source(src), "option_defaults")
+        assert left in out and gone not in out, out
+    # only a namespace's attributes: the same name read from another object stays
+    other = OPTIONS.replace("str(opts.fp16)", "str(opts.fp16) + str(type('M', (), {'steps': 0}).steps)")
+    out = reduce_with(other, SubprocessOracle.for_source(other), "option_defaults")
+    assert "}).steps)" in out and "opts.steps" not in out, out
+
+
+def test_a_default_that_loses_the_failure_is_refused() -> None:
+    # the run decides: the failure needs the value the command line gave, not the default
+    src = OPTIONS.replace("args = parse_args()", "import sys\nsys.argv[1:] = ['--steps', '4']\nargs = parse_args()")
+    src = src.replace('{"x": 1}', '{"31False": 1, "3False": 1}')
+    oracle = SubprocessOracle.for_source(src)
+    out = reduce_with(src, oracle, "option_defaults")
+    assert oracle.runs and "opts.steps" in out, out

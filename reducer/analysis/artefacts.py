@@ -128,7 +128,7 @@ class _Bindings(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         self._calls.append(node)
         if _last(dotted(node.func)) == "add_argument":
-            dest = _option_dest(node)
+            dest = option_dest(node)
             if dest:
                 self.options[dest] = node
 
@@ -143,7 +143,8 @@ def _string(node: cst.BaseExpression) -> str | None:
     return None
 
 
-def _option_dest(call: cst.Call) -> str | None:
+def option_dest(call: cst.Call) -> str | None:
+    """The attribute an ``add_argument`` call's option lands on (``--ckpt-dir`` → ``ckpt_dir``)."""
     for a in call.args:
         if a.keyword is not None and a.keyword.value == "dest":
             return _string(a.value)

@@ -33,6 +33,9 @@ STRUCTURE: list[Pass] = [
     # a config class's literal defaults where its attributes are read (what the trace cannot see:
     # a value handed to a builtin, or read in another process)
     Pass("class_defaults", defaults.class_defaults),
+    # the same for a parsed command line: an option whose value the trace could not write (it
+    # differs between runs: a temporary folder, a free port) keeps the parser and its helper alive
+    Pass("option_defaults", defaults.option_defaults),
     Pass("resolve_dispatch", constants.resolve_dispatch),
     Pass("call_directly", direct.call_directly),
     # issue #31's scaffolding: builtin map/filter/sorted/reduce over one element called directly,

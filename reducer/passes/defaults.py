@@ -14,13 +14,26 @@ one class of the script (and is nothing else in any class), no attribute of that
 assigned (``obj.x = ...``), and no construction of the class gives it another value
 (``Config(x=3)`` gives 3 instead; a non-literal keyword, positional arguments or ``**kwargs`` at a
 construction leave the name, or the class, alone). All the names at once first, then name by name.
+
+The same for a script's command-line options (``option_defaults``): ``args.ckpt_dir`` becomes
+``tempfile.gettempdir()`` where ``parser.add_argument("--ckpt-dir", default=tempfile.gettempdir())``
+says so. The trace writes an option's value where it was recorded and the same in every run; what
+it leaves is an option whose value differs between runs (a temporary folder, a free port) or was
+read where nothing is recorded (inside a spawned child), and then the namespace, its parser and the
+helper that built it all stay for one read. Read from a namespace only: a name bound to what
+``parse_args`` returned (directly, or through a function of the script that returns it), or a
+parameter that receives one; an option given twice, stored to, given by ``set_defaults``,
+required or positional is left alone. The default the run gets when the option is not given on
+the command line: a run given it there may fail otherwise, and then the run refuses the candidate.
 """
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 import libcst as cst
 
+from reducer.analysis.artefacts import dotted, option_dest
 from reducer.analysis.cst import collect, is_literal, parse, replace_many, safe
 from reducer.passes.base import Gate
 from reducer.passes.rewrites import drop_dead_code
@@ -97,18 +110,160 @@ def defaults(module: cst.Module) -> dict[str, cst.BaseExpression]:
     return found
 
 
-def _reads(module: cst.Module, names: set[str]) -> list[cst.Attribute]:
-    """Loads of ``x.name`` (not a call's function, not an assignment target)."""
+# ---- argparse options --------------------------------------------------------------------------
+_PARSE = ("parse_args", "parse_known_args", "parse_intermixed_args")
+# argparse converts a string default with ``type`` (and only a string default): these we can do here
+_CONVERT = {"int": int, "float": float, "str": str}
+
+
+def _keywords(call: cst.Call) -> dict[str, cst.BaseExpression]:
+    return {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+
+
+def _string(node: cst.BaseExpression | None) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _option_value(call: cst.Call) -> cst.BaseExpression | None:
+    """What ``args.<dest>`` holds when the command line does not give the option; None when that
+    is not for the text to say (positional or required, a count or an append, a type we cannot
+    apply)."""
+    names = [_string(a.value) for a in call.args if a.keyword is None]
+    kw = _keywords(call)
+    if not names or not all(n and n.startswith("-") for n in names):
+        return None                     # positional: the command line gives it
+    if isinstance(kw.get("required"), cst.Name) and kw["required"].value == "True":
+        return None
+    action = _string(kw.get("action"))
+    if "default" not in kw:
+        return {None: cst.Name("None"), "store": cst.Name("None"), "store_true": cst.Name("False"),
+                "store_false": cst.Name("True")}.get(action)
+    if action not in (None, "store", "store_true", "store_false", "store_const"):
+        return None
+    default, kind = kw["default"], kw.get("type")
+    text = _string(default)
+    if kind is None or text is None:
+        return default
+    convert = _CONVERT.get(kind.value) if isinstance(kind, cst.Name) else None
+    if convert is None:
+        return cst.Call(kind, [cst.Arg(default)])
+    try:
+        return cst.parse_expression(repr(convert(text)))
+    except ValueError:
+        return None                     # argparse itself would refuse the default
+
+
+def _returns_namespace(fn: cst.FunctionDef) -> bool:
+    return any(isinstance(r.value, cst.Call) and _parsing(r.value)
+               for r in collect(fn, lambda n: isinstance(n, cst.Return) and n.value is not None))
+
+
+def _parsing(call: cst.BaseExpression) -> bool:
+    """``parser.parse_args(...)``, or ``parser.parse_known_args(...)[0]``."""
+    if isinstance(call, cst.Subscript):
+        call = call.value
+    return isinstance(call, cst.Call) and (dotted(call.func) or "").rsplit(".", 1)[-1] in _PARSE
+
+
+def namespaces(module: cst.Module) -> set[str]:
+    """Names that hold a parsed namespace: bound to ``parse_args()`` (or a function of the script
+    that returns it), and the parameters such a name is passed to in a direct call."""
+    builders = {f.name.value for f in collect(module, lambda n: isinstance(n, cst.FunctionDef)) if _returns_namespace(f)}
+    out: set[str] = set()
+    for node in collect(module, lambda n: isinstance(n, cst.Assign)):
+        value = node.value.value if isinstance(node.value, cst.Subscript) and _parsing(node.value) else node.value
+        if _parsing(value) or (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+                               and value.func.value in builders):
+            out |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
+    params = {f.name.value: [p.name.value for p in f.params.params]
+              for f in collect(module, lambda n: isinstance(n, cst.FunctionDef))}
+    for _ in range(3):                  # a namespace handed down a few calls
+        for call in collect(module, lambda n: isinstance(n, cst.Call) and isinstance(n.func, cst.Name)):
+            names = params.get(call.func.value, [])
+            for i, a in enumerate(call.args):
+                if isinstance(a.value, cst.Name) and a.value.value in out and not a.star:
+                    if a.keyword is not None and a.keyword.value in names:
+                        out.add(a.keyword.value)
+                    elif a.keyword is None and i < len(names):
+                        out.add(names[i])
+    return out
+
+
+def options(module: cst.Module) -> dict[str, cst.BaseExpression]:
+    """The options ``option_defaults`` may write, each with the value a run without it gets."""
+    if any(word in module.code for word in _DYNAMIC):
+        return {}
+    given: dict[str, list[cst.BaseExpression | None]] = {}
+    for call in collect(module, lambda n: isinstance(n, cst.Call)):
+        last = (dotted(call.func) or "").rsplit(".", 1)[-1]
+        if last == "add_argument":
+            dest = option_dest(call)
+            if dest:
+                given.setdefault(dest, []).append(_option_value(call))
+        elif last == "set_defaults":
+            for name in _keywords(call):
+                given.setdefault(name, []).append(None)
+    found = {name: values[0] for name, values in given.items() if len(values) == 1 and values[0] is not None}
+    for name in _stored(module):
+        found.pop(name, None)
+    return found
+
+
+def _reads(module: cst.Module, names: set[str], owners: set[str] | None = None) -> list[cst.Attribute]:
+    """Loads of ``x.name`` (not a call's function, not an assignment target); with ``owners``,
+    only where ``x`` is one of those names."""
     calls = {id(c.func) for c in collect(module, lambda n: isinstance(n, cst.Call))}
     return [a for a in collect(module, lambda n: isinstance(n, cst.Attribute))
-            if a.attr.value in names and id(a) not in calls]
+            if a.attr.value in names and id(a) not in calls
+            and (owners is None or (isinstance(a.value, cst.Name) and a.value.value in owners))]
 
 
-def _candidate(module: cst.Module, values: dict[str, cst.BaseExpression]) -> str | None:
-    reads = _reads(module, set(values))
+def _candidate(module: cst.Module, values: dict[str, cst.BaseExpression], owners: set[str] | None = None) -> str | None:
+    reads = _reads(module, set(values), owners)
     if not reads:
         return None
-    return safe(lambda: drop_dead_code(replace_many(module, [(a, values[a.attr.value].deep_clone()) for a in reads])))
+
+    def build() -> str:
+        out = replace_many(module, [(a, values[a.attr.value].deep_clone()) for a in reads])
+        return drop_dead_code(out if owners is None else _unparsed(out, owners))
+    return safe(build)
+
+
+def _unparsed(source: str, owners: set[str]) -> str:
+    """Without ``args = parse_args()`` where nothing reads ``args`` any more: the call is not dead
+    code to ``drop_dead_code`` (it runs the parser), yet a default written out is longer than
+    ``args.x``, so the candidate is smaller only with it gone (and the run says whether the parse
+    mattered)."""
+    loads = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    unread = owners - loads
+    module = parse(source)
+    dead = [line for line in collect(module, lambda n: isinstance(n, cst.SimpleStatementLine))
+            if len(line.body) == 1 and isinstance(line.body[0], cst.Assign)
+            and all(isinstance(t.target, cst.Name) and t.target.value in unread for t in line.body[0].targets)]
+    return replace_many(module, [(line, cst.RemovalSentinel.REMOVE) for line in dead]) if dead else source
+
+
+def _offer(gate: Gate, find) -> None:
+    """``find(module) -> (values, owners)``: every name at once, then name by name."""
+    module = parse(gate.best)
+    found, owners = find(module)
+    if not found:
+        return
+    together = _candidate(module, found, owners)
+    if together is not None and gate.consider(together):
+        return
+    remaining = sorted(name for name in found if _reads(module, {name}, owners))
+    while len(remaining) > 1 or (remaining and together is None):
+        module = parse(gate.best)
+        now, owners = find(module)
+        offers = ((name, _candidate(module, {name: now[name]}, owners)) for name in remaining if name in now)
+        hit = gate.first((name, source) for name, source in offers if source is not None)
+        if hit is None:
+            return
+        remaining = remaining[remaining.index(hit) + 1:]
 
 
 def class_defaults(gate: Gate) -> None:
@@ -117,19 +272,17 @@ def class_defaults(gate: Gate) -> None:
     Removes: the reads of the class's fields, so the class and its instance can go.
     Never changes: a name more than one class gives, an attribute the script assigns anywhere, or
     one a construction of the class gives another value."""
-    module = parse(gate.best)
-    found = defaults(module)
-    if not found:
-        return
-    together = _candidate(module, found)
-    if together is not None and gate.consider(together):
-        return
-    remaining = sorted(name for name in found if _reads(module, {name}))
-    while len(remaining) > 1 or (remaining and together is None):
-        module = parse(gate.best)
-        now = defaults(module)
-        offers = ((name, _candidate(module, {name: now[name]})) for name in remaining if name in now)
-        hit = gate.first((name, source) for name, source in offers if source is not None)
-        if hit is None:
-            return
-        remaining = remaining[remaining.index(hit) + 1:]
+    _offer(gate, lambda module: (defaults(module), None))
+
+
+def option_defaults(gate: Gate) -> None:
+    """A command-line option's default written where ``args.x`` is read (all at once, then one by one).
+
+    Removes: the reads of a parsed namespace's options, so the namespace, the parser and the
+    function that built it can go.
+    Never changes: an attribute of anything but a namespace, an option given twice, stored to,
+    given by ``set_defaults``, required or positional."""
+    def find(module: cst.Module):
+        owners = namespaces(module)
+        return (options(module) if owners else {}), owners
+    _offer(gate, find)
