@@ -4,7 +4,7 @@ Fast and offline: no environment is built and nothing is downloaded. The entries
 checked by running them (`python bench/realbugs/check.py`), which needs their releases; here only
 what can be known without them: fields and types, the parts and their hash rule, scripts that
 parse and have a real script's length, and for fixed bugs the release found by running; the
-fresh held-out part holds no issue that reprobot's labelled or bundled issue sets contain. The
+fresh held-out parts (fresh, fresh2) hold no issue that reprobot's labelled or bundled issue sets contain. The
 harness pieces run for real on this interpreter (a real Runner subprocess, real wheel files).
 """
 from __future__ import annotations
@@ -110,11 +110,14 @@ def test_script_parses_and_has_a_real_scripts_length(name):
 
 def test_parts_are_disjoint_complete_and_follow_the_hash_rule():
     held, train, fresh = catalog.listed("heldout"), catalog.listed("train"), catalog.listed(catalog.FRESH)
-    assert len(held) == len(set(held)) and len(train) == len(set(train)) and len(fresh) == len(set(fresh))
-    assert not set(held) & set(train) and not set(fresh) & (set(held) | set(train))
-    assert set(held) | set(train) | set(fresh) == set(NAMES), "every entry is in exactly one part, and only entries"
-    # the fresh part is chosen, not hashed: its names may fall on either side of the rule
+    fresh2 = catalog.listed(catalog.FRESH2)
+    parts = [held, train, fresh, fresh2]
+    assert all(len(p) == len(set(p)) for p in parts)
+    assert sum(len(p) for p in parts) == len(set().union(*map(set, parts))), "no entry is in two parts"
+    assert set().union(*map(set, parts)) == set(NAMES), "every entry is in exactly one part, and only entries"
+    # the fresh parts are chosen, not hashed: their names may fall on either side of the rule
     assert all(catalog.part_of(n) == catalog.FRESH for n in fresh)
+    assert all(catalog.part_of(n) == catalog.FRESH2 for n in fresh2)
     for name in held:
         assert int(hashlib.sha256(name.encode()).hexdigest(), 16) % 3 == 0, name
     for name in train:
@@ -123,7 +126,7 @@ def test_parts_are_disjoint_complete_and_follow_the_hash_rule():
 
 def test_part_rule_and_register(tmp_path, monkeypatch):
     monkeypatch.setattr(catalog, "PART_FILES", {"heldout": tmp_path / "h.json", "train": tmp_path / "t.json",
-                                                "fresh": tmp_path / "f.json"})
+                                                "fresh": tmp_path / "f.json", "fresh2": tmp_path / "f2.json"})
     names = [f"transformers-{n}" for n in range(30)]
     for n in names:
         catalog.register(n)
@@ -136,7 +139,7 @@ def test_part_rule_and_register(tmp_path, monkeypatch):
 
 def test_fresh_part_is_chosen_by_name_and_stays_apart(tmp_path, monkeypatch):
     monkeypatch.setattr(catalog, "PART_FILES", {"heldout": tmp_path / "h.json", "train": tmp_path / "t.json",
-                                                "fresh": tmp_path / "f.json"})
+                                                "fresh": tmp_path / "f.json", "fresh2": tmp_path / "f2.json"})
     held = next(f"peft-{n}" for n in range(100) if catalog.hash_part(f"peft-{n}") == "heldout")
     train = next(f"peft-{n}" for n in range(100) if catalog.hash_part(f"peft-{n}") == "train")
     # registered into the fresh part whatever the hash says; registered again: still fresh, once
@@ -152,6 +155,23 @@ def test_fresh_part_is_chosen_by_name_and_stays_apart(tmp_path, monkeypatch):
     assert catalog.register(other) == "train"
     with pytest.raises(ValueError, match="already in the train part"):
         catalog.register(other, catalog.FRESH)
+
+
+def test_second_fresh_part_is_chosen_by_name_and_apart_from_the_first(tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog, "PART_FILES", {"heldout": tmp_path / "h.json", "train": tmp_path / "t.json",
+                                                "fresh": tmp_path / "f.json", "fresh2": tmp_path / "f2.json"})
+    held = next(f"trl-{n}" for n in range(100) if catalog.hash_part(f"trl-{n}") == "heldout")
+    assert catalog.register(held, catalog.FRESH2) == catalog.FRESH2
+    assert catalog.register(held) == catalog.FRESH2 and catalog.listed(catalog.FRESH2) == [held]
+    assert catalog.listed("heldout") == [] and catalog.listed(catalog.FRESH) == []
+    # an entry of one fresh part cannot move to the other, in either direction
+    with pytest.raises(ValueError, match="already in the fresh2 part"):
+        catalog.register(held, catalog.FRESH)
+    first = "peft-7"
+    catalog.register(first, catalog.FRESH)
+    with pytest.raises(ValueError, match="already in the fresh part"):
+        catalog.register(first, catalog.FRESH2)
+    assert catalog.part_of(first) == catalog.FRESH and catalog.listed(catalog.FRESH2) == [held]
 
 
 def _indexed_issues() -> set[tuple[str, int]]:
@@ -180,11 +200,12 @@ def _indexed_issues() -> set[tuple[str, int]]:
     return found
 
 
-def test_fresh_entries_are_outside_the_sets_reprobot_reads():
-    """The fresh part measures reprobot on issues it has never seen: none may be a row (or a named
+@pytest.mark.parametrize("part", [catalog.FRESH, catalog.FRESH2])
+def test_fresh_entries_are_outside_the_sets_reprobot_reads(part):
+    """The fresh parts measure reprobot on issues it has never seen: none may be a row (or a named
     duplicate) of bot/data/kind/ (the classifier's labels) or bot/data/upstream/ (the bundled index)."""
-    fresh = catalog.listed(catalog.FRESH)
-    assert fresh, "the fresh held-out part has entries"
+    fresh = catalog.listed(part)
+    assert fresh, f"the {part} held-out part has entries"
     seen = _indexed_issues()
     inside = [n for n in fresh if (_entry(n)["repo"], _entry(n)["number"]) in seen]
     assert not inside, f"fresh entries that reprobot's data already holds: {inside}"
@@ -254,7 +275,7 @@ def tiny_corpus(tmp_path, monkeypatch):
     (folder / "entry.json").write_text(json.dumps(entry), encoding="utf-8")
     monkeypatch.setattr(catalog, "ENTRIES", entries)
     monkeypatch.setattr(catalog, "PART_FILES", {"heldout": tmp_path / "heldout.json", "train": tmp_path / "train.json",
-                                                "fresh": tmp_path / "fresh.json"})
+                                                "fresh": tmp_path / "fresh.json", "fresh2": tmp_path / "fresh2.json"})
     monkeypatch.setattr(envs, "BASE_PYTHON", sys.executable)
     monkeypatch.setenv("REALBUGS_WHEELS", str(tmp_path / "wheels"))
     return folder
@@ -301,6 +322,27 @@ def test_check_records_a_new_entry_into_the_fresh_part(tiny_corpus, capsys):
     capsys.readouterr()
     assert check.main(["pytorch-1", "--offline", "--part", "fresh"]) == 0
     assert "same" in capsys.readouterr().out
+
+
+def test_check_records_a_new_entry_into_the_second_fresh_part(tiny_corpus, capsys):
+    assert check.main(["pytorch-1", "--offline", "--fresh2"]) == 2         # --fresh2 only beside --record
+    assert "--fresh2 only beside --record" in capsys.readouterr().err
+    with pytest.raises(SystemExit):                                         # one chosen part, not both
+        check.main(["pytorch-1", "--offline", "--record", "--fresh", "--fresh2"])
+    assert check.main(["pytorch-1", "--offline", "--record", "--fresh2"]) == 1
+    assert catalog.listed(catalog.FRESH2) == ["pytorch-1"] and catalog.listed(catalog.FRESH) == []
+    assert catalog.part_of("pytorch-1") == catalog.FRESH2
+    capsys.readouterr()
+    assert check.main(["pytorch-1", "--offline", "--part", "fresh2"]) == 0
+    assert "same" in capsys.readouterr().out
+
+
+def test_report_gives_the_second_fresh_part_its_own_figures(tiny_corpus, tmp_path):
+    catalog.register("pytorch-1", catalog.FRESH2)
+    ctx = run.Ctx(tmp_path / "out", offline=True, max_time=1, stage_timeout=1)
+    text, figs = run.report(ctx, ["pytorch-1"], footer="")
+    assert list(figs) == [catalog.FRESH2] and figs[catalog.FRESH2]["entries"] == 1
+    assert "figures — fresh2 (1 entries)" in text
 
 
 def test_report_gives_the_fresh_part_its_own_figures(tiny_corpus, tmp_path):

@@ -12,6 +12,10 @@ issues that are in none of the sets reprobot reads (the classifier's labelled fi
 bot/data/kind/ and the bundled issue index under bot/data/upstream/), and frozen before any fix
 is measured on it. An entry joins it only when it is registered into it by name
 (`register(name, "fresh")`, `check.py --record --fresh`).
+
+A fourth part, `fresh2` (`fresh2.json`), was chosen the same way and under the same rule once
+`fresh` had been measured and was being tuned on, so that a clean held-out part exists again; it
+is disjoint from the other three (`register(name, "fresh2")`, `check.py --record --fresh2`).
 """
 from __future__ import annotations
 
@@ -22,9 +26,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ENTRIES = HERE / "entries"
-PART_FILES = {"heldout": HERE / "heldout.json", "train": HERE / "train.json", "fresh": HERE / "fresh.json"}
-# the part whose members are listed by choice of issue, not by the hash rule (all of it held out)
+PART_FILES = {"heldout": HERE / "heldout.json", "train": HERE / "train.json", "fresh": HERE / "fresh.json",
+              "fresh2": HERE / "fresh2.json"}
+# the parts whose members are listed by choice of issue, not by the hash rule (each held out as a whole)
 FRESH = "fresh"
+FRESH2 = "fresh2"
+CHOSEN = (FRESH, FRESH2)
 
 
 def hash_part(name: str) -> str:
@@ -32,7 +39,7 @@ def hash_part(name: str) -> str:
 
 
 def part_of(name: str) -> str:
-    return FRESH if name in listed(FRESH) else hash_part(name)
+    return next((part for part in CHOSEN if name in listed(part)), None) or hash_part(name)
 
 
 def listed(part: str) -> list[str]:
@@ -42,13 +49,15 @@ def listed(part: str) -> list[str]:
 
 def register(name: str, part: str | None = None) -> str:
     """Append `name` to its part's file (once); returns the part. The part is the hash rule's
-    unless `part` is the fresh one (or `name` is already fresh): the hash parts stay by rule."""
-    if part not in (None, FRESH):
-        raise ValueError(f"{part!r}: only the {FRESH} part is chosen; the others follow the hash rule")
-    part = FRESH if part == FRESH else part_of(name)
-    if part == FRESH and name in listed(hash_part(name)):
-        # measured (and maybe tuned on) already: it cannot become held out after the fact
-        raise ValueError(f"{name} is already in the {hash_part(name)} part")
+    unless `part` is a chosen one (or `name` is already in one): the hash parts stay by rule."""
+    if part not in (None, *CHOSEN):
+        raise ValueError(f"{part!r}: only the {' and '.join(CHOSEN)} parts are chosen; the others follow the hash rule")
+    current = part_of(name)
+    if part is None:
+        part = current
+    elif current != part and (current in CHOSEN or name in listed(current)):
+        # measured (and maybe tuned on) already in another part: it cannot move after the fact
+        raise ValueError(f"{name} is already in the {current} part")
     path = PART_FILES[part]
     names = listed(part)
     if name not in names:

@@ -1,7 +1,7 @@
 """Does each entry still fail the way its entry.json says, on the releases it was reported on?
 
-    python bench/realbugs/check.py [NAME ...] [--part train|heldout|fresh] [--releases PKG=V1,V2,...]
-                                   [--offline] [--timeout S] [--json] [--record [--fresh]]
+    python bench/realbugs/check.py [NAME ...] [--part train|heldout|fresh|fresh2] [--releases PKG=V1,V2,...]
+                                   [--offline] [--timeout S] [--json] [--record [--fresh | --fresh2]]
 
 For each entry: build its environment (bench/realbugs/envs.py), run its script there with the
 Hub offline, read the failure with reprobot's own machinery (the Runner, `distinct_failures`,
@@ -18,7 +18,8 @@ signature in entry.json's shape, and the pins the overlay installed) for writing
 `--record` is for writing one: an entry whose entry.json has no signature yet gets the signature
 this run shows and, as its `extra_pins`, what the overlay installed beyond `reported_on`; it is
 then added to its part's list (bench/realbugs/catalog.py): the hash rule's part, or with `--fresh`
-the fresh held-out part (`fresh.json`, which the hash rule does not decide).
+the fresh held-out part (`fresh.json`, which the hash rule does not decide), or with `--fresh2` the
+second one (`fresh2.json`).
 Exit 0 when every row ran; 1 when an entry's signature was not seen on its reported releases.
 """
 from __future__ import annotations
@@ -131,8 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="one JSON object per row")
     ap.add_argument("--record", action="store_true",
                     help="write the observed signature and extra pins into entries that have none")
-    ap.add_argument("--fresh", action="store_true",
-                    help="with --record: add the entries to the fresh held-out part, not the hash rule's part")
+    chosen = ap.add_mutually_exclusive_group()
+    chosen.add_argument("--fresh", action="store_true",
+                        help="with --record: add the entries to the fresh held-out part, not the hash rule's part")
+    chosen.add_argument("--fresh2", action="store_true",
+                        help="with --record: add the entries to the second fresh held-out part (fresh2.json)")
     args = ap.parse_args(argv)
     try:
         names = catalog.select(args.names, args.part)
@@ -146,8 +150,8 @@ def main(argv: list[str] | None = None) -> int:
             if len(found) != 1 or not args.releases:
                 raise ValueError(f"--with {text!r}: one PKG=V, and only beside --releases")
             also[other] = found[0]
-        if args.fresh and not args.record:
-            raise ValueError("--fresh only beside --record")
+        if (args.fresh or args.fresh2) and not args.record:
+            raise ValueError(f"--{'fresh' if args.fresh else 'fresh2'} only beside --record")
     except ValueError as e:
         print(f"check: {e}", file=sys.stderr)
         return ExitCode.USAGE
@@ -157,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             row = run_entry(name, swap, online=not args.offline, timeout=args.timeout, also=also)
             if args.record and swap is None and row.status == "unrecorded" and row.observed:
                 try:
-                    record(name, row, catalog.FRESH if args.fresh else None)
+                    record(name, row, catalog.FRESH if args.fresh else catalog.FRESH2 if args.fresh2 else None)
                 except ValueError as e:      # already in a hash part: it cannot become fresh
                     print(f"check: {e}", file=sys.stderr)
                     return ExitCode.USAGE
