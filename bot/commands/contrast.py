@@ -21,14 +21,24 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from bot.output import console
+    from bot.rerun.contrast import ContrastStopped
     from bot.rerun.report import print_contrast
     from bot.rerun.steps import run_contrast
     from bot.store import ReproDir
 
     folder = ReproDir.open(args.repro_dir)
     notify = notifier(args)
-    results, data = run_contrast(folder, args.python, jobs=args.jobs, gpu=args.gpu, timeout=args.timeout,
-                                 notify=notify)
+    try:
+        results, data = run_contrast(folder, args.python, jobs=args.jobs, gpu=args.gpu, timeout=args.timeout,
+                                     notify=notify)
+    except ContrastStopped as stopped:
+        # what ran before the stop, shown as a finished run shows it; the stop's line and exit
+        # code (130, or 143 for SIGTERM) follow from bot/cli.py
+        if args.json:
+            print(json.dumps(stopped.data, indent=2))
+        else:
+            print_contrast(stopped.results)
+        raise
     if args.json:
         print(json.dumps(data, indent=2))
         return 0

@@ -5,19 +5,39 @@ alternatives — drop it (the callee's default), the other boolean, a `device_ma
 one device, the dtype swapped, `cpu` <-> `cuda:0` — applied one at a time, each a real cold
 run judged by the same signature. A maintainer reads the result as "all-GPU works, the split
 map fails".
+
+Each change costs a cold run of the stack (7-17 s for a transformers script), so a repro with a
+vocabulary and a few data rows written out has dozens of changes. The settings (keywords,
+booleans, devices, dtypes) run first and the entries of data last; data rows lose one key in
+every row at once, not row by row; and contrast.json is written after every change, so a stop
+(SIGTERM, Ctrl-C) keeps what ran, with a line saying after how many changes it stopped.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import re
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from bot.rerun.repro_run import ReproRunner
-from bot.rerun.verdict import Kind, Verdict
+from bot.rerun.verdict import Kind, Verdict, classify
+from reducer.errors import ExitCode, ReprobotError
+from reducer.failure.outcome import TracebackRecord
+from reducer.failure.signature import find_match
 
 MAX_CHANGES = 80
+# Which changes run first: what a maintainer reads as a setting, then the entries of a dict the
+# repro passes on, then the entries of data (a table of integers such as a vocabulary or a label
+# map, rows of records): a stop keeps the settings' answers.
+SETTING, ENTRY, DATA = 0, 1, 2
+# Seconds a run may go on once the repro's own failure is on screen (the rest is teardown: 1.7 s of
+# a 6.3 s transformers run measured); a little, so the traceback is printed whole.
+STOP_GRACE = 0.5
+_MODULE_PATH = re.compile(r"^[A-Za-z_]\w*(?:\.\w+)+$")
 _DTYPES = ("float16", "bfloat16", "float32")
 _DTYPE_STRINGS = {"float16": "bfloat16", "bfloat16": "float16", "float32": "bfloat16",
                   "fp16": "bf16", "bf16": "fp16"}
@@ -81,21 +101,58 @@ def _device_values(d: cst.Dict) -> list[cst.BaseExpression]:
     return out
 
 
+def _is_device(v: cst.BaseExpression) -> bool:
+    return (_string_value(v) or "").split(":")[0] in ("cpu", "cuda", "disk", "meta")
+
+
+def _module_key(k: cst.BaseExpression) -> bool:
+    """A device map's key: a module path (``model.layers.0``) or ``""`` for the whole model."""
+    key = _string_value(k)
+    return key is not None and (key == "" or _MODULE_PATH.match(key) is not None)
+
+
 def _looks_like_device_map(name: str | None, d: cst.Dict) -> bool:
-    if name and "device_map" in name:
+    """Named so (``device_map=``, ``device_map = {...}``), or its values are devices: a device
+    string among them, or integers under module paths. Integers alone are not: a vocabulary or a
+    label map (``{"neg": 0, "pos": 1}``) is all integers too."""
+    if name and "device" in name.lower():
         return True
-    values = _device_values(d)
-    return bool(values) and len(values) == len([e for e in d.elements if isinstance(e, cst.DictElement)]) and all(
-        isinstance(v, cst.Integer) or (_string_value(v) or "").split(":")[0] in ("cpu", "cuda", "disk", "meta")
-        for v in values)
+    entries = [e for e in d.elements if isinstance(e, cst.DictElement)]
+    if not entries or not all(isinstance(e.value, cst.Integer) or _is_device(e.value) for e in entries):
+        return False
+    return any(_is_device(e.value) or _module_key(e.key) for e in entries)
+
+
+def _int_table(d: cst.Dict) -> bool:
+    """Every value an integer (a vocabulary, a label map): data, not settings."""
+    entries = [e for e in d.elements if isinstance(e, cst.DictElement)]
+    return len(entries) > 1 and all(isinstance(e.value, cst.Integer) for e in entries)
+
+
+def _rows(node: cst.List | cst.Tuple | cst.Set) -> list[cst.Dict]:
+    """The dicts of a list written out as records (two or more dict elements): its rows."""
+    dicts = [el.value for el in node.elements if isinstance(el, cst.Element) and isinstance(el.value, cst.Dict)]
+    return dicts if len(dicts) > 1 else []
+
+
+def _without_key(node: cst.List | cst.Tuple | cst.Set, key: str) -> cst.CSTNode:
+    """The list with ``key``'s entry dropped from each of its rows."""
+    def drop(d: cst.Dict) -> cst.Dict:
+        return d.with_changes(elements=[e for e in d.elements
+                                        if not (isinstance(e, cst.DictElement) and _code(e.key) == key)])
+    return node.with_changes(elements=[el.with_changes(value=drop(el.value)) if isinstance(el, cst.Element)
+                                       and isinstance(el.value, cst.Dict) else el for el in node.elements])
 
 
 class _Sites(cst.CSTVisitor):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
     def __init__(self) -> None:
-        self.found: list[tuple[int, str, cst.CSTNode, cst.CSTNode | None]] = []
+        self.found: list[tuple[int, int, str, cst.CSTNode, cst.CSTNode | None]] = []
         self._keyword: list[str | None] = [None]
+        self._assigned: list[str | None] = []       # the name an assignment binds (``device_map = {...}``)
+        self._dicts: list[cst.Dict] = []            # the dicts being visited, innermost last
+        self._row_ids: set[int] = set()             # dicts that are rows of a list of records
         # Only what the repro passes on: call arguments and assigned values, never a def's own
         # defaults or a comparison inside the user's helper.
         self._passing = 0
@@ -115,9 +172,12 @@ class _Sites(cst.CSTVisitor):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._passing += 1
+        target = node.targets[0].target if len(node.targets) == 1 else None
+        self._assigned.append(target.value if isinstance(target, cst.Name) else None)
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
         self._passing -= 1
+        self._assigned.pop()
 
     @property
     def _active(self) -> bool:
@@ -126,10 +186,11 @@ class _Sites(cst.CSTVisitor):
     def _line(self, node: cst.CSTNode) -> int:
         return self.get_metadata(PositionProvider, node).start.line
 
-    def _add(self, node: cst.CSTNode, description: str, replacement: cst.CSTNode | None) -> None:
+    def _add(self, node: cst.CSTNode, description: str, replacement: cst.CSTNode | None,
+             rank: int = SETTING) -> None:
         if not self._active:
             return
-        self.found.append((self._line(node), description, node, replacement))
+        self.found.append((rank, self._line(node), description, node, replacement))
 
     def visit_Arg(self, node: cst.Arg) -> None:
         name = node.keyword.value if node.keyword else None
@@ -143,7 +204,32 @@ class _Sites(cst.CSTVisitor):
         self._passing -= 1
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
-        self._add(node, f"without the entry `{_short(node.key)}: {_short(node.value)}`", None)
+        inside = self._dicts[-1] if self._dicts else None
+        if inside is not None and id(inside) in self._row_ids:
+            return      # a row's key is dropped from every row at once (visit_List)
+        rank = DATA if inside is not None and _int_table(inside) and not self._device_map(inside) else ENTRY
+        self._add(node, f"without the entry `{_short(node.key)}: {_short(node.value)}`", None, rank)
+
+    def _records(self, node: cst.List | cst.Tuple | cst.Set) -> None:
+        rows = _rows(node)
+        self._row_ids |= {id(d) for d in rows}
+        keys = dict.fromkeys(_code(e.key) for d in rows for e in d.elements if isinstance(e, cst.DictElement))
+        for key in keys:
+            self._add(node, f"without the entry `{_short(cst.parse_expression(key))}` in each of the {len(rows)} rows",
+                      _without_key(node, key), DATA)
+
+    def visit_List(self, node: cst.List) -> None:
+        self._records(node)
+
+    def visit_Tuple(self, node: cst.Tuple) -> None:
+        self._records(node)
+
+    def visit_Set(self, node: cst.Set) -> None:
+        self._records(node)
+
+    def _device_map(self, d: cst.Dict) -> bool:
+        name = self._keyword[-1] or (self._assigned[-1] if self._assigned and self._keyword[-1] is None else None)
+        return _looks_like_device_map(name, d)
 
     def visit_Name(self, node: cst.Name) -> None:
         if node.value in ("True", "False"):
@@ -174,8 +260,12 @@ class _Sites(cst.CSTVisitor):
         for other in swaps:
             self._add(node, f"`{value!r}` -> `{other!r}`", node.with_changes(value=f"{quote}{other}{quote}"))
 
+    def leave_Dict(self, original_node: cst.Dict) -> None:
+        self._dicts.pop()
+
     def visit_Dict(self, node: cst.Dict) -> None:
-        if not _looks_like_device_map(self._keyword[-1], node):
+        self._dicts.append(node)
+        if not self._device_map(node):
             return
         values = _device_values(node)
         if len(node.elements) < 2 and len(values) < 2:
@@ -192,7 +282,8 @@ def changes(source: str) -> list[Change]:
     wrapper.visit(sites)
     out: list[Change] = []
     seen: set[str] = {source}
-    for line, description, node, replacement in sites.found:
+    # settings first, data last; in the order the repro reads within each (sorted is stable)
+    for _rank, line, description, node, replacement in sorted(sites.found, key=lambda f: f[0]):
         try:
             new = wrapper.module.visit(_Replace(node, replacement)).code
             compile(new, "<contrast>", "exec")
@@ -207,12 +298,83 @@ def changes(source: str) -> list[Change]:
     return out
 
 
-def contrast(runner: ReproRunner, jobs: int = 1, notify=lambda _: None) -> list[Contrast]:
+# Called with the changes run so far (in the order planned), how many were planned, and the line
+# saying why it stopped (None while it goes on and when it ends); returns what it wrote.
+Save = Callable[[list[Contrast], int, "str | None"], dict]
+
+
+class ContrastStopped(ReprobotError):
+    """SIGTERM or Ctrl-C during contrast: the changes that ran were written; ``data`` is that."""
+
+    def __init__(self, message: str, results: list[Contrast], data: dict) -> None:
+        super().__init__(message, ExitCode.INTERRUPTED)
+        self.results, self.data = results, data
+
+
+def _judge(runner: ReproRunner, change: Change, cancel: threading.Event) -> Verdict | None:
+    """One cold run of the change, stopped once the repro's own failure is on screen (that is the
+    verdict; the rest of the run is teardown); None when a stop cut it short."""
+    target, options = runner.repro.target, runner.repro.options
+    runner.runs += 1
+
+    def failed(records: list[TracebackRecord]) -> bool:
+        return find_match(records, target, options) is not None
+
+    outcome = runner.runner.run(change.source, stop_when=failed, stop_grace=STOP_GRACE, cancel=cancel)
+    if cancel.is_set() and outcome.stopped_early and not failed(outcome.tracebacks):
+        return None
+    return classify(outcome, target, options)
+
+
+def contrast(runner: ReproRunner, jobs: int = 1, notify: Callable[[str], None] = lambda _: None,
+             save: Save | None = None) -> list[Contrast]:
+    """Every change of ``changes``, each judged by a run; ``save`` hears the results after each one.
+    A stop (KeyboardInterrupt, which SIGTERM is under bot/cli.py) kills the runs in flight, saves the
+    changes that ran with a line saying so, and raises ContrastStopped."""
     todo = changes(runner.repro.source)
     notify(f"{len(todo)} single changes to try")
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        verdicts = list(pool.map(lambda c: runner.verdict(c.source), todo))
-    return [Contrast(c, v) for c, v in zip(todo, verdicts)]
+    done: dict[int, Contrast] = {}
+    written: dict = {}
+
+    def report(stopped: str | None = None) -> list[Contrast]:
+        results = [done[i] for i in sorted(done)]
+        if save is not None:
+            written.update(save(results, len(todo), stopped))
+        return results
+
+    report()        # from the start the file says what is planned and that none has run yet
+    cancel = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    futures = {}
+    try:
+        futures = {pool.submit(_judge, runner, c, cancel): i for i, c in enumerate(todo)}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            verdict = fut.result()
+            if verdict is not None:
+                done[i] = Contrast(todo[i], verdict)
+                notify(f"{len(done)}/{len(todo)} {verdict.kind.value}: {todo[i].description}")
+                report()
+    except KeyboardInterrupt as stop:
+        cancel.set()                                      # the runs in flight are killed at once
+        for fut, i in futures.items():                    # ended while the stop came in
+            if i not in done and fut.done() and not fut.cancelled() and fut.exception() is None and fut.result():
+                done[i] = Contrast(todo[i], fut.result())
+        line = f"contrast stopped after {len(done)} of {len(todo)} changes"
+        # written before waiting on anything, and again if a second signal cuts the write short
+        # (`timeout` signals the process, then its whole group)
+        results = [done[i] for i in sorted(done)]
+        for _attempt in range(3):
+            try:
+                results = report(line)
+                break
+            except KeyboardInterrupt:
+                continue
+        raise ContrastStopped(f"{line}; contrast.json holds what they found", results, dict(written)) from stop
+    finally:
+        cancel.set()        # an error out of a run: the others in flight stop too
+        pool.shutdown(wait=True, cancel_futures=True)
+    return report()
 
 
 def grouped(results: list[Contrast]) -> dict[str, list[Contrast]]:

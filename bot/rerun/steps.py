@@ -57,9 +57,16 @@ def run_versions(folder: ReproDir, python: str, *, index: IndexOptions | None = 
 
 def run_contrast(folder: ReproDir, python: str, *, jobs: int = 1, gpu: str | None = None,
                  timeout: float | None = None, notify: Notify = _quiet) -> tuple[list[Contrast], dict]:
+    """The changes' verdicts, written to contrast.json after each one (a stop keeps them: contrast.py)."""
     runner = ReproRunner(StoredRepro.load(folder), python, timeout=timeout, gpu=gpu)
+    written: dict = {}
+
+    def save(results: list[Contrast], planned: int, stopped: str | None) -> dict:
+        written.update(save_contrast(folder, results, runner.runs, planned, stopped))
+        return written
+
     try:
-        results = contrast(runner, jobs=jobs, notify=notify)
+        results = contrast(runner, jobs=jobs, notify=notify, save=save)
     finally:
         runner.close()
-    return results, save_contrast(folder, results, runner.runs)
+    return results, dict(written)

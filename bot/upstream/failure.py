@@ -1,7 +1,9 @@
 """What route, dedup and the neighbour vote read: the failing record (from a repro folder or a
-pasted traceback) and its frames with the package each belongs to."""
+pasted traceback), its frames with the package each belongs to, and the classes a frame's source
+file on this machine defines."""
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from collections.abc import Iterable
@@ -218,3 +220,21 @@ def path_frames(record: TracebackRecord) -> list[PathFrame]:
     return out
 
 
+@lru_cache(maxsize=64)
+def classes_of(path: str) -> tuple[tuple[int, int, str], ...]:
+    """(first line, last line, name) of each class in a source file; empty when unreadable."""
+    try:
+        # a scrubbed path (~/...) is this machine's home again
+        tree = ast.parse(Path(path).expanduser().read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    return tuple((n.lineno, n.end_lineno or n.lineno, n.name) for n in ast.walk(tree) if isinstance(n, ast.ClassDef))
+
+
+def enclosing_class(path: str, lineno: int | None) -> str | None:
+    """The innermost class whose body holds ``path:lineno`` (the traceback names only the
+    function); None when the file is not on this machine."""
+    if not lineno or not path.endswith(".py"):
+        return None
+    inside = [c for c in classes_of(path) if c[0] <= lineno <= c[1]]
+    return max(inside, key=lambda c: c[0])[2] if inside else None

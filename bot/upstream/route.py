@@ -6,7 +6,10 @@ Evidence is read from the failing traceback (and, for a repro folder, from repro
   ours whose code made the failing torch call);
 * which package's API the user CALLED (the entry point: the outermost library frame);
 * a call that CROSSED a package boundary with arguments the callee rejects
-  (``TypeError: X() got an unexpected keyword argument``): the caller owns the bug;
+  (``TypeError: X() got an unexpected keyword argument``): the caller owns the bug, unless the
+  callee is another package's or the user's OVERRIDE of the method the caller called on its own
+  object (trl's ``DPOTrainer.log`` under transformers' ``self.log(...)``): then the override's
+  owner does (override.py);
 * which MODEL FAMILY is on the path (``transformers/models/<family>/``: the target that owns model
   families says how its paths and class names show one, ``Target.family_path``/``family_class``);
 * an INTEGRATION failure crossing three of the stack's packages on a transformers model is
@@ -25,13 +28,13 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from bot import targets as registry
 from bot.targets import TARGETS  # noqa: F401  (re-exported: tests read it from here)
 from bot.targets.base import MAINTAINERS_FILE, Target
-from bot.upstream.failure import FailureReport, PathFrame, path_frames
+from bot.upstream.failure import FailureReport, PathFrame, enclosing_class, path_frames
+from bot.upstream.override import Override, find_override
 from bot.upstream.raise_sites import RaiseSite, raisers
 from reducer.errors import ExitCode, ReprobotError
 from reducer.failure.outcome import TracebackRecord
@@ -40,7 +43,7 @@ _REJECTED_CALL = re.compile(
     r"(?P<callee>[A-Za-z_][\w.]*)\(\) (?:got an unexpected keyword argument '(?P<kw>\w+)'"
     r"|got multiple values for (?:keyword )?argument '(?P<multi>\w+)'"
     r"|missing \d+ required (?:positional|keyword-only) arguments?: (?P<missing>.+)"
-    r"|takes (?:from )?\d+ (?:to \d+ )?positional arguments? but \d+ (?:were|was) given)")
+    r"|takes (?P<takes>(?:from )?\d+ (?:to \d+ )?)positional arguments? but (?P<given>\d+) (?:were|was) given)")
 # Exceptions huggingface_hub raises for a wrong repo id, a missing token or no network:
 # the user's setup, not a bug in the stack.
 _HUB_ERRORS = re.compile(r"(RepositoryNotFound|GatedRepo|RevisionNotFound|EntryNotFound|LocalEntryNotFound|"
@@ -218,6 +221,7 @@ class _Evidence:
     family: str | None = None
     involved: set[str] = field(default_factory=set)
     torch_own: bool = False          # torch's compiler or runtime machinery itself raised
+    override: Override | None = None  # the library's call bound to another's override (override.py)
     _raise_sites: dict[str, RaiseSite] | None = None
 
     @property
@@ -343,7 +347,12 @@ def _raised(ev: _Evidence) -> None:
         return
     ev.raised_in = innermost.package
     where = f"{innermost.rel}:{innermost.frame.func}"
-    if innermost.package in registry.stack_packages():
+    if (o := ev.override) is not None:
+        # Python raised it binding the call's arguments: the frame shown is the caller's line, the
+        # function that refused them is the override, never entered.
+        ev.cand(o.owner).add(W_RAISED, f"raised binding {o.caller}'s call ({where}) to {o.owner_text} override "
+                                       f"{o.method}(), which refused the arguments")
+    elif innermost.package in registry.stack_packages():
         ev.cand(innermost.package).add(W_RAISED, f"raised in {innermost.package} ({where})")
     elif innermost.package == "torch":
         _raised_in_torch(ev, where)
@@ -447,26 +456,6 @@ def entry_name(called: str | None, entered: list[PathFrame]) -> str | None:
     return called or func       # a paste from another machine: the user's spelling is all there is
 
 
-@lru_cache(maxsize=64)
-def _classes_of(path: str) -> tuple[tuple[int, int, str], ...]:
-    """(first line, last line, name) of each class in a source file; empty when unreadable."""
-    try:
-        # a scrubbed path (~/...) is this machine's home again
-        tree = ast.parse(Path(path).expanduser().read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return ()
-    return tuple((n.lineno, n.end_lineno or n.lineno, n.name) for n in ast.walk(tree) if isinstance(n, ast.ClassDef))
-
-
-def enclosing_class(path: str, lineno: int | None) -> str | None:
-    """The innermost class whose body holds ``path:lineno`` (the traceback names only the
-    function); None when the file is not on this machine."""
-    if not lineno or not path.endswith(".py"):
-        return None
-    inside = [c for c in _classes_of(path) if c[0] <= lineno <= c[1]]
-    return max(inside, key=lambda c: c[0])[2] if inside else None
-
-
 def _named_in_message(ev: _Evidence) -> None:
     """Classes and modules of ours the error message names (``'Params4bit' object has no
     attribute``, ``module 'bitsandbytes.nn' has no attribute``, ``LoraConfig.__init__()``)."""
@@ -485,10 +474,18 @@ def _crossed_boundary(ev: _Evidence) -> None:
     if not (record.exc_type.endswith("TypeError") and m and innermost is not None and innermost.package):
         return
     callee_name = m.group("callee")
+    arg = _rejected_args(m)
+    if (o := ev.override) is not None:
+        base = o.base or f"{o.caller}'s own method"
+        ev.boundary = (f"{o.caller} ({o.where}) passed {arg} to {o.owner_text} {o.method}(), an override of "
+                       f"{base} that rejects it")
+        ev.cand(o.owner).add(W_BOUNDARY, f"{o.caller} called self.{o.name}() with the arguments of {base}; "
+                                         f"{o.owner_text} override {o.method}() rejects them ({arg}): the "
+                                         "override's owner fixes it")
+        return
     head = callee_name.split(".")[0]
     callee_pkg = registry.callee_packages().get(head) or _package_named_in_frames(head, ev.lib)
     caller_pkg = innermost.package
-    arg = m.group("kw") or m.group("multi") or (m.group("missing") or "").strip() or "its arguments"
     if callee_pkg and callee_pkg != caller_pkg and caller_pkg in registry.stack_packages():
         ev.boundary = (f"{caller_pkg} ({innermost.rel}:{innermost.frame.func}) passed {arg!s} to "
                        f"{callee_pkg}'s {callee_name}(), which rejects it")
@@ -496,6 +493,22 @@ def _crossed_boundary(ev: _Evidence) -> None:
                                             f"the callee rejects ({arg}): the caller owns the call")
         if registry.known_owner(callee_pkg):
             ev.cand(callee_pkg).add(W_CALLEE, f"{callee_pkg}'s {callee_name}() is the callee that rejected {arg}")
+
+
+def _rejected_args(m: re.Match[str]) -> str:
+    """What the callee refused, as a reason names it: the keyword, or the positional count."""
+    if m.group("given"):
+        return f"{m.group('given')} positional arguments where it takes {m.group('takes').strip()}"
+    return m.group("kw") or m.group("multi") or (m.group("missing") or "").strip() or "its arguments"
+
+
+def _override(ev: _Evidence) -> Override | None:
+    """A rejected call a package made on its own object that bound to the user's or another
+    package's override (``self.log(...)`` into trl's ``DPOTrainer.log``): override.py."""
+    m = _REJECTED_CALL.search(ev.record.message or "")
+    if not (ev.record.exc_type.endswith("TypeError") and m):
+        return None
+    return find_override(ev.frames, m.group("callee"), ev.failure.repro_source)
 
 
 def _model_family(ev: _Evidence) -> None:
@@ -587,6 +600,7 @@ def route(failure: FailureReport, *, index: Any = None) -> RouteResult:
     """Rank the repositories that could own ``failure`` by the evidence above; ``index`` (an
     IssueIndex) adds where similar failures were filed."""
     ev = _Evidence(failure, path_frames(failure.record))
+    ev.override = _override(ev)
     for gather in EVIDENCE:
         gather(ev)
     _neighbours(ev, index)
