@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -19,7 +20,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 from bot.cli import main
-from bot.rerun.requirement_choice import CONTEMPORARY, NEAREST, NEWEST, SMALLEST, choose
+from bot.rerun.requirement_choice import CONTEMPORARY, NEAREST, NEWEST, SERIES, choose
 from tests.test_rerun import build_wheel, make_repro
 
 # rbfake_pkga 2.0 fixes compute() and needs rbfake_dep>=1.1, which needs rbfake_sub>=2. The base has
@@ -142,6 +143,24 @@ def test_with_upload_times_the_row_gets_the_releases_contemporary_with_the_swapp
     assert "rbfake-dep 1.2 (contemporary)" in row["note"]
 
 
+def test_offline_a_wheel_folder_with_upload_times_gets_the_contemporary_releases(world, env_cache, tmp_path):
+    """A wheel cache read offline (--no-index --find-links) carries the times its files were
+    uploaded, written where it was filled from an index: the row then gets what it gets online."""
+    from bot.rerun.release_times import SIDECAR, record_from_index
+    folder, wheels, python, url = world
+    cache = tmp_path / "cache"
+    shutil.copytree(wheels, cache)
+    # written from the index for the projects named, for the files the folder holds
+    assert record_from_index(cache, ["rbfake_pkga", "rbfake_dep", "rbfake_sub"], url) == len(UPLOADS)
+    assert record_from_index(cache, ["rbfake_dep"], url) == 0           # nothing new to ask for
+    recorded = json.loads((cache / SIDECAR).read_text())["releases"]
+    assert recorded["rbfake-dep"]["1.2"].startswith("2024-04-01T00:00:00")
+    row = _row(folder, python, "--no-index", "--find-links", str(cache))
+    assert row["verdict"]["kind"] == "PASS", row
+    assert row["also"] == {"rbfake-dep": "1.2", "rbfake-sub": "2.5"}
+    assert "rbfake-dep 1.2 (contemporary)" in row["note"]
+
+
 def test_the_choice_rules():
     versions = ["1.0", "1.1", "1.2", "2.0", "3.0"]
     at = {v: dt.datetime(2024, i + 1, 1, tzinfo=dt.timezone.utc) for i, v in enumerate(versions)}
@@ -151,8 +170,14 @@ def test_the_choice_rules():
     # nothing satisfying was uploaded before the anchor: no times to go by
     late = choose("d", SpecifierSet(">=2"), "1.0", versions, at, anchor)
     assert (late.version, late.how) == ("2.0", NEAREST)
-    # a cap below the base's release: the largest under it; a package the base lacks: the smallest
+    # a cap below the base's release: the largest under it
     assert choose("d", SpecifierSet("<2"), "3.0", versions, {}, None).version == "1.2"
-    assert (choose("d", SpecifierSet(">=1.1"), None, versions, {}, None).version,
-            choose("d", SpecifierSet(">=1.1"), None, versions, {}, None).how) == ("1.1", SMALLEST)
+    # a package the base lacks: the newest of the lowest satisfying series, not the smallest (whose
+    # own requirements are as old as it), nor a later major nothing declared
+    lacks = choose("d", SpecifierSet(">=1.1"), None, versions, {}, None)
+    assert (lacks.version, lacks.how) == ("1.2", SERIES)
+    assert "newest of the lowest satisfying series" in lacks.words()
+    httpx = ["0.22.0", "0.23.0", "0.23.3", "0.27.2", "0.28.1", "1.0.0"]
+    assert choose("httpx", SpecifierSet(">=0.23.0"), None, httpx, {}, None).version == "0.28.1"
+    assert choose("httpx", SpecifierSet(">=1.0.0"), None, httpx, {}, None).version == "1.0.0"
     assert choose("d", SpecifierSet(">=9"), "1.0", versions, at, anchor).how == NEWEST

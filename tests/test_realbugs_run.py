@@ -127,8 +127,9 @@ def test_versions_cache_gets_the_release_the_overlay_will_choose_not_the_newest(
     cached = sorted(w.path.name.split("-py3")[0] for w in envs.local_wheels(cache))
     # versions runs with --no-index --find-links the cache, so no upload times: the satisfying release
     # nearest the entry's own fakedep 1.5 (2.0, not the newest 3.0), and for what the entry lacks the
-    # smallest satisfying, in the second round too (fakesub, which fakedep 2.0 needs)
-    assert cached == ["fakedep-2.0", "fakeother-1.0", "fakepkg-2.0", "fakesub-1.0"], cached
+    # newest of the lowest satisfying series (bot/rerun/requirement_choice.py rule 3: 1.1, not 1.0), in
+    # the second round too (fakesub, which fakedep 2.0 needs)
+    assert cached == ["fakedep-2.0", "fakeother-1.1", "fakepkg-2.0", "fakesub-1.1"], cached
 
 
 # every stage on the three smallest entries, as issue #42 asks of CI: 225 s on the 2-core machine

@@ -1,6 +1,6 @@
 """One command runs reprobot's whole pipeline on the real-bug entries and prints a table per stage.
 
-    python bench/realbugs/run.py [NAME ...] [--part heldout|train|fresh] [--stages reduce,route,...]
+    python bench/realbugs/run.py [NAME ...] [--part heldout|train|fresh|fresh2] [--stages reduce,route,...]
                                  [--from DIR] [--out DIR] [--max-time S] [--offline] [--json]
 
 For each entry, in its pinned environment (bench/realbugs/envs.py: the base interpreter with the
@@ -54,7 +54,8 @@ from packaging.version import InvalidVersion, Version  # noqa: E402
 
 from bot.rerun.environments import RESOLVE_ROUNDS, NotInstallable  # noqa: E402
 from bot.rerun.releases import IndexOptions, Releases, list_releases  # noqa: E402
-from bot.rerun.requirement_choice import Chooser  # noqa: E402
+from bot.rerun import release_times  # noqa: E402
+from bot.rerun.requirement_choice import Chooser, index_url  # noqa: E402
 from bot.store import VERDICT_PASS, VERDICT_SAME  # noqa: E402
 from reducer.analysis.size import count_statements  # noqa: E402
 from reducer.errors import ExitCode  # noqa: E402
@@ -346,16 +347,18 @@ def fetch_for_versions(entry_base: "envs.Installed", package: str, version: str,
     """Put into the wheel cache what `versions` will install for this release of `package` on top of
     the entry's environment, and nothing else: the release itself (no dependencies), then, as its
     overlay does (bot/rerun/environments.py), each requirement the environment does not meet, a few
-    rounds, at the release that versions' own chooser picks (bot/rerun/requirement_choice.py) under the
-    options versions runs with here (`cache_index`: no upload times, so the satisfying release nearest
-    the environment's own). The chooser is shown every release the index lists, not the cache's, so
-    an empty cache gets the same pick as a full one, and the pick, once cached, is also the nearest
-    among what the cache holds. Where the chooser leaves it to the installer (its newest matching),
-    the index's newest is fetched, which makes it the cache's newest too. Returns why it cannot be
-    completed, or None."""
+    rounds, at the release that versions' own chooser picks (bot/rerun/requirement_choice.py). The
+    chooser is shown every release the index lists and the index's upload times, not the cache's, so
+    an empty cache gets the same pick as a full one; each round writes the index's upload times of
+    the cached files it needed into the cache's sidecar (bot/rerun/release_times.py), which is what
+    versions, reading the cache offline (`cache_index`), then chooses by: the contemporary release,
+    which once cached is also the contemporary one among what the cache holds. Where the chooser
+    leaves it to the installer (its newest matching), the index's newest is fetched, which makes it
+    the cache's newest too. Returns why it cannot be completed, or None."""
     marker_env = {"python_version": entry_base.python, "python_full_version": entry_base.full_python, "extra": ""}
     chosen = {canonicalize_name(package): version}
-    chooser = Chooser(entry_base.python, cache_index(pre), {package: version},
+    online = IndexOptions((), pre)          # pip's configured index: its listing and its upload times
+    chooser = Chooser(entry_base.python, online, {package: version},
                       releases=lambda n: _index_releases(n, entry_base.python, pre))
     for _ in range(RESOLVE_ROUNDS + 1):
         need: list[str] = []
@@ -378,6 +381,10 @@ def fetch_for_versions(entry_base: "envs.Installed", package: str, version: str,
                     ok = True
                 if not ok:
                     need.append(f"{req.name}{req.specifier}")
+        # the times versions will choose by offline, for every cached file of what this round needed
+        url = index_url(online)
+        if url is not None:
+            release_times.record_from_index(envs.wheels_dir(), list(chosen), url)
         if not need:
             return None
         # `have` as the overlay's probe sees it: what an earlier round put there, else the entry's own
@@ -490,7 +497,9 @@ def stage_contrast(ctx: Ctx, name: str, entry: dict) -> dict:
         bare = Path(tmp) / path.name
         shutil.copytree(path, bare, ignore=shutil.ignore_patterns("versions.json", "contrast.json", "draft-*"))
         bare_kind = _kind_of(ctx, name, bare, repo, log)
-    return {"exit": rc, "seconds": round(seconds, 1), "contrast": "ran" if data else ("timed out" if rc is None else f"exit {rc}"),
+    # a stopped contrast prints what it ran (bot/rerun/contrast.py): partial, and said so
+    ran = "ran" if data and not data.get("stopped") else (f"stopped ({data['stopped']})" if data else None)
+    return {"exit": rc, "seconds": round(seconds, 1), "contrast": ran or ("timed out" if rc is None else f"exit {rc}"),
             "changes": len(changes), "runs": (data or {}).get("runs"),
             "passing": [c["change"] for c in changes if (c.get("verdict") or {}).get("kind") == VERDICT_PASS],
             "verdict": entry["verdict"], "kind": (kind or {}).get("kind"), "reason": (kind or {}).get("reason"),
@@ -597,8 +606,8 @@ def table(ctx: Ctx, stage: str, names: list[str], markdown: bool = False) -> str
 
 
 def report(ctx: Ctx, names: list[str], footer: str, markdown: bool = False) -> tuple[str, dict]:
-    # fresh: the part held out as a whole (catalog.py), reported apart like the other two
-    parts = {p: [n for n in names if catalog.part_of(n) == p] for p in ("heldout", "train", catalog.FRESH)}
+    # fresh, fresh2: the parts held out as a whole (catalog.py), each reported apart like the other two
+    parts = {p: [n for n in names if catalog.part_of(n) == p] for p in ("heldout", "train", *catalog.CHOSEN)}
     figs = {p: figures(ctx, ns) for p, ns in parts.items() if ns}
     lines = []
     for stage in STAGES:

@@ -11,7 +11,7 @@ from bot.output import console
 from bot.store import ReproDir, write_json_atomic
 from bot.rerun.contrast import Contrast, grouped
 from bot.rerun.verdict import Kind, Verdict
-from bot.rerun.versions import Bisection, Row, shown
+from bot.rerun.versions import Bisection, Row, original_words, shown
 
 _STYLE = {Kind.PASS: "bold green", Kind.SAME: "red", Kind.DIFFERENT: "yellow", Kind.TIMEOUT: "yellow",
           Kind.NOT_INSTALLABLE: "dim", Kind.ERROR: "dim"}
@@ -29,10 +29,20 @@ def save_versions(repro: ReproDir, rows: list[Row], bisection: Bisection | None,
     return data
 
 
-def save_contrast(repro: ReproDir, results: list[Contrast], runs: int) -> dict:
-    data = {"generated": _now(), "runs": runs, "changes": [r.to_dict() for r in results]}
+def save_contrast(repro: ReproDir, results: list[Contrast], runs: int, planned: int | None = None,
+                  stopped: str | None = None) -> dict:
+    """``planned``: the changes contrast means to run (more than ``results`` while it runs, or
+    after a stop); ``stopped``: the line saying it stopped and after how many."""
+    data = {"generated": _now(), "runs": runs, "planned": len(results) if planned is None else planned,
+            "stopped": stopped, "changes": [r.to_dict() for r in results]}
     write_json_atomic(repro.path / "contrast.json", data)
     return data
+
+
+def outcome(row: Row) -> str:
+    """The row's outcome in words: the repro's verdict, then the user's script's where it ran."""
+    by_user = original_words(row.original)
+    return row.verdict.label() + (f" — {by_user}" if by_user else "")
 
 
 def print_rows(rows: list[Row]) -> None:
@@ -47,13 +57,14 @@ def print_rows(rows: list[Row]) -> None:
         for r in rows:
             cells = [(f"[bold]{escape(r.versions[n])}[/]" if n in r.changed else escape(r.versions.get(n, "-")))
                      for n in names]
-            table.add_row(escape(r.label + (f" ({r.note})" if r.note else "")), *cells, f"[{_STYLE[r.verdict.kind]}]{escape(r.verdict.label())}[/]",
-                          f"{r.seconds:.0f}s")
+            # coloured by what the row says about the failure (the user's script's pass is a pass)
+            table.add_row(escape(r.label + (f" ({r.note})" if r.note else "")), *cells,
+                          f"[{_STYLE[r.judged.kind]}]{escape(outcome(r))}[/]", f"{r.seconds:.0f}s")
         console.print(table)
         return
     for r in rows:
         pins = " ".join(f"{n}={r.versions[n]}" for n in names if n in r.versions)
-        console.print(f"{r.label:<22} {pins} | {r.verdict.label()} | {r.seconds:.0f}s", markup=False)
+        console.print(f"{r.label:<22} {pins} | {outcome(r)} | {r.seconds:.0f}s", markup=False)
 
 
 def print_contrast(results: list[Contrast]) -> None:

@@ -34,6 +34,19 @@ class StoredRepro:
     def default_timeout(self) -> float:
         return self.recipe.default_timeout()
 
+    def _original_path(self):
+        # seeded.py: the user's script with the seed reduce fixed (a flaky failure cannot pass there
+        # by chance); else original.py, the user's script as given
+        seeded = self.folder.path / "seeded.py"
+        return seeded if seeded.is_file() else self.folder.original
+
+    def has_original(self) -> bool:
+        return self._original_path().is_file()
+
+    def original_source(self) -> str:
+        """The user's script, as reduce ran it: what `versions` runs where the repro fails otherwise."""
+        return self._original_path().read_text(encoding="utf-8")
+
 
 class ReproRunner:
     """Runs sources of one repro cold: a fresh directory holding only the script, its own TMPDIR,
@@ -53,6 +66,11 @@ class ReproRunner:
 
     def verdict(self, source: str | None = None, env: dict[str, str] | None = None) -> Verdict:
         return classify(self.outcome(source, env), self.repro.target, self.repro.options)
+
+    def original_verdict(self, env: dict[str, str] | None = None) -> Verdict:
+        """The user's script run as the repro is (same recipe, launch line, arguments and timeout),
+        judged against the same signature."""
+        return self.verdict(self.repro.original_source(), env)
 
     def close(self) -> None:
         import shutil

@@ -7,11 +7,15 @@ closest to the user's that satisfies it:
 1. a base package that satisfies the requirement is kept (it is never unmet);
 2. otherwise the release of the requirement *contemporary* with the row: the newest release that
    satisfies every specifier declared for it and was uploaded no later than the row's newest
-   pinned release (the *anchor*: the swapped release, or the newest of the lock's pins);
-3. no upload times (a ``--find-links`` folder, ``--no-index``, an index without PEP 691/700
-   times, or no release dated before the anchor): the satisfying release nearest the base's own in
-   version order (the smallest above it; the largest below it when the specifier caps it), or
-   the smallest satisfying release when the base does not have the package;
+   pinned release (the *anchor*: the swapped release, or the newest of the lock's pins).
+   Upload times come from the index's PEP 691 JSON pages (PEP 700 ``upload-time``) and, offline,
+   from a ``--find-links`` folder's sidecar file (``upload-times.json``, written where the folder
+   is filled from an index: bot/rerun/release_times.py);
+3. no upload times (a ``--find-links`` folder without a sidecar, ``--no-index``, an index without
+   PEP 691/700 times, or no release dated before the anchor): the satisfying release nearest the
+   base's own in version order (the smallest above it; the largest below it when the specifier
+   caps it), or, when the base does not have the package, the newest satisfying release of the
+   *lowest satisfying series* (the series: the version's first number, so all of 0.x is one);
 4. nothing listed, or the chosen release does not install: the installer's newest matching
    release (what every row got before), and the row's note says so.
 
@@ -28,36 +32,45 @@ never ran with (transformers 5 under a trl 0.2x release made such rows import-fa
 with the release, so each row runs in its own release's time and the outcome changes where the
 package's code changed. Without times the nearest release to the user's is the next best guess:
 the least change to an environment the user's other packages were built for.
+
+Why not the smallest satisfying release when the base lacks the package (what rule 3 took until
+the real-bug benchmark's fresh part, issue #42): a lower bound is where the requirement was first
+declared, often years before the swapped release, and the smallest release drags in requirements
+of its own time: huggingface-hub 1.31.0 accepts httpx from 0.23.0, and httpx 0.23.0 (2022) wanted
+httpcore 0.15, h11 < 0.13 and anyio 3, which the overlay's rounds could not meet, so the row was
+"not installable". The newest release of the series the bound names keeps the API the
+bound was declared against (a series is what its users upgrade within without changing code), and
+its own requirements are recent, like the rest of the user's environment; staying in the series
+keeps out what the installer's newest would let in where nothing caps it, a later major release
+the swapped release never declared it runs with. (Where the specifier caps it below the next
+series, this is the installer's own pick.)
 """
 from __future__ import annotations
 
 import datetime as _dt
 import functools
-import json
 import os
 import re
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.utils import (InvalidSdistFilename, InvalidWheelFilename, canonicalize_name, parse_sdist_filename,
-                             parse_wheel_filename)
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from bot.rerun import release_times
+from bot.rerun.release_times import INDEX_TIMEOUT
 from bot.rerun.releases import IndexOptions, Releases, list_releases
 
 PYPI_SIMPLE = "https://pypi.org/simple"
-_JSON = "application/vnd.pypi.simple.v1+json"
-INDEX_TIMEOUT = 30.0
 
 CONTEMPORARY = "contemporary"          # newest satisfying release uploaded no later than the anchor
 NEAREST = "nearest"                    # no upload times: the satisfying release nearest the base's
-SMALLEST = "smallest"                  # no upload times, not in the base: the smallest satisfying
+SERIES = "series"                      # no upload times, not in the base: newest of the lowest satisfying series
 NEWEST = "newest"                      # the installer's own pick (nothing chosen, or it did not install)
 
 
@@ -77,15 +90,14 @@ class Choice:
         """``dep 1.2 (contemporary)``, for the row's note."""
         version = installed or self.version or "?"
         how = {CONTEMPORARY: "contemporary", NEAREST: "no upload times: nearest to the base's",
-               SMALLEST: "no upload times: smallest satisfying", NEWEST: "newest matching"}[self.how]
+               SERIES: "no upload times: newest of the lowest satisfying series",
+               NEWEST: "newest matching"}[self.how]
         return f"{self.name} {version} ({how}{': ' + self.why if self.why else ''})"
 
 
 # --- upload times ---------------------------------------------------------------------------------
 
-_times: dict[tuple[str, str], dict[str, _dt.datetime]] = {}
 _configured_url: list[str | None] = []
-_unreachable: set[str] = set()          # indexes that did not answer once: not asked again (offline)
 
 
 def index_url(index: IndexOptions) -> str | None:
@@ -118,60 +130,29 @@ def _pip_configured_url() -> str | None:
     return _configured_url[0]
 
 
-def _version_of(filename: str) -> str | None:
-    try:
-        if filename.endswith(".whl"):
-            return str(parse_wheel_filename(filename)[1])
-        return str(parse_sdist_filename(filename)[1])
-    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
-        return None
-
-
-def _parse_time(text: str) -> _dt.datetime | None:
-    try:
-        t = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
+def find_links(index: IndexOptions) -> list[Path]:
+    """The local folders among the row's --find-links (a URL there is an index page, not a folder)."""
+    args = list(index.args)
+    out = []
+    for i, a in enumerate(args):
+        value = args[i + 1] if a in ("--find-links", "-f") and i + 1 < len(args) else \
+            a.split("=", 1)[1] if a.startswith("--find-links=") else None
+        if value and "://" not in value and Path(value).is_dir():
+            out.append(Path(value))
+    return out
 
 
 def upload_times(name: str, index: IndexOptions, timeout: float = INDEX_TIMEOUT) -> dict[str, _dt.datetime]:
-    """Release -> its first file's upload time, from the index's PEP 691 JSON page (PEP 700's
-    ``upload-time``); empty when the index gives none (--no-index, an HTML-only index, no answer)."""
+    """Release -> its first file's upload time: from the index's PEP 691 JSON page (PEP 700's
+    ``upload-time``), and from the sidecar of each --find-links folder (bot/rerun/release_times.py),
+    which is what a wheel cache read offline (--no-index) has; empty when neither gives any."""
     url = index_url(index)
-    if url is None:
-        return {}
-    key = (url, canonicalize_name(name))
-    if url in _unreachable:
-        return {}
-    if key not in _times:
-        _times[key] = _fetch_times(url, url.rstrip("/") + f"/{canonicalize_name(name)}/", timeout)
-    return _times[key]
-
-
-def _fetch_times(url: str, page: str, timeout: float) -> dict[str, _dt.datetime]:
-    request = urllib.request.Request(page, headers={"Accept": _JSON})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as resp:
-            if _JSON not in (resp.headers.get("Content-Type") or ""):
-                return {}
-            data = json.loads(resp.read().decode("utf-8"))
-    except urllib.error.HTTPError:
-        return {}                       # the index answered: no such project there
-    except OSError:
-        _unreachable.add(url)
-        return {}
-    except ValueError:
-        return {}
-    out: dict[str, _dt.datetime] = {}
-    for f in data.get("files") or []:
-        if not isinstance(f, dict) or f.get("yanked"):
-            continue
-        version = _version_of(str(f.get("filename") or ""))
-        when = _parse_time(str(f.get("upload-time") or ""))
-        if version and when and (version not in out or when < out[version]):
-            out[version] = when
-    return out
+    times = release_times.by_release(release_times.index_files(url, name, timeout), name) if url else {}
+    for folder in find_links(index):
+        for version, when in release_times.folder_times(folder, name).items():
+            if version not in times or when < times[version]:
+                times[version] = when
+    return times
 
 
 # --- the choice -----------------------------------------------------------------------------------
@@ -192,7 +173,8 @@ def choose(name: str, specifier: SpecifierSet, have: str | None, releases: list[
     except InvalidVersion:
         base = None
     if base is None:
-        return Choice(name, spec, fits[0], SMALLEST)
+        series = Version(fits[0]).release[0]
+        return Choice(name, spec, [v for v in fits if Version(v).release[0] == series][-1], SERIES)
     above = [v for v in fits if Version(v) > base]
     return Choice(name, spec, above[0] if above else fits[-1], NEAREST)
 

@@ -4,6 +4,24 @@ Rows by default: the locked versions, the latest release of each stack package a
 rest as locked), and all latest together. `bisect` finds the first release of one package
 where the outcome changes, trusting that it changes once in the range (the usual case for a
 fix or a regression) and saying which runs it took.
+
+Two readings on top of the repro's own verdicts (issue #42, the real-bug benchmark's fresh part):
+
+- The reduced repro is not always one a fixed release runs through: reduce keeps only what the
+  failure needs, so on the release that fixed it the repro can fail another way (a callback
+  emptied to ``pass`` that the fix now calls, a model shrunk below what the fixed code accepts).
+  Where a latest row or a bisect's boundary fails otherwise, the user's script (original.py;
+  seeded.py when reduce fixed a seed, so a flaky failure cannot pass there by chance) runs once in
+  the same environment, through the same run recipe and timeout, and the row carries its verdict
+  (``original``): a pass names the release as the fix, a failure the recorded way says it still
+  fails. At most the boundaries (two) and the latest rows get that run.
+- A pass whose row installed, beside the swapped release, another release of a package the
+  failure was raised through (its signature's library frames; ``also``) is not the swapped
+  release's fix: the user's stack has that package at the failing release, and the pass may be
+  the other release's (trl 0.12.2 pinned ``transformers<4.47`` instead of fixing the call; its row
+  ran transformers 4.46.3). The bisect tells such a pass from a clean one, as it tells two
+  failures apart, so a later clean pass is found and named as the fix; the sentence names what
+  was installed beside every passing boundary either way.
 """
 from __future__ import annotations
 
@@ -14,13 +32,13 @@ from typing import Callable
 
 from packaging.utils import canonicalize_name
 
-from bot.rerun.environments import Installed, NotInstallable, overlay_environment, probe
+from bot.rerun.environments import Environment, Installed, NotInstallable, overlay_environment, probe
 from bot.rerun.lock import Lock, versions_stack
 from bot.rerun.rate import LaterRuns, on_locked_versions
 from bot.rerun.releases import IndexOptions, Releases, list_releases
 from bot.rerun.repro_run import ReproRunner
 from bot.rerun.verdict import Kind, Verdict
-from bot.targets import versions_shown
+from bot.targets import package_targets, versions_shown
 
 
 
@@ -40,23 +58,57 @@ class Row:
     # what the overlay installed besides: requirements of `changed` the environment did not meet
     # (a pass then may be theirs as much as the swapped release's; bot/upstream/kind.py reads it)
     also: dict[str, str] = field(default_factory=dict)
+    # the user's script run in this row's environment, where the repro failed otherwise on a
+    # latest row (see the module's docstring); None where it was not run
+    original: Verdict | None = None
+
+    @property
+    def judged(self) -> Verdict:
+        """What the row says about the failure: the repro's verdict, or the user's script's."""
+        return judged(self.verdict, self.original)
 
     def to_dict(self) -> dict:
         return {"label": self.label, "versions": self.versions, "changed": self.changed, "also": self.also,
-                "note": self.note, "verdict": self.verdict.to_dict(), "seconds": round(self.seconds, 2)}
+                "note": self.note, "verdict": self.verdict.to_dict(), "seconds": round(self.seconds, 2),
+                "original": self.original.to_dict() if self.original is not None else None}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Row":
+        original = d.get("original")
         return cls(d["label"], d["versions"], Verdict.from_dict(d["verdict"]), d.get("seconds", 0.0),
-                   d.get("changed", {}), d.get("note", ""), d.get("also", {}))
+                   d.get("changed", {}), d.get("note", ""), d.get("also", {}),
+                   Verdict.from_dict(original) if isinstance(original, dict) else None)
+
+
+def judged(repro: Verdict, original: Verdict | None) -> Verdict:
+    """A run's answer about the failure: the repro's verdict, unless the repro failed otherwise and
+    the user's script, run in the same environment, passed or failed the recorded way (the repro's
+    other failure is then the reduction's, not the release's)."""
+    if repro.kind is Kind.DIFFERENT and original is not None and original.kind in (Kind.PASS, Kind.SAME):
+        return original
+    return repro
+
+
+def original_words(original: Verdict | None) -> str:
+    """What the user's script did where the repro failed otherwise (empty: it was not run)."""
+    if original is None:
+        return ""
+    if original.kind is Kind.PASS:
+        return "the repro fails otherwise there; the user's script passes"
+    if original.kind is Kind.SAME:
+        return "the repro fails otherwise there; the user's script still fails"
+    if original.kind is Kind.DIFFERENT:
+        return "the user's script fails otherwise too"
+    return f"the user's script: {original.label()}"
 
 
 @dataclass
 class Bisection:
     """Up to two boundaries: where the outcome first changed from the low end's, and, when the
     latest release's outcome is yet another (a fix after the message changed, a new break after a
-    fix), where that one first appears. ``same_bug``: the first change is the target's exception
-    type raised at the same frames with another message."""
+    fix, a clean pass after one that came with the failure's own package moved), where that one
+    first appears. ``same_bug``: the first change is the target's exception type raised at the
+    same frames with another message."""
     package: str
     tried: list[tuple[str, Verdict]]       # in the order they ran
     first_changed: str | None
@@ -68,13 +120,46 @@ class Bisection:
     same_bug: bool = False
     also: dict[str, dict[str, str]] = field(default_factory=dict)   # release -> what its row installed besides
     notes: dict[str, str] = field(default_factory=dict)             # release -> its row's note
+    originals: dict[str, Verdict] = field(default_factory=dict)     # boundary -> the user's script there
+    # the distributions the failure was raised through -> their release in the user's stack
+    own: dict[str, str] = field(default_factory=dict)
 
-    def _span(self, first: str | None, last: str | None, lead: str = "first") -> str | None:
-        results = dict(self.tried)
-        changed, before = results.get(first or ""), results.get(last or "")
-        if changed is None or before is None:
+    def judged(self, version: str | None) -> Verdict | None:
+        verdict = dict(self.tried).get(version or "")
+        return None if verdict is None else judged(verdict, self.originals.get(version or ""))
+
+    def moved(self, version: str) -> dict[str, str]:
+        """Of what the release's row installed beside it, the failure's own packages."""
+        return {n: v for n, v in (self.also.get(version) or {}).items() if canonicalize_name(n) in self.own}
+
+    def _passes(self, version: str | None) -> bool:
+        verdict = self.judged(version)
+        return verdict is not None and verdict.kind is Kind.PASS
+
+    def _details(self, version: str) -> list[str]:
+        out = [w for w in [original_words(self.originals.get(version))] if w]
+        also = self.also.get(version) or {}
+        if also and self._passes(version):
+            out.append("with " + ", ".join(f"{n} {v}" for n, v in sorted(also.items())) + " installed beside it")
+        return out
+
+    def _span(self, first: str | None, last: str | None, head: str | None = None) -> str | None:
+        changed, before = self.judged(first), self.judged(last)
+        if changed is None or before is None or first is None or last is None:
             return None
-        return f"{lead} {_word(changed)}: {self.package} {first} (last {_word(before)} {last})"
+        if changed.kind is not Kind.PASS:
+            # where the user's script still fails, the boundary is still where the repro changed
+            changed = dict(self.tried)[first]
+        # a pass that came with the failure's own package moved: the release before a clean pass
+        last_words = f"last {last}" if self._passes(last) and self.moved(last) else f"last {_word(before)} {last}"
+        head = head or f"first {_word(changed)}"
+        text = f"{head}: {self.package} {first} ({'; '.join(self._details(first) + [last_words])})"
+        moved = self.moved(first) if self._passes(first) else {}
+        if moved:
+            mine = ", ".join(f"{n} {self.own[canonicalize_name(n)]}" for n in sorted(moved))
+            text += (f" — not counted as the fix: the failure is raised through {', '.join(sorted(moved))}, "
+                     f"and the user has {mine}")
+        return text
 
     def sentence(self) -> str:
         if self.note:
@@ -84,25 +169,33 @@ class Bisection:
             return f"{self.package}: no change in the range"
         if self.same_bug:
             first += " — same bug, message changed"
-        second = self._span(self.then_changed, self.then_last)
+        head = None
+        then = self.then_changed or ""
+        if self._passes(self.first_changed) and self.moved(self.first_changed or "") and self._passes(then) \
+                and not self.moved(then):
+            head = f"first passing with {', '.join(sorted(self.moved(self.first_changed or '')))} as the user has it"
+        second = self._span(self.then_changed, self.then_last, head)
         return first + (f"; {second}" if second else "") + f", {len(self.tried)} runs"
 
     @property
     def first_passing(self) -> str | None:
-        results = dict(self.tried)
+        """The first release that passes (the repro, or the user's script where the repro failed
+        otherwise) with none of the failure's own packages moved beside it: the fix."""
         for v in (self.first_changed, self.then_changed):
-            if v and results.get(v) is not None and results[v].kind is Kind.PASS:
+            if v and self._passes(v) and not self.moved(v):
                 return v
         return None
 
     def to_dict(self) -> dict:
         return {"package": self.package, "first_changed": self.first_changed, "last_same": self.last_same,
                 "then_changed": self.then_changed, "then_last": self.then_last, "same_bug": self.same_bug,
-                "first_passing": self.first_passing,
+                "first_passing": self.first_passing, "own": self.own,
                 "releases_in_range": self.releases_in_range, "runs": len(self.tried), "note": self.note,
                 "sentence": self.sentence(),
                 "tried": [{"version": v, "verdict": r.to_dict(), "also": self.also.get(v, {}),
-                           **({"note": self.notes[v]} if self.notes.get(v) else {})} for v, r in self.tried]}
+                           **({"note": self.notes[v]} if self.notes.get(v) else {}),
+                           **({"original": self.originals[v].to_dict()} if v in self.originals else {})}
+                          for v, r in self.tried]}
 
 
 Notify = Callable[[str], None]
@@ -127,13 +220,20 @@ class VersionRunner:
             self._releases[key] = list_releases(name, self.base.python, self.index)
         return self._releases[key]
 
-    def row(self, label: str, swap: dict[str, str]) -> Row:
+    def _environment(self, swap: dict[str, str]) -> tuple[dict[str, str], dict[str, str], Environment]:
+        """The row's pins (the lock's, `swap` over them), those the base lacks, and the overlay with
+        them (NotInstallable says why not; a cached overlay is reused, not built again)."""
         merged = {**self.locked_pins, **{canonicalize_name(k): v for k, v in swap.items()}}
         pins = {k: v for k, v in merged.items() if self.base.version(k) != v}
+        return merged, pins, overlay_environment(self.python, self.base, pins, self.index)
+
+    def row(self, label: str, swap: dict[str, str], original: bool = False) -> Row:
+        """One row; ``original``: where the repro fails otherwise, the user's script runs there too."""
+        merged = {**self.locked_pins, **{canonicalize_name(k): v for k, v in swap.items()}}
         started = time.monotonic()
         self.notify(f"{label}: preparing the environment")
         try:
-            env = overlay_environment(self.python, self.base, pins, self.index)
+            merged, pins, env = self._environment(swap)
         except NotInstallable as e:
             verdict = Verdict(Kind.NOT_INSTALLABLE, str(e))
             return Row(label, self._shown(merged, swap), verdict, time.monotonic() - started, dict(swap))
@@ -152,8 +252,24 @@ class VersionRunner:
                 rated = f"flaky: {rate.words()} here" if same is not None else f"{rate.words()} here"
                 note = "; ".join(n for n in (rated, note) if n)
                 verdict = same or verdict
+        by_user = self._original(label, env) if original and verdict.kind is Kind.DIFFERENT else None
         return Row(label, self._shown({**merged, **env.pins}, swap), verdict, time.monotonic() - started,
-                   dict(swap), note=note, also=env.added(pins))
+                   dict(swap), note=note, also=env.added(pins), original=by_user)
+
+    def _original(self, label: str, env: Environment) -> Verdict | None:
+        """The user's script in `env`, through the folder's run recipe (None: the folder has none)."""
+        if not self.runner.repro.has_original():
+            return None
+        self.notify(f"{label}: the repro fails otherwise; running the user's script there")
+        return self.runner.original_verdict(env=env.env())
+
+    def original_at(self, label: str, swap: dict[str, str]) -> Verdict | None:
+        """The user's script in the environment a row with `swap` ran in (its overlay is cached)."""
+        try:
+            _, _, env = self._environment(swap)
+        except NotInstallable:
+            return None
+        return self._original(label, env)
 
     def _shown(self, pins: dict[str, str], swap: dict[str, str]) -> dict[str, str]:
         out = {}
@@ -182,9 +298,9 @@ class VersionRunner:
                 rows.append(Row(f"{name} latest", rows[0].versions, rows[0].verdict, 0.0,
                                 {name: rel.latest}, note="= locked"))
                 continue
-            rows.append(self.row(f"{name} latest", {name: rel.latest}))
+            rows.append(self.row(f"{name} latest", {name: rel.latest}, original=True))
         if len([n for n in latest if latest[n] != self.lock.version(n)]) > 1:
-            rows.append(self.row("all latest", latest))
+            rows.append(self.row("all latest", latest, original=True))
         return rows
 
     def sweep(self, package: str, low: str | None, high: str | None) -> list[Row]:
@@ -210,6 +326,7 @@ class VersionRunner:
         cache: dict[int, Verdict] = {}
         also: dict[str, dict[str, str]] = {}
         notes: dict[str, str] = {}
+        own = self.own_packages()
 
         def at(i: int) -> Verdict:
             if i not in cache:
@@ -219,18 +336,27 @@ class VersionRunner:
                 also[versions[i]], notes[versions[i]] = row.also, row.note
             return cache[i]
 
+        def outcome(i: int) -> tuple:
+            """What the bisect tells apart: the verdict, and for a pass which of the failure's own
+            packages its row moved (a pass with them moved is not the release's fix)."""
+            v = at(i)
+            moved = frozenset(canonicalize_name(n) for n in also[versions[i]]) & set(own) \
+                if v.kind is Kind.PASS else frozenset()
+            return v.kind, v.signature_id, moved
+
+        def result(**kw) -> Bisection:
+            return Bisection(package, tried, releases_in_range=len(versions), also=also, notes=notes, own=own, **kw)
+
         reference = at(0)
         if reference.kind is Kind.NOT_INSTALLABLE:
-            return Bisection(package, tried, None, None, len(versions),
-                             note=f"{package} {versions[0]}: {reference.label()}", also=also, notes=notes)
+            return result(first_changed=None, last_same=None, note=f"{package} {versions[0]}: {reference.label()}")
         last = len(versions) - 1
         while last > 0 and at(last).kind is Kind.NOT_INSTALLABLE:
             last -= 1
-        if last == 0 or _same(at(last), reference):
-            return Bisection(package, tried, None, versions[last], len(versions),
-                             note=f"{package}: the outcome is the same from {versions[0]} to {versions[last]} "
-                                  f"({reference.label()}), {len(tried)} runs", also=also, notes=notes)
-        final = at(last)
+        if last == 0 or outcome(last) == outcome(0):
+            return result(first_changed=None, last_same=versions[last],
+                          note=f"{package}: the outcome is the same from {versions[0]} to {versions[last]} "
+                               f"({reference.label()}), {len(tried)} runs")
         # Outcomes are taken to run reference... -> other... -> final... in release order (one
         # change, or two: a message that changed before the fix). lo1/hi1 bracket the first
         # change, lo2/hi2 the first release with the final outcome; every run narrows both.
@@ -240,10 +366,9 @@ class VersionRunner:
             probe_at = _installable_near((lo + hi) // 2, lo, hi, at)
             if probe_at is None:
                 break
-            v = at(probe_at)
-            if _same(v, reference):
+            if outcome(probe_at) == outcome(0):
                 lo1, lo2 = max(lo1, probe_at), max(lo2, probe_at)
-            elif _same(v, final):
+            elif outcome(probe_at) == outcome(last):
                 hi1, hi2 = min(hi1, probe_at), min(hi2, probe_at)
             else:
                 hi1, lo2 = min(hi1, probe_at), max(lo2, probe_at)
@@ -254,9 +379,32 @@ class VersionRunner:
         first = cache[hi1]
         same_bug = (reference.kind is Kind.SAME and first.kind is Kind.DIFFERENT
                     and same_bug_as(first, self.runner.repro.target))
-        return Bisection(package, tried, versions[hi1], versions[lo1], len(versions), note=note,
-                         then_changed=versions[hi2] if two else None, then_last=versions[lo2] if two else None,
-                         same_bug=same_bug, also=also, notes=notes)
+        # where the repro fails otherwise at a boundary, the user's script says whether the release
+        # fixed it (at most two more runs, in environments already built)
+        originals = {}
+        for i in sorted({hi1, hi2}):
+            if cache[i].kind is Kind.DIFFERENT:
+                by_user = self.original_at(f"{package} {versions[i]}", {package: versions[i]})
+                if by_user is not None:
+                    originals[versions[i]] = by_user
+        return result(first_changed=versions[hi1], last_same=versions[lo1], note=note,
+                      then_changed=versions[hi2] if two else None, then_last=versions[lo2] if two else None,
+                      same_bug=same_bug, originals=originals)
+
+    def own_packages(self) -> dict[str, str]:
+        """The distributions the failure was raised through (its signature's library frames), each
+        with its release in the user's stack."""
+        targets = package_targets()
+        out: dict[str, str] = {}
+        for frame in self.runner.repro.target.frames:
+            top = frame.split(":", 1)[0].split("/", 1)[0].removesuffix(".py")
+            target = targets.get(top)
+            for dist in (target.dists if target else (top,)):
+                name = canonicalize_name(dist)
+                version = self.lock.version(name) or self.base.version(name)
+                if version:
+                    out[name] = version
+        return out
 
 
 def merged_swap(swap: dict[str, str]) -> dict[str, str]:
@@ -272,10 +420,6 @@ def same_bug_as(verdict: Verdict, target) -> bool:
 
 def _word(v: Verdict) -> str:
     return {Kind.PASS: "passing", Kind.SAME: "failing"}.get(v.kind, v.kind.value)
-
-
-def _same(a: Verdict, b: Verdict) -> bool:
-    return a.kind is b.kind and a.signature_id == b.signature_id
 
 
 def _installable_near(mid: int, lo: int, hi: int, at: Callable[[int], Verdict]) -> int | None:

@@ -181,10 +181,10 @@ def check_folder(folder: ReproDir, python: str, index: IndexOptions | None, stat
 def _bisected(vr: VersionRunner, lock: Lock, name: str, since: str | None, latest: str, row: Row) -> list[Finding]:
     """The latest no longer fails the same way: where it passed first and/or failed differently first."""
     b = vr.bisect(name, since, latest)
-    results = dict(b.tried)
     out = []
     for first in (b.first_changed, b.then_changed):
-        verdict = results.get(first or "")
+        # where the repro failed otherwise and the user's script passed there, the release passes
+        verdict = b.judged(first)
         if verdict is None or verdict.kind is Kind.SAME:
             continue
         kind = PASSES if verdict.kind is Kind.PASS else DIFFERENT

@@ -33,6 +33,12 @@ What ``versions`` ran overrules the reading of the error in two cases:
   reason names the earliest such release, where the fix shipped. A later release passing does not
   turn a usage verdict into a bug: a check relaxed or a feature added later does not make the call
   right then.
+
+A run "passes" when the repro passed, or when the repro failed otherwise and the user's script,
+which `versions` then runs in the same environment (versions.json's ``original``, on latest rows
+and a bisect's boundaries), passed: the reduced repro can fail on the fixing release in a way the
+user's script does not (bot/rerun/versions.py). Such a pass counts as the repro's would, under the
+same rules, and the reason says it was the user's script.
 """
 from __future__ import annotations
 
@@ -42,7 +48,7 @@ from typing import Any, Iterable
 
 from packaging.utils import canonicalize_name
 
-from bot.store import PassingRun
+from bot.store import VERDICT_PASS, PassingRun
 from bot.targets import owner_packages, package_targets
 from bot.upstream.raise_sites import raisers, release_key
 from bot.upstream.signatures import Catalogue, catalogue, keyword_in_releases, parse_signature_error
@@ -93,6 +99,8 @@ class Evidence:
     installed: dict[str, str] = field(default_factory=dict)   # package -> version the run had (env.json)
     passed: list[tuple[str, str]] = field(default_factory=list)   # (package, release) `versions` runs that passed
     passing: list[PassingRun] = field(default_factory=list)   # the same runs, with everything they changed
+    # of `passed`, the runs where the repro failed otherwise and the user's script passed (canonical names)
+    script_passed: set[tuple[str, str]] = field(default_factory=set)
     routed: tuple[str, ...] = ()      # the distributions of the repository routing picked (route.json)
 
     @property
@@ -612,8 +620,8 @@ def _regression(ev: Evidence) -> Kind | None:
     for package, release in ev.passed:
         have = ev.installed.get(package)
         if have and _older(release, have):
-            return Kind(BUG, f"the same repro passes on {package} {release}, an earlier release than the installed "
-                             f"{have}: a regression, not a usage error", None, 0.85)
+            return Kind(BUG, f"{_what_passed(ev, package, release)} passes on {package} {release}, an earlier "
+                             f"release than the installed {have}: a regression, not a usage error", None, 0.85)
     return None
 
 
@@ -659,8 +667,12 @@ def _fix_shipped(ev: Evidence) -> Kind | None:
         return None
     # the earliest such release: where the fix shipped (a bisect's first passing one)
     _, dist, release, have = min(clean)
-    return Kind(BUG, f"the same repro passes on {dist} {release}, a later release than the installed {have}, "
-                     f"with nothing else it touches changed: a fix shipped in {dist}", None, 0.85)
+    return Kind(BUG, f"{_what_passed(ev, dist, release)} passes on {dist} {release}, a later release than the "
+                     f"installed {have}, with nothing else it touches changed: a fix shipped in {dist}", None, 0.85)
+
+
+def _what_passed(ev: Evidence, package: str, release: str) -> str:
+    return "the user's script" if (canonicalize_name(package), release) in ev.script_passed else "the same repro"
 
 
 def classify(ev: Evidence) -> Kind:
@@ -721,8 +733,37 @@ def classify_repro(repro: Any) -> Kind | None:
     ev.installed = failure.versions          # env.json, as failure_from_repro read it
     ev.passed = notes.passed
     ev.passing = notes.passing
+    for run in script_passes(repro):
+        ev.passed += list(run.changed.items())
+        ev.passing.append(run)
+        ev.script_passed |= {(canonicalize_name(p), v) for p, v in run.changed.items()}
     ev.routed = _routed(repro)
     return classify(ev)
+
+
+def script_passes(repro: Any) -> list[PassingRun]:
+    """versions.json's runs where the repro failed otherwise and the user's script passed in the
+    same environment (``original``): latest rows and the bisect's tried releases."""
+    path = repro.path / "versions.json"
+    data = repro.read_json(path) if path.is_file() else None
+    if not isinstance(data, dict):
+        return []
+
+    def by_user(run: Any) -> bool:
+        original = run.get("original") if isinstance(run, dict) else None
+        return (isinstance(original, dict) and original.get("kind") == VERDICT_PASS
+                and (run.get("verdict") or {}).get("kind") != VERDICT_PASS)
+
+    def strs(d: Any) -> dict[str, str]:
+        return {str(k): str(v) for k, v in d.items()} if isinstance(d, dict) else {}
+
+    out = [PassingRun(strs(row.get("changed")), strs(row.get("also")))
+           for row in data.get("rows") or [] if by_user(row) and row.get("label") != "locked"]
+    bisect = data.get("bisect") if isinstance(data.get("bisect"), dict) else {}
+    if bisect.get("package"):
+        out += [PassingRun({str(bisect["package"]): str(t.get("version"))}, strs(t.get("also")))
+                for t in bisect.get("tried") or [] if by_user(t)]
+    return out
 
 
 def _routed(repro: Any) -> tuple[str, ...]:

@@ -1,0 +1,146 @@
+"""What `versions` reads at a bisect's boundaries and on latest rows (issue #42, the real-bug
+benchmark's fresh part): the user's script where the reduced repro fails otherwise, and a pass that
+came with the failure's own package moved. Real pip, fake wheels in a local --find-links folder,
+real runs of the scripts through the folder's run recipe."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import venv
+
+import pytest
+
+from bot.cli import main
+from bot.rerun.versions import Row
+from bot.store import ReproDir
+from tests.test_rerun import build_wheel, make_repro
+
+# rbcb: train() raises before it calls the callback until 1.2, which calls it. The user's script
+# passes a callback that returns a number; reduce emptied it to `pass` (the failure never reached
+# it), so on 1.2 the repro fails another way (None + 1) while the user's script runs through.
+RAISES = 'def train(callback):\n    raise ValueError("the trainer cannot evaluate yet")\n'
+CALLS = "def train(callback):\n    return callback(3) + 1\n"
+ORIGINAL = "import rbcb\n\n\ndef metrics(x):\n    return x * 2\n\n\nprint(rbcb.train(metrics))\n"
+REDUCED = "import rbcb\n\n\ndef metrics(x):\n    pass\n\n\nrbcb.train(metrics)\n"
+
+# rbhost (the raising package, transformers' role) 2.0 calls a plugin's log() with a second
+# argument; rbplug (trl's role) 1.0 does not take it. rbplug 1.1 pins rbhost<2 instead of fixing
+# it, so its row runs rbhost 1.9 and passes; 1.2 takes the argument: the fix.
+HOST_19 = "def run(plugin):\n    return plugin.log({'loss': 1.0})\n"
+HOST_20 = "def run(plugin):\n    return plugin.log({'loss': 1.0}, 0.5)\n"
+PLUG_OLD = "class Plug:\n    def log(self, logs):\n        return logs\n"
+PLUG_FIXED = "class Plug:\n    def log(self, logs, start_time=None):\n        return logs\n"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("boundaries")
+    wheels = root / "wheels"
+    wheels.mkdir()
+    for version, body in (("1.0", RAISES), ("1.1", RAISES), ("1.2", CALLS), ("1.3", CALLS)):
+        build_wheel(wheels, "rbcb", version, body)
+    build_wheel(wheels, "rbhost", "1.9", HOST_19)
+    build_wheel(wheels, "rbhost", "2.0", HOST_20)
+    for version, body, requires in (("1.0", PLUG_OLD, ("rbhost",)), ("1.1", PLUG_OLD, ("rbhost<2",)),
+                                    ("1.2", PLUG_FIXED, ("rbhost>=1.9",)), ("1.3", PLUG_FIXED, ("rbhost>=1.9",))):
+        build_wheel(wheels, "rbplug", version, body, requires)
+    venv.EnvBuilder(with_pip=False).create(root / "base")
+    python = root / "base" / "bin" / "python"
+    site = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                   text=True).strip()
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
+                    "--target", site, "--no-deps", "rbcb==1.0", "rbhost==2.0", "rbplug==1.0"], check=True)
+    # one overlay cache for the module: the latest row reuses the environment the bisect built
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("REPROBOT_ENV_CACHE", str(root / "envs"))
+        yield root, wheels, python
+
+
+def _versions(folder, python, wheels, *args: str) -> dict:
+    assert main(["versions", str(folder), "--python", str(python), *args, "--no-index", "--find-links", str(wheels),
+                 "--json"]) == 0
+    return json.loads((folder / "versions.json").read_text())
+
+
+def test_where_the_repro_fails_otherwise_the_users_script_names_the_fix(world, capsys):
+    root, wheels, python = world
+    folder = make_repro(root, python, REDUCED, "rbcb==1.0\n", "callback")
+    (folder / "original.py").write_text(ORIGINAL)
+
+    b = _versions(folder, python, wheels, "--bisect", "rbcb", "--range", "1.0..1.3")["bisect"]
+    tried = {t["version"]: t for t in b["tried"]}
+    assert (b["first_changed"], b["last_same"]) == ("1.2", "1.1")
+    assert tried["1.2"]["verdict"]["kind"] == "different failure"
+    assert "NoneType" in tried["1.2"]["verdict"]["detail"]
+    # the user's script ran there (and only at the boundary) and passed: 1.2 is the fix
+    assert tried["1.2"]["original"]["kind"] == "PASS"
+    assert [v for v, t in tried.items() if "original" in t] == ["1.2"]
+    assert b["first_passing"] == "1.2"
+    assert b["sentence"].startswith("first passing: rbcb 1.2 (the repro fails otherwise there; "
+                                    "the user's script passes; last failing 1.1)")
+
+    # the latest row: the same reading, recorded as its own field, printed, and read back
+    data = _versions(folder, python, wheels, "--packages", "rbcb")
+    rows = {r["label"]: r for r in data["rows"]}
+    assert rows["locked"]["verdict"]["kind"] == "same failure" and rows["locked"]["original"] is None
+    latest = Row.from_dict(rows["rbcb latest"])
+    assert latest.verdict.kind.value == "different failure" and latest.original.kind.value == "PASS"
+    assert latest.judged.kind.value == "PASS"
+    assert Row.from_dict(latest.to_dict()) == latest
+    capsys.readouterr()
+    assert main(["versions", str(folder), "--python", str(python), "--packages", "rbcb", "--no-index",
+                 "--find-links", str(wheels)]) == 0
+    assert "the repro fails otherwise there; the user's script passes" in capsys.readouterr().out
+
+    # what the classifier reads: the user's script's pass counts as the run's pass
+    from bot.upstream.kind import script_passes
+    assert [(p.changed, p.also) for p in script_passes(ReproDir.open(folder))] == [({"rbcb": "1.3"}, {})]
+
+
+def test_a_pass_that_came_with_the_failures_own_package_moved_is_not_the_fix(world):
+    root, wheels, python = world
+    folder = make_repro(root, python, "import rbhost, rbplug\nrbhost.run(rbplug.Plug())\n",
+                        "rbhost==2.0\nrbplug==1.0\n", "pinned")
+    b = _versions(folder, python, wheels, "--bisect", "rbplug", "--range", "1.0..1.3")["bisect"]
+    tried = {t["version"]: t for t in b["tried"]}
+    # 1.1 passes only because its row installed rbhost 1.9, the package the failure is raised in
+    assert tried["1.1"]["verdict"]["kind"] == "PASS" and tried["1.1"]["also"] == {"rbhost": "1.9"}
+    assert tried["1.2"]["verdict"]["kind"] == "PASS" and tried["1.2"]["also"] == {}
+    assert b["own"] == {"rbhost": "2.0"}
+    assert (b["first_changed"], b["then_changed"], b["first_passing"]) == ("1.1", "1.2", "1.2")
+    sentence = b["sentence"]
+    assert sentence.startswith("first passing: rbplug 1.1 (with rbhost 1.9 installed beside it; last failing 1.0)")
+    assert "not counted as the fix" in sentence
+    assert "first passing with rbhost as the user has it: rbplug 1.2 (last 1.1)" in sentence
+
+
+def test_the_classifier_reads_the_users_scripts_pass_as_the_runs_pass(tmp_path):
+    """An environment verdict gives way to a fix `versions` found in the raising package
+    (bot/upstream/kind.py): a boundary where the repro failed otherwise and the user's script
+    passed is that fix, named as the user's script's pass."""
+    from bot.upstream.failure import failure_from_text
+    from bot.upstream.kind import BUG, ENVIRONMENT, classify_repro
+    from tests.test_kind import SITE, _traceback
+    text = _traceback("from peft import get_peft_model",
+                      [("peft/__init__.py", "<module>", "from .mapping import get_peft_model"),
+                       ("peft/utils/save_and_load.py", "<module>", "from transformers import shard_checkpoint")],
+                      "ImportError: cannot import name 'shard_checkpoint' from 'transformers' "
+                      f"({SITE}/transformers/__init__.py)")
+    (tmp_path / "signature.json").write_text(json.dumps({"record": failure_from_text(text).record.to_dict()}))
+    (tmp_path / "env.json").write_text(json.dumps({"packages": {
+        "peft": {"installed": True, "version": "0.13.0"}, "transformers": {"installed": True, "version": "4.47.0"}}}))
+
+    def bisect(original: str | None) -> tuple[str, str]:
+        boundary = {"version": "0.13.2", "verdict": {"kind": "different failure", "detail": "RuntimeError: shapes"},
+                    **({"original": {"kind": original}} if original else {})}
+        (tmp_path / "versions.json").write_text(json.dumps({"rows": [], "bisect": {
+            "package": "peft", "first_changed": "0.13.2", "sentence": "",
+            "tried": [{"version": "0.13.0", "verdict": {"kind": "same failure"}}, boundary]}}))
+        k = classify_repro(ReproDir.open(tmp_path))
+        return k.kind, k.reason
+
+    assert bisect(None)[0] == ENVIRONMENT
+    assert bisect("same failure")[0] == ENVIRONMENT
+    kind, reason = bisect("PASS")
+    assert kind == BUG and "the user's script passes on peft 0.13.2" in reason
