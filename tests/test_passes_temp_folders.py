@@ -55,3 +55,13 @@ def test_other_withs_and_temporary_files_are_left_alone() -> None:
         oracle = RecordingOracle(SubprocessOracle.for_source(src))
         assert reduce_with(src, oracle, "temp_folders") == src
         assert oracle.runs == []
+
+
+def test_the_system_temporary_folder_becomes_the_run_s_own() -> None:
+    # gettempdir() exists already; '.' is the candidate's own fresh folder, so the write lands there
+    src = SAVES.replace("with tempfile.TemporaryDirectory() as tmp:\n    save", "save") \
+               .replace('save({"a": 1}, tmp)', 'save({"a": 1}, tempfile.gettempdir())') \
+               .replace("    json.load(open(os.path.join(tmp", "json.load(open(os.path.join(tempfile.gettempdir()")
+    out = reduce_with(src, SubprocessOracle.for_source(src), "temp_folders")
+    assert "gettempdir" not in out
+    assert out.endswith("save({\"a\": 1}, '.')\njson.load(open(os.path.join('.', \"c.json\")))[\"b\"]\n"), out

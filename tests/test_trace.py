@@ -187,3 +187,22 @@ def test_binding_records_survive_the_saved_trace() -> None:
     trace = trace_run(BINDINGS, subprocess_run_fn())
     again = TraceData.from_dict(BINDINGS, trace.to_dict())
     assert again.binding_sites() == trace.binding_sites() and again.binds
+
+
+def test_small_tensors_and_a_tokenizer_s_batch_are_recorded_as_source() -> None:
+    # what a training loop feeds its model step after step: written out, the tokenizer that made it
+    # is no longer needed; a big tensor, one that needs grad, or an empty one has no source form here
+    src = ("import torch\nfrom transformers import BatchEncoding\n"
+           "for step in range(2):\n"
+           "    ids = torch.tensor([[5, 7]])\n"
+           "    half = torch.ones(2, dtype=torch.float16)\n"
+           "    batch = BatchEncoding({'input_ids': ids, 'attention_mask': torch.ones(1, 2, dtype=torch.long)})\n"
+           "    big = torch.zeros(100)\n"
+           "    weight = torch.ones(2, requires_grad=True)\n"
+           "    empty = torch.zeros(0)\n")
+    sites = trace_run(src, subprocess_run_fn()).binding_sites()
+    values = {name: text for key, got in sites.items() if key[0] == "=" for name, text in got.items()}
+    assert values["ids"] == "torch.tensor([[5, 7]])"
+    assert values["half"] == "torch.tensor([1.0, 1.0], dtype=torch.float16)"
+    assert values["batch"] == "{'input_ids': torch.tensor([[5, 7]]), 'attention_mask': torch.tensor([[1, 1]])}"
+    assert not {"big", "weight", "empty"} & set(values)

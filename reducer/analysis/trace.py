@@ -254,9 +254,46 @@ def _emit(obj):
 def _literal(value):
     try:
         text = _source(value)
+        if text is None:
+            text = _tensor_source(value)
         return text if text is not None and len(text) <= _MAX_REPR else None
     except Exception:
         return None
+
+
+_MAX_TENSOR = 64
+
+
+def _tensor_source(value, depth=0):
+    """``torch.tensor([[5, 7]])`` for a small plain CPU tensor (its dtype written where
+    ``torch.tensor`` would infer another), and a tokenizer's output (a mapping of the library's)
+    as a dict of those: what a loop feeds a model step after step, tokenized the same way every
+    time, then needs no tokenizer. Here and not in the boundary's launcher, whose tensor recipes
+    keep shape and dtype without the values."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    if isinstance(value, torch.Tensor):
+        if type(value) is not torch.Tensor or value.layout != torch.strided or value.device.type != "cpu" \
+                or value.requires_grad or value.numel() > _MAX_TENSOR or value.numel() == 0:
+            return None
+        body = _source(value.tolist())
+        if body is None:
+            return None
+        inferred = torch.tensor(value.tolist()).dtype
+        return "torch.tensor(%s%s)" % (body, "" if inferred == value.dtype else ", dtype=" + str(value.dtype))
+    mapping = sys.modules.get("collections.abc")
+    if depth == 0 and mapping is not None and isinstance(value, mapping.Mapping) \
+            and type(value).__module__.split(".")[0] == "transformers" and 0 < len(value) <= 8:
+        parts = []
+        for k, v in value.items():
+            key, item = _source(k), _source(v)
+            item = item if item is not None else _tensor_source(v, depth + 1)
+            if key is None or item is None:
+                return None
+            parts.append(key + ": " + item)
+        return "{" + ", ".join(parts) + "}"
+    return None
 
 
 def _is_init(obj, code):

@@ -9,8 +9,8 @@ their candidates from is reducer/passes/rewrites.py."""
 from __future__ import annotations
 
 from reducer.passes import (arguments, attributes, bindings, boundary, classes, cleanup, constants, defaults, direct,
-                            heavy, inline, literals, parameters, recorded, scaffolding, single, slicing, statements,
-                            temp_folders, unwrap, variables)
+                            heavy, inline, literals, parameters, recorded, round_trips, scaffolding, single, slicing,
+                            statements, temp_folders, unwrap, variables)
 from reducer.passes.base import Pass
 from reducer.passes.first_cut import first_cut
 
@@ -48,6 +48,9 @@ STRUCTURE: list[Pass] = [
     Pass("delete_statements", statements.delete_statements),
     # before unwrap, whose `with` → body cannot keep what a temporary folder's name stood for
     Pass("temp_folders", temp_folders.temp_folders),
+    # after option_defaults and temp_folders, which make a save's and a load's paths read alike
+    # (the parent's `args.ckpt_dir`, the child's): the load read as the value saved there
+    Pass("round_trips", round_trips.round_trips),
     Pass("unwrap", unwrap.unwrap),
     Pass("statement_to_expression", unwrap.statement_to_expression),
     Pass("methods_to_functions", scaffolding.methods_to_functions),

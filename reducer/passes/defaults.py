@@ -28,7 +28,6 @@ the command line: a run given it there may fail otherwise, and then the run refu
 """
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterator
 
 import libcst as cst
@@ -36,7 +35,7 @@ import libcst as cst
 from reducer.analysis.artefacts import dotted, option_dest
 from reducer.analysis.cst import collect, is_literal, parse, replace_many, safe
 from reducer.passes.base import Gate
-from reducer.passes.rewrites import drop_dead_code
+from reducer.passes.rewrites import drop_dead_code, drop_unread_bindings
 
 _DYNAMIC = ("setattr", "__dict__", "vars(")
 
@@ -228,22 +227,8 @@ def _candidate(module: cst.Module, values: dict[str, cst.BaseExpression], owners
 
     def build() -> str:
         out = replace_many(module, [(a, values[a.attr.value].deep_clone()) for a in reads])
-        return drop_dead_code(out if owners is None else _unparsed(out, owners))
+        return drop_dead_code(out if owners is None else drop_unread_bindings(module.code, out))
     return safe(build)
-
-
-def _unparsed(source: str, owners: set[str]) -> str:
-    """Without ``args = parse_args()`` where nothing reads ``args`` any more: the call is not dead
-    code to ``drop_dead_code`` (it runs the parser), yet a default written out is longer than
-    ``args.x``, so the candidate is smaller only with it gone (and the run says whether the parse
-    mattered)."""
-    loads = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    unread = owners - loads
-    module = parse(source)
-    dead = [line for line in collect(module, lambda n: isinstance(n, cst.SimpleStatementLine))
-            if len(line.body) == 1 and isinstance(line.body[0], cst.Assign)
-            and all(isinstance(t.target, cst.Name) and t.target.value in unread for t in line.body[0].targets)]
-    return replace_many(module, [(line, cst.RemovalSentinel.REMOVE) for line in dead]) if dead else source
 
 
 def _offer(gate: Gate, find) -> None:

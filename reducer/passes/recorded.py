@@ -24,7 +24,7 @@ from reducer.analysis.cst import assign, body_statements, collect, is_literal, r
 from reducer.analysis.size import size_of
 from reducer.passes.base import Gate
 from reducer.passes.loops import together_then_each
-from reducer.passes.rewrites import drop_dead_code
+from reducer.passes.rewrites import drop_dead_code, drop_unread_bindings
 
 _Site = tuple[str, str, str]
 _LOOP_EXITS = (cst.Break, cst.Continue)
@@ -122,7 +122,10 @@ def _targets(gate: Gate):
     def alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
         p = pair(module, node)
         if p is not None:
-            yield safe(lambda: drop_dead_code(replace_many(module, [p])))
+            plain = safe(lambda: drop_dead_code(replace_many(module, [p])))
+            # the object that computed the value goes too (a tokenizer, once its batch is written)
+            freed = safe(lambda: drop_dead_code(drop_unread_bindings(module.code, replace_many(module, [p]))))
+            yield from ([freed] if freed != plain else []) + [plain]
 
     def everything(module: cst.Module) -> str | None:
         # (a site inside a loop that is unrolled too waits a round: replace_many does not look
@@ -130,7 +133,7 @@ def _targets(gate: Gate):
         chosen = [p for p in (pair(module, n) for n in find(module)) if p is not None]
         if len(chosen) < 2:
             return None
-        out = safe(lambda: drop_dead_code(replace_many(module, chosen)))
+        out = safe(lambda: drop_dead_code(drop_unread_bindings(module.code, replace_many(module, chosen))))
         return out if out is not None and size_of(out) < size_of(module.code) else None
 
     return find, alternatives, everything

@@ -155,6 +155,40 @@ def drop_dead_code(source: str) -> str:
     return render(dead_code_removed(parse(source)))
 
 
+def _loads(source: str) -> set[str]:
+    import ast
+    return {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def drop_unread_bindings(before: str, after: str) -> str:
+    """``after`` without the assignments to names ``before`` read and ``after`` no longer reads,
+    to a fixpoint. A value written out in place of what computed it (a namespace's option, a
+    batch the tokenizer made) leaves the object behind it bound by a call (a parser, a tokenizer),
+    which is never dead code to ``drop_dead_code``: it may have done something. The candidate is
+    smaller only with it gone, and the run says whether what the call did mattered."""
+    freed = _loads(before) - _loads(after)
+    for _ in range(8):
+        module = parse(after)
+        unread = freed - _loads(after)
+        dead = [line for line in collect(module, lambda n: isinstance(n, cst.SimpleStatementLine))
+                if len(line.body) == 1 and isinstance(line.body[0], cst.Assign)
+                and all(isinstance(t.target, cst.Name) and t.target.value in unread for t in line.body[0].targets)]
+        if not dead:
+            return after
+        # what the removed statements read may be unread now too
+        freed |= {n for line in dead for n in _loads(module.code_for_node(line).strip())}
+        after = render(module.visit(_Drop({id(line) for line in dead})))
+    return after
+
+
+class _Drop(cst.CSTTransformer):
+    def __init__(self, ids: set[int]) -> None:
+        self.ids = ids
+
+    def on_leave(self, original: cst.CSTNode, updated):
+        return cst.RemoveFromParent() if id(original) in self.ids else updated
+
+
 def harmless_test(expr: cst.BaseExpression) -> bool:
     """A condition whose evaluation does nothing worth keeping: names, attributes, literals,
     comparisons and boolean combinations of those (`if key in CACHE:`, `if not ok:`)."""

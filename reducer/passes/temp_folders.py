@@ -10,7 +10,10 @@ clean as a temporary one, and the ``with``, its indentation and ``import tempfil
   ``'reprobot_d'`` (the ``reprobot_`` prefix, as the value recipes name the folders they write,
   reducer/analysis/recipes.py), for code that creates the folder itself (``save_pretrained``); else
   ``d = tempfile.mkdtemp()`` and ``BODY`` (the folder made, one level less);
-- ``d = tempfile.mkdtemp()`` → ``d = 'reprobot_d'`` (the value passes then carry it to its uses).
+- ``d = tempfile.mkdtemp()`` → ``d = 'reprobot_d'`` (the value passes then carry it to its uses);
+- ``tempfile.gettempdir()`` → ``'.'``: the folder exists already, and a run's own folder is as
+  much its own as the system's temporary one (an argparse default of ``--ckpt-dir`` written out
+  by ``option_defaults`` lands here).
 
 Every site at once first, then one by one.
 """
@@ -23,7 +26,7 @@ from reducer.analysis.names import BINDINGS, Role, Roles
 from reducer.passes.base import Gate
 from reducer.passes.loops import together_then_each
 
-_MAKERS = {"TemporaryDirectory", "mkdtemp"}
+_MAKERS = {"TemporaryDirectory", "mkdtemp", "gettempdir"}
 
 
 def _tempfile_names(module: cst.Module) -> tuple[set[str], set[str]]:
@@ -43,7 +46,8 @@ def _tempfile_names(module: cst.Module) -> tuple[set[str], set[str]]:
 
 
 def _maker(call: cst.BaseExpression, modules: set[str], makers: set[str]) -> str | None:
-    """``TemporaryDirectory`` / ``mkdtemp`` when ``call`` is one of them reached through tempfile."""
+    """``TemporaryDirectory`` / ``mkdtemp`` / ``gettempdir`` when ``call`` is one of them reached
+    through tempfile."""
     if not isinstance(call, cst.Call):
         return None
     f = call.func
@@ -110,6 +114,8 @@ def _sites(module: cst.Module) -> list[cst.CSTNode]:
               and isinstance(node.body[0].targets[0].target, cst.Name)
               and _maker(node.body[0].value, modules, makers) == "mkdtemp"):
             out.append(node)
+    out += [c for c in collect(module, lambda n: isinstance(n, cst.Call))
+            if not c.args and _maker(c, modules, makers) == "gettempdir"]
     return out
 
 
@@ -123,6 +129,8 @@ def _mkdtemp(call: cst.Call) -> cst.Call:
 def _rewritten(node: cst.CSTNode, made: bool) -> cst.CSTNode | cst.FlattenSentinel:
     """The site as a relative literal (``made``: the folder made first, with mkdtemp, for code
     that writes into it rather than creating it)."""
+    if isinstance(node, cst.Call):                      # gettempdir(): there is nothing to make
+        return node if made else cst.SimpleString("'.'")
     if isinstance(node, cst.With):
         item = node.items[0]
         name = item.asname.name.value
