@@ -53,6 +53,38 @@ with ThreadPoolExecutor(2) as pool:
     assert "handle(3)" in out and "submit" not in out
 
 
+def test_a_thread_subclass_started_by_the_script_runs_in_the_caller() -> None:
+    # the script's own Thread subclass: start() becomes run() (the work done before the next
+    # statement, its failure raised there), and the join of a thread never started goes
+    src = '''
+import threading
+
+
+class Worker(threading.Thread):
+    def __init__(self, jobs):
+        super().__init__()
+        self.jobs = jobs
+
+    def run(self):
+        for job in self.jobs:
+            {"ok": 1}[job]
+
+
+w = Worker(["ok", "bad"])
+w.start()
+w.join()
+Worker(["bad"]).start()
+'''
+    out = reduce_with(src, shows("KeyError: 'bad'"), "call_directly")
+    assert out.endswith('w = Worker(["ok", "bad"])\nw.run()\nWorker(["bad"]).run()\n'), out
+    # a thread whose failure needs the thread (its name) keeps start()
+    needs = src.replace('{"ok": 1}[job]', '{"ok": 1}[job + threading.current_thread().name[:0]]\n'
+                        '            assert threading.current_thread() is not threading.main_thread(), "main"') \
+        .replace('Worker(["bad"]).start()\n', "")
+    out = reduce_with(needs, shows("KeyError: 'bad'"), "call_directly")
+    assert out == needs
+
+
 def test_a_failure_that_needs_the_worker_keeps_it() -> None:
     # Raised only when running in a worker thread: calling it directly passes, so it stays.
     src = '''

@@ -104,6 +104,28 @@ def test_a_task_failing_in_a_pool_worker_is_the_same_failure_called_in_the_paren
                                            "transformers/generation/utils.py:generate")
 
 
+def test_what_called_the_user_s_code_is_not_part_of_the_failure():
+    # a Trainer runs the user's callback, which calls generate: the Trainer's frames say how the
+    # script got there; the same generate call made directly is the same failure
+    gen = "/venv/lib/python3.11/site-packages/transformers/generation/utils.py"
+    trainer = "/venv/lib/python3.11/site-packages/transformers/"
+    raised = [Frame(gen, 2796, "generate"), Frame(gen, 2542, "_get_deprecated_gen_repo")]
+    message = "Contrastive Search requires `trust_remote_code=True` in your `generate` call"
+    via_trainer = TracebackRecord("ValueError", message, tuple(
+        [Frame("/home/u/train.py", 140, "<module>"), Frame(trainer + "trainer.py", 2100, "train"),
+         Frame(trainer + "trainer_callback.py", 560, "call_event"), Frame("/home/u/train.py", 101, "on_evaluate")]
+        + raised), "")
+    direct = TracebackRecord("ValueError", message, (Frame("/home/u/repro.py", 3, "<module>"), *raised), "")
+    assert signature_of(via_trainer) == signature_of(direct)
+    assert signature_of(via_trainer, MatchOptions(frames=20)).frames == (
+        "transformers/generation/utils.py:_get_deprecated_gen_repo", "transformers/generation/utils.py:generate")
+    # raised in the user's own code: the library frames that called it are what is known of it
+    own = TracebackRecord("KeyError", "'labels'", tuple(
+        [Frame("/home/u/train.py", 140, "<module>"), Frame(trainer + "trainer.py", 2100, "train"),
+         Frame(trainer + "trainer_callback.py", 560, "call_event"), Frame("/home/u/train.py", 101, "on_evaluate")]), "")
+    assert signature_of(own).frames == ("transformers/trainer_callback.py:call_event", "transformers/trainer.py:train")
+
+
 def test_frames_option_controls_strictness():
     rec = seed("seed_meta_tensor.txt")
     assert len(signature_of(rec, MatchOptions(frames=1)).frames) == 1

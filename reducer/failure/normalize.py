@@ -185,3 +185,27 @@ def library_frames(record: TracebackRecord) -> list[str]:
         if not out or out[-1] != key:
             out.append(key)
     return out
+
+
+def failing_frames(record: TracebackRecord) -> list[str]:
+    """The library frames a failure is known by, innermost first: the library code the user's
+    code called into, up to the user's frame that called it. What called the user's code (a
+    Trainer running a callback, a DataLoader calling a collate function) is how the script got
+    there, not the failure: a repro that makes the same call directly fails the same way.
+
+    A failure raised in the user's own code (no library frame inside it) keeps the library frames
+    that called it, up to the next user frame."""
+    out: list[str] = []
+    for frame in reversed(record.frames):
+        rel = library_path(frame.path)
+        if rel is None:
+            if out:
+                break
+            continue
+        key = f"{rel}:{frame.func}"
+        if key in PLUMBING:
+            continue
+        if not out or out[-1] != key:
+            out.append(key)
+    return out
+

@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from reducer.failure.normalize import PLUMBING, library_frames, library_path, normalize_message  # noqa: F401 (re-exported)
+from reducer.failure.normalize import (PLUMBING, failing_frames, library_frames, library_path,  # noqa: F401 (re-exported)
+                                       normalize_message)
 from reducer.failure.outcome import Outcome, TracebackRecord
 from reducer.failure.tracebacks import all_records
 from reducer.run.raised import PRINTED
@@ -69,7 +70,7 @@ class Signature:
 
 
 def signature_of(record: TracebackRecord, options: MatchOptions = MatchOptions()) -> Signature:
-    frames = tuple(library_frames(record)[: max(options.frames, 0)])
+    frames = tuple(failing_frames(record)[: max(options.frames, 0)])
     message = (None if options.ignore_message
                else normalize_message(record.message, keep_devices=not options.normalize_devices))
     return Signature(record.exc_type, message, frames)

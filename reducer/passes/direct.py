@@ -6,6 +6,8 @@ one process — instead of logged by a worker.
     pool.apply_async(fn, (a,), {"b": 1})       ->  fn(a, b=1)        (also apply)
     loop.run_in_executor(None, fn, a)          ->  fn(a)
     Thread(target=fn, args=(a,), kwargs=k)     ->  fn(a, **k)        (also Process)
+    Worker(q).start() / w.start(); w.join()    ->  Worker(q).run() / w.run()   (a script's own
+                                                   subclass of Thread or Process)
 
 A map's results are the calls' results, so where they are consumed (iterated by a loop or a
 comprehension, handed to list(), sorted(), ...), the calls can be made where they are consumed:
@@ -186,13 +188,52 @@ def call_directly(gate: Gate) -> None:
     """Call each hand-off's target in place, then each consumed pool map as a builtin map.
 
     Removes: the hand-off of a function to a pool, an executor, a thread or a process
-    (``pool.submit(fn, a)`` → ``fn(a)``), and a map over a pool where its results are consumed;
+    (``pool.submit(fn, a)`` → ``fn(a)``), the start of the script's own Thread or Process
+    subclass (``w.start()`` → ``w.run()``, its ``join()`` gone), and a map over a pool where its
+    results are consumed;
     a pool made with an ``initializer`` has it called first, as its worker would
     (``init(*initargs)`` just before the statement).
     Never changes: the function called, its arguments, or where its results are consumed; a
     hand-off whose results are never read is left to the other passes."""
     run_targets(gate, _handoffs, _alternatives)
+    run_targets(gate, _starts, _start_alternatives)
     run_targets(gate, _map_sites, _map_alternatives)
+
+
+# ---- a script's own Thread or Process subclass, started -------------------------------------------
+def _worker_classes(module: cst.Module) -> set[str]:
+    return {c.name.value for c in collect(module, lambda n: isinstance(n, cst.ClassDef))
+            if any(_name(b.value) in _WORKERS for b in c.bases)}
+
+
+def _starts(module: cst.Module) -> list[cst.Call]:
+    """``.start()`` of an object of the script's own worker class: made there (``Worker(q).start()``)
+    or bound to a name once (``w = Worker(q)``)."""
+    classes = _worker_classes(module)
+    if not classes:
+        return []
+    made = lambda v: isinstance(v, cst.Call) and _name(v.func) in classes      # noqa: E731
+    bound = [t.target.value for a in collect(module, lambda n: isinstance(n, cst.Assign) and made(n.value))
+             for t in a.targets if isinstance(t.target, cst.Name)]
+    once = {n for n in bound if bound.count(n) == 1}
+    return [c for c in collect(module, lambda n: isinstance(n, cst.Call) and not n.args
+                               and isinstance(n.func, cst.Attribute) and n.func.attr.value == "start")
+            if made(c.func.value) or (isinstance(c.func.value, cst.Name) and c.func.value.value in once)]
+
+
+def _start_alternatives(module: cst.Module, call: cst.Call) -> Iterable[str | None]:
+    """``run()`` in place of ``start()``: the thread's (or process's) work done by the caller,
+    before the next statement; a ``join()`` of that object, which would now find it never
+    started, goes."""
+    pairs: list = [(call, call.with_changes(func=call.func.with_changes(attr=cst.Name("run"))))]
+    receiver = call.func.value
+    if isinstance(receiver, cst.Name):
+        pairs += [(line, cst.RemovalSentinel.REMOVE) for line in collect(
+            module, lambda n: isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1
+            and isinstance(n.body[0], cst.Expr) and isinstance(n.body[0].value, cst.Call)
+            and isinstance(n.body[0].value.func, cst.Attribute) and n.body[0].value.func.attr.value == "join"
+            and isinstance(n.body[0].value.func.value, cst.Name) and n.body[0].value.func.value.value == receiver.value)]
+    yield safe(lambda: replace_many(module, pairs))
 
 
 # ---- a pool's or executor's map, where its results are consumed ------------------------------
