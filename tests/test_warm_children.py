@@ -473,3 +473,30 @@ def test_a_thread_count_the_parent_set_reaches_a_warm_child_through_torch(tmp_pa
     same(warm, cold)
     assert "RuntimeError: rank 0 runs on 1 threads of 1 at DebugLevel.DETAIL" in warm.stderr
     assert children["warm"] == 1 and children["cold"] == 0, children
+
+
+def test_a_log_level_the_parent_set_reaches_a_warm_child_through_transformers(tmp_path):
+    """heldout6's offload worker sets TRANSFORMERS_VERBOSITY before it spawns, and transformers'
+    logging read it at import: its children were cold. set_verbosity gives the warm image the
+    level a fresh interpreter would read."""
+    script = write(tmp_path / "verbosity.py", """
+        import os
+        import multiprocessing as mp
+        import transformers
+        from transformers.utils import logging
+
+        def child(q):
+            raise RuntimeError(f"level {logging.get_verbosity()} for {os.environ['TRANSFORMERS_VERBOSITY']}")
+
+        if __name__ == "__main__":
+            os.environ["TRANSFORMERS_VERBOSITY"] = "error"
+            p = mp.get_context("spawn").Process(target=child, args=(None,))
+            p.start()
+            p.join()
+            raise SystemExit(p.exitcode)
+    """)
+    warm, cold, children = warm_and_cold(script)
+    same(warm, cold)
+    assert "RuntimeError: level 40 for error" in warm.stderr
+    assert children["warm"] == 1 and children["cold"] == 0, children
+

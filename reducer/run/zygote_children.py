@@ -56,7 +56,7 @@ _RUNTIME = {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_BLOCKING_WAIT",
 # in the warm child (``_apply_runtime``) when torch is in the warm image; otherwise the child is
 # cold, as for any other variable read at import. And torch.distributed's debug level, which its
 # import reads (``set_debug_level_from_env``) and which that function reads again.
-_SET_AT_RUNTIME = {"OMP_NUM_THREADS", "TORCH_DISTRIBUTED_DEBUG"}
+_SET_AT_RUNTIME = {"OMP_NUM_THREADS", "TORCH_DISTRIBUTED_DEBUG", "TRANSFORMERS_VERBOSITY"}
 # Read before any module: by the interpreter at its start (a spawn child's own start) and by the
 # dynamic loader. The warm child's interpreter started long ago, so a change is never seen warm.
 _STARTUP = ("PYTHONPATH", "PYTHONHOME", "PYTHONHASHSEED", "PYTHONSAFEPATH", "PYTHONNOUSERSITE",
@@ -219,6 +219,11 @@ def _settable(key, value):
     """Whether the warm child can take ``key=value`` itself (``_SET_AT_RUNTIME``)."""
     if key == "TORCH_DISTRIBUTED_DEBUG":
         return True     # read again below where torch.distributed is warm, else at its import
+    if key == "TRANSFORMERS_VERBOSITY":
+        # transformers' logging read it at import for its default level; a level it knows is set
+        # again below (one it does not know it would only have warned about)
+        logs = sys.modules.get("transformers.utils.logging")
+        return logs is None or value is None or value.lower() in getattr(logs, "log_levels", {})
     return key in _SET_AT_RUNTIME and bool(_state.get("torch")) and (value or "").isdigit() and int(value) > 0
 
 
@@ -230,6 +235,10 @@ def _apply_runtime(env, before):
     dist = sys.modules.get("torch.distributed")
     if env.get("TORCH_DISTRIBUTED_DEBUG") != before.get("TORCH_DISTRIBUTED_DEBUG") and dist is not None:
         dist.set_debug_level_from_env()
+    logs = sys.modules.get("transformers.utils.logging")
+    if env.get("TRANSFORMERS_VERBOSITY") != before.get("TRANSFORMERS_VERBOSITY") and logs is not None:
+        value = (env.get("TRANSFORMERS_VERBOSITY") or "").lower()
+        logs.set_verbosity(logs.log_levels.get(value, getattr(logs, "_default_log_level", 30)))
 
 
 def _env_change(env, before):
