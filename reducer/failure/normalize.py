@@ -174,17 +174,7 @@ def library_frames(record: TracebackRecord) -> list[str]:
     Recursion depth (accelerate's hook attachment recurses once per module level)
     depends on the model, so a repeated frame counts once.
     """
-    out: list[str] = []
-    for frame in reversed(record.frames):
-        rel = library_path(frame.path)
-        if rel is None:
-            continue
-        key = f"{rel}:{frame.func}"
-        if key in PLUMBING:
-            continue
-        if not out or out[-1] != key:
-            out.append(key)
-    return out
+    return _library_keys(record, inner_only=False)
 
 
 def failing_frames(record: TracebackRecord) -> list[str]:
@@ -195,11 +185,17 @@ def failing_frames(record: TracebackRecord) -> list[str]:
 
     A failure raised in the user's own code (no library frame inside it) keeps the library frames
     that called it, up to the next user frame."""
+    return _library_keys(record, inner_only=True)
+
+
+def _library_keys(record: TracebackRecord, inner_only: bool) -> list[str]:
+    """``path:function`` of the library frames, innermost first, plumbing skipped and repeats
+    collapsed; ``inner_only``: up to the first user frame outside them."""
     out: list[str] = []
     for frame in reversed(record.frames):
         rel = library_path(frame.path)
         if rel is None:
-            if out:
+            if out and inner_only:
                 break
             continue
         key = f"{rel}:{frame.func}"
