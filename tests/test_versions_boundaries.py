@@ -144,3 +144,22 @@ def test_the_classifier_reads_the_users_scripts_pass_as_the_runs_pass(tmp_path):
     assert bisect("same failure")[0] == ENVIRONMENT
     kind, reason = bisect("PASS")
     assert kind == BUG and "the user's script passes on peft 0.13.2" in reason
+
+
+def test_a_bracket_with_nothing_installable_does_not_stop_the_other():
+    # trl-2861's shape: fails on 0 (the reported release), passes from 1 (the fix), fails another
+    # way at 4 and a third way at 9 (later releases), and 5-8 do not install. The probe at 4 splits
+    # the range; the wider bracket (4..9) is probed next and has nothing installable: it is left,
+    # and the first change is still narrowed to 1 (it used to stop there, naming 0..4 a range
+    # that "did not install")
+    from bot.rerun.verdict import Kind, Verdict
+    from bot.rerun.versions import brackets
+    table = ["same", "pass", "pass", "pass", "other", None, None, None, None, "third"]
+    tried: list[int] = []
+
+    def at(i: int) -> Verdict:
+        tried.append(i)
+        return Verdict(Kind.NOT_INSTALLABLE if table[i] is None else Kind.DIFFERENT, "")
+
+    assert brackets(len(table) - 1, lambda i: table[i], at) == (0, 1, 4, 9)
+    assert 1 in tried

@@ -121,6 +121,7 @@ class Bisection:
     also: dict[str, dict[str, str]] = field(default_factory=dict)   # release -> what its row installed besides
     notes: dict[str, str] = field(default_factory=dict)             # release -> its row's note
     originals: dict[str, Verdict] = field(default_factory=dict)     # boundary -> the user's script there
+    unresolved: str = ""        # the second change's bracket, where nothing inside it installed
     # the distributions the failure was raised through -> their release in the user's stack
     own: dict[str, str] = field(default_factory=dict)
 
@@ -175,7 +176,8 @@ class Bisection:
                 and not self.moved(then):
             head = f"first passing with {', '.join(sorted(self.moved(self.first_changed or '')))} as the user has it"
         second = self._span(self.then_changed, self.then_last, head)
-        return first + (f"; {second}" if second else "") + f", {len(self.tried)} runs"
+        return first + (f"; {second}" if second else "") + (f"; {self.unresolved}" if self.unresolved else "") \
+            + f", {len(self.tried)} runs"
 
     @property
     def first_passing(self) -> str | None:
@@ -191,6 +193,7 @@ class Bisection:
                 "then_changed": self.then_changed, "then_last": self.then_last, "same_bug": self.same_bug,
                 "first_passing": self.first_passing, "own": self.own,
                 "releases_in_range": self.releases_in_range, "runs": len(self.tried), "note": self.note,
+                "unresolved": self.unresolved,
                 "sentence": self.sentence(),
                 "tried": [{"version": v, "verdict": r.to_dict(), "also": self.also.get(v, {}),
                            **({"note": self.notes[v]} if self.notes.get(v) else {}),
@@ -357,24 +360,13 @@ class VersionRunner:
             return result(first_changed=None, last_same=versions[last],
                           note=f"{package}: the outcome is the same from {versions[0]} to {versions[last]} "
                                f"({reference.label()}), {len(tried)} runs")
-        # Outcomes are taken to run reference... -> other... -> final... in release order (one
-        # change, or two: a message that changed before the fix). lo1/hi1 bracket the first
-        # change, lo2/hi2 the first release with the final outcome; every run narrows both.
-        lo1, hi1, lo2, hi2 = 0, last, 0, last
-        while hi1 - lo1 > 1 or hi2 - lo2 > 1:
-            lo, hi = (lo1, hi1) if hi1 - lo1 >= hi2 - lo2 else (lo2, hi2)
-            probe_at = _installable_near((lo + hi) // 2, lo, hi, at)
-            if probe_at is None:
-                break
-            if outcome(probe_at) == outcome(0):
-                lo1, lo2 = max(lo1, probe_at), max(lo2, probe_at)
-            elif outcome(probe_at) == outcome(last):
-                hi1, hi2 = min(hi1, probe_at), min(hi2, probe_at)
-            else:
-                hi1, lo2 = min(hi1, probe_at), max(lo2, probe_at)
+        lo1, hi1, lo2, hi2 = brackets(last, outcome, at)
         gaps = [(a, b) for a, b in ((lo1, hi1), (lo2, hi2)) if b - a > 1]
-        note = "" if not gaps else (f"{package}: releases between {versions[gaps[0][0]]} and {versions[gaps[0][1]]} "
-                                    f"did not install; the change is somewhere in that range")
+        words = [f"{package}: releases between {versions[a]} and {versions[b]} did not install; the change is "
+                 "somewhere in that range" for a, b in gaps]
+        # a gap at the first change leaves nothing to name; one at the second (a later change past
+        # releases that would not install) is said after what was found
+        note, unresolved = (words[0], "") if gaps and gaps[0] == (lo1, hi1) else ("", words[0] if words else "")
         two = hi2 != hi1
         first = cache[hi1]
         same_bug = (reference.kind is Kind.SAME and first.kind is Kind.DIFFERENT
@@ -387,7 +379,7 @@ class VersionRunner:
                 by_user = self.original_at(f"{package} {versions[i]}", {package: versions[i]})
                 if by_user is not None:
                     originals[versions[i]] = by_user
-        return result(first_changed=versions[hi1], last_same=versions[lo1], note=note,
+        return result(first_changed=versions[hi1], last_same=versions[lo1], note=note, unresolved=unresolved,
                       then_changed=versions[hi2] if two else None, then_last=versions[lo2] if two else None,
                       same_bug=same_bug, originals=originals)
 
@@ -420,6 +412,31 @@ def same_bug_as(verdict: Verdict, target) -> bool:
 
 def _word(v: Verdict) -> str:
     return {Kind.PASS: "passing", Kind.SAME: "failing"}.get(v.kind, v.kind.value)
+
+
+def brackets(last: int, outcome: Callable[[int], tuple], at: Callable[[int], Verdict]) -> tuple[int, int, int, int]:
+    """(lo1, hi1, lo2, hi2) over releases 0..last: outcomes are taken to run reference... ->
+    other... -> final... in release order (one change, or two: a message that changed before the
+    fix); lo1/hi1 bracket the first change, lo2/hi2 the first release with the final outcome, and
+    every run narrows both. A bracket with nothing installable inside is left as it is while the
+    other is narrowed still (trl 0.27.2-0.29.1 would not install, and the fix at 0.15.1, in the
+    other bracket, was never tried)."""
+    lo1, hi1, lo2, hi2 = 0, last, 0, last
+    exhausted: set[tuple[int, int]] = set()
+    while True:
+        open_ = [(a, b) for a, b in ((lo1, hi1), (lo2, hi2)) if b - a > 1 and (a, b) not in exhausted]
+        if not open_:
+            return lo1, hi1, lo2, hi2
+        lo, hi = max(open_, key=lambda ab: ab[1] - ab[0])
+        probe_at = _installable_near((lo + hi) // 2, lo, hi, at)
+        if probe_at is None:
+            exhausted.add((lo, hi))
+        elif outcome(probe_at) == outcome(0):
+            lo1, lo2 = max(lo1, probe_at), max(lo2, probe_at)
+        elif outcome(probe_at) == outcome(last):
+            hi1, hi2 = min(hi1, probe_at), min(hi2, probe_at)
+        else:
+            hi1, lo2 = min(hi1, probe_at), max(lo2, probe_at)
 
 
 def _installable_near(mid: int, lo: int, hi: int, at: Callable[[int], Verdict]) -> int | None:
