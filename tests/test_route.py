@@ -214,3 +214,15 @@ def test_cross_links_come_from_the_repros_own_run(tmp_path: Path) -> None:
     after = route(failure_from_repro(folder))
     assert after.target == "huggingface/transformers"
     assert "huggingface/peft" not in after.cross_links and "huggingface/peft" not in after.who_can_help_by_repo
+
+
+def test_a_lookup_a_package_outside_the_stack_refused_goes_to_the_package_of_ours_that_asked() -> None:
+    # trl's formatting function asked a datasets row for a column it does not have: the lookup is
+    # trl's; the same KeyError asked for by the user's own code is not ours
+    frames = ["trl/trainer/sft_trainer.py:__init__", "datasets/arrow_dataset.py:map",
+              "trl/trainer/sft_trainer.py:<lambda>", "datasets/formatting/formatting.py:__getitem__"]
+    r = route(failure_from_text(tb(frames, "KeyError: 'text'", call="SFTTrainer(model, train_dataset=ds)")))
+    assert r.target == "huggingface/trl", r.verdict
+    assert any("asked datasets for what it does not hold" in reason for c in r.ranked for reason in c["reasons"])
+    direct = tb(["datasets/formatting/formatting.py:__getitem__"], "KeyError: 'text'", call="row['text']")
+    assert route(failure_from_text(direct)).target is None

@@ -362,6 +362,26 @@ def _raised(ev: _Evidence) -> None:
                                        "a repo id, token, network or cache problem")
     else:
         ev.cand(innermost.package).add(W_RAISED, f"raised in {innermost.package} ({where})")
+        _asked_for_what_it_does_not_hold(ev, innermost, where)
+
+
+# A lookup a container answered with "not here": the key was the caller's to get right.
+_LOOKUPS = frozenset({"__getitem__", "__getattr__", "__getattribute__"})
+_LOOKUP_ERRORS = frozenset({"KeyError", "IndexError", "AttributeError"})
+
+
+def _asked_for_what_it_does_not_hold(ev: _Evidence, innermost, where: str) -> None:
+    """A package outside the stack refused a lookup (``datasets``' formatter: ``KeyError: 'text'``)
+    that one of ours made: the package that asked for the key owns the failure (trl's formatting
+    function asked a dataset row for a column it does not have). Only where the very next frame
+    out is ours: a user's lookup stays the user's."""
+    if innermost.frame.func not in _LOOKUPS or ev.record.exc_type.rsplit(".", 1)[-1] not in _LOOKUP_ERRORS:
+        return
+    outer = ev.lib[-2] if len(ev.lib) > 1 else None
+    if outer is None or outer.package not in registry.stack_packages() or outer.package == innermost.package:
+        return
+    ev.cand(outer.package).add(W_BOUNDARY, f"{outer.package} ({outer.rel}:{outer.frame.func}) asked {innermost.package} "
+                                           f"for what it does not hold ({where}): the lookup is the caller's")
 
 
 def _raised_in_torch(ev: _Evidence, where: str) -> None:
