@@ -331,3 +331,34 @@ parse('{"a": 1,}', {"kw": {"parse_int": int}})
     found = candidates(source, matching(boundary_run(source, subprocess_run_fn(sys.executable)), "JSONDecodeError", ""),
                        lambda e, v: True)
     assert found and all("json.loads(" in c for c in found), found
+
+
+CONFIGURED = '''
+import configparser
+import threading
+
+
+class Worker(threading.Thread):
+    def __init__(self, parser, name):
+        super().__init__()
+        self.parser, self.section = parser, name
+
+    def run(self):
+        self.parser.add_section(self.section)
+
+
+parser = configparser.ConfigParser()
+parser.add_section("db")
+w = Worker(parser, "db")
+w.start()
+w.join()
+'''
+
+
+def test_a_receiver_a_global_holds_keeps_what_the_script_did_to_it():
+    # the worker's self.parser is the top level's parser, which the script changed after building
+    # it: its constructor call alone passes (refused); the global, with that change, fails the same
+    result, oracle = _reduce(CONFIGURED, passes=[], prelude=PRELUDE)
+    assert oracle.seen[0] == "import configparser\nconfigparser.ConfigParser().add_section('db')\n"
+    assert result.best_source == ('import configparser\nparser = configparser.ConfigParser()\n'
+                                  'parser.add_section("db")\nparser.add_section(\'db\')\n')

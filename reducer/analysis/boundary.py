@@ -180,9 +180,14 @@ def _values(frame):
         if text in values or code is None:
             continue
         try:
-            values[text] = _describe(eval(code, frame.f_globals, frame.f_locals))
+            value = eval(code, frame.f_globals, frame.f_locals)
+            values[text] = _describe(value)
         except Exception:
             continue
+        if "value" not in values[text] and "recipe" not in values[text]:
+            alias = _global_alias(value, frame, text)
+            if alias is not None:
+                values[text]["global"] = alias
     # the frame's own variables too (a parameter the slice of an unwritable argument reads)
     if frame.f_code.co_name != "<module>":
         for name, value in list(frame.f_locals.items())[:100]:
@@ -194,6 +199,19 @@ def _values(frame):
                 if "value" in described or "recipe" in described:
                     values[name] = described
     return values
+
+
+def _global_alias(value, frame, text):
+    """The script's global holding this very object, for a value with no literal and no recipe
+    (``self.tok`` in a worker thread is the ``tok`` the top level built and configured): the slice
+    can start from that global's statements instead of from ``self``, which it cannot rebuild."""
+    if isinstance(value, (int, float, str, bytes, bool, type(None), type)) \
+            or type(value).__name__ in ("module", "function", "builtin_function_or_method", "method"):
+        return None
+    for k, v in list(frame.f_globals.items())[:500]:
+        if v is value and isinstance(k, str) and k.isidentifier() and not k.startswith("_") and k != text:
+            return k
+    return None
 
 
 def _emit_record(frame, exc_type, message, callee, **more):
@@ -464,6 +482,12 @@ class Boundary:
 
     def member_of(self, expr: str) -> str | None:
         return self.values.get(expr, {}).get("member")
+
+    def alias_of(self, expr: str) -> str | None:
+        """The script's global that held the same object (recorded only for a value with no
+        literal and no recipe)."""
+        alias = self.values.get(expr, {}).get("global")
+        return alias if isinstance(alias, str) and alias.isidentifier() else None
 
 
 def load(path: Path) -> list[Boundary]:

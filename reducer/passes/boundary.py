@@ -218,6 +218,9 @@ class _Builder:
         from reducer.analysis.provenance import secret_values
         self._secrets = secret_values()
         self.received: _Received | None = None     # set per call by ``call``
+        # a receiver held by a global of the script written as that global (its constructor call
+        # would lose what the script did to it after building it)
+        self.aliases = False
         self._depth = 0                              # constructor calls written inside one another
 
     def rebuilt(self, description: dict | None, parts: _Parts) -> str | None:
@@ -300,9 +303,20 @@ class _Builder:
             return self.rebuilt({"recipe": recipe}, parts)
         if literal_only:
             return None
+        alias = self.b.alias_of(text) if hasattr(self.b, "alias_of") else None
+        if alias is not None and not self._rebound_locally(alias):
+            # the object a global of the script holds (a worker's ``self.tok``): from that global
+            parts.unresolved.add(alias)
+            return alias
         parts.unresolved |= {n for n in _names(node) if n not in self.imports and n not in _BUILTINS}
         self._need(_names(node) & set(self.imports), parts)
         return text
+
+    def _rebound_locally(self, name: str) -> bool:
+        """``name`` is bound in the failing function: there it is not the global."""
+        holder = self._holder(self.b.line)
+        return holder is not None and name in {n.id for n in ast.walk(holder)
+                                               if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
     def argument(self, node: ast.AST, parts: _Parts, literal_only: bool, position: int | None,
                  keyword: str | None) -> str | None:
@@ -408,6 +422,11 @@ class _Builder:
             value = self.value(receiver)
             if value is not None:
                 return f"({value}).{func.attr}"
+            alias = self.b.alias_of(rtext) if self.aliases and hasattr(self.b, "alias_of") else None
+            if alias is not None and not literal_only and not self._rebound_locally(alias):
+                # the global that holds the receiver, with what the script did to it (``slice``)
+                parts.unresolved.add(alias)
+                return f"{alias}.{func.attr}"
             built = self._built(rtext, parts, literal_only)
             if built is not None:
                 return f"{built}.{func.attr}"
@@ -542,18 +561,31 @@ class _Builder:
         return "\n".join(imports + [f"{mod}.{qual}().{call.func.attr}({', '.join(args)})"]) + "\n"
 
     # ---- the slice: what builds the parts that cannot be written as values --------------------
-    def slice(self, call_text: str, parts: _Parts, line: int) -> str | None:
+    def slice(self, call_text: str, parts: _Parts, line: int, mutations: bool = False) -> str | None:
         """Imports + the statements that bind ``parts.unresolved`` (transitively) + the call.
 
         A name the call reads is looked up in the failing function first: a plain assignment
         before the call (hoisted), a value the launcher recorded, a parameter (the argument of
         the function's one call site, when that is at the top level); then at the top level. A
         name a top-level definition reads is looked up at the top level only (or it is that
-        definition's own local). A name the call needs that none of these binds: no slice."""
+        definition's own local). A name the call needs that none of these binds: no slice.
+
+        ``mutations``: a top-level name taken comes with the top-level statements that change
+        the object it holds (``tok.chat_template = {...}``, ``model.resize_token_embeddings(n)``,
+        ``cfg["k"] = v``): before the call's line when the call is at the top level; all of them
+        when it is in a function, which the top level may call after them."""
         top = {}    # name -> top-level statement binding it
         for stmt in self.tree.body:
             for n in _binds(stmt):
-                top.setdefault(n, stmt)
+                if n not in _mutated(stmt):
+                    top.setdefault(n, stmt)
+        changes: dict[str, list[ast.stmt]] = {}
+        if mutations:
+            in_function = self._holder(line) is not None
+            for stmt in self.tree.body:
+                if in_function or stmt.lineno < line:
+                    for n in _mutated(stmt):
+                        changes.setdefault(n, []).append(stmt)
         local = self._local_bindings(line)
         params = self._parameters(line)
         chosen: list[ast.stmt] = []
@@ -585,10 +617,10 @@ class _Builder:
                 assigned.append(f"{name} = {text}")
                 top_reads = names
             elif name in top and not isinstance(top[name], (ast.Import, ast.ImportFrom)):
-                stmt = top[name]
-                if stmt not in chosen:
-                    chosen.append(stmt)
-                top_reads = _free(stmt)
+                for stmt in [top[name], *(c for c in changes.get(name, []) if c.lineno > top[name].lineno)]:
+                    if stmt not in chosen:
+                        chosen.append(stmt)
+                    top_reads |= _free(stmt)
             elif name in self.imports:
                 if self.imports[name][1] not in imports:
                     imports.append(self.imports[name][1])
@@ -733,6 +765,28 @@ def _binds(stmt: ast.AST) -> list[str]:
     return []
 
 
+def _mutated(stmt: ast.stmt) -> set[str]:
+    """Names whose object a top-level statement changes without binding the name: an attribute
+    or item assigned (``tok.pad_token = ...``, ``cfg["k"] += 1``) or a method called on it as a
+    statement (``model.resize_token_embeddings(n)``)."""
+    targets: list[ast.expr] = []
+    if isinstance(stmt, ast.Assign):
+        targets = list(stmt.targets)
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        targets = [stmt.target]
+    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute):
+        targets = [stmt.value.func]
+    out = set()
+    for t in targets:
+        if isinstance(t, (ast.Attribute, ast.Subscript)):
+            root = t
+            while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+                root = root.func if isinstance(root, ast.Call) else root.value
+            if isinstance(root, ast.Name):
+                out.add(root.id)
+    return out
+
+
 def _free(stmt: ast.stmt) -> set[str]:
     """Names a statement reads from outside (an over-approximation: every name it loads but
     those it binds itself, parameters included)."""
@@ -871,19 +925,29 @@ def candidates(source: str, boundaries, allowed) -> list[str]:
                 if not parts.unresolved:
                     literal.append("\n".join(_merged(parts.imports) + parts.setup + [text]) + "\n")
                 else:       # values that name the script's own classes: with their definitions
-                    sliced = builder.slice(text, parts, b.line)
-                    if sliced is not None:
-                        literal.append(sliced)
+                    for changes in (True, False):
+                        sliced = builder.slice(text, parts, b.line, mutations=changes)
+                        if sliced is not None and sliced not in literal:
+                            literal.append(sliced)
             guess = builder.receiver_guess(call)
             if guess is not None:
                 guesses.append(guess)
+            builder.aliases = True
+            aliased = builder.call(call, literal_only=False)
+            builder.aliases = False
+            if aliased is not None and aliased[1].unresolved:
+                _with_state(b, aliased[1])
+                sliced = builder.slice(aliased[0], aliased[1], b.line, mutations=True)
+                if sliced is not None and sliced not in slices:
+                    slices.append(sliced)
             got = builder.call(call, literal_only=False)
             if got is not None:
                 _with_state(b, got[1])
             if got is not None and got[1].unresolved:
-                sliced = builder.slice(got[0], got[1], b.line)
-                if sliced is not None:
-                    slices.append(sliced)
+                for changes in (True, False):
+                    sliced = builder.slice(got[0], got[1], b.line, mutations=changes)
+                    if sliced is not None and sliced not in slices:
+                        slices.append(sliced)
     out: list[str] = []
     for c in literal + guesses + slices:
         if c not in out and c.strip() != source.strip():
