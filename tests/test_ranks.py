@@ -425,7 +425,9 @@ def test_run_time_patch_gives_the_script_the_runs_port_and_file(tmp_path):
              'print(os.environ["MASTER_PORT"])\n'
              'print(r._rewrite("tcp://localhost:12355?world_size=2"))\n'
              'print(r._rewrite("tcp://[::1]:12355"))\n'
-             'print(r._rewrite("file:///tmp/shared_init"))\n')
+             'print(r._rewrite("file:///tmp/shared_init"))\n'
+             'print(r._rewrite("file://"))\n'
+             'print(r._rewrite("tcp://127.0.0.1:0"))\n')
     env = dict(os.environ, PYTHONPATH=str(HOOK_DIR), REPROBOT_RENDEZVOUS="1", REPROBOT_MASTER_PORT="23456",
                TMPDIR=str(tmp_path))
     env.pop("MASTER_PORT", None)
@@ -435,6 +437,24 @@ def test_run_time_patch_gives_the_script_the_runs_port_and_file(tmp_path):
     assert out[1] == "''" and out[2] == "80"
     assert out[3] == "tcp://localhost:23456?world_size=2" and out[4] == "tcp://[::1]:23456"
     assert out[5] == f"file://{tmp_path}/reprobot-rdzv-23456-shared_init"
+    # an init_method torch refuses, or a port no run listens on, stays as it is: a reduction once
+    # emptied a file:// path and only this patch made the repro run (torch: "path missing")
+    assert out[6] == "file://" and out[7] == "tcp://127.0.0.1:0"
+
+
+@needs_gloo
+def test_a_repro_that_runs_only_with_the_runs_own_rendezvous_fails_alone(tmp_path):
+    # the verification a maintainer's run stands for has no run-time rendezvous patch: an empty
+    # file:// path (torch: "path missing") is no repro, whatever a candidate run made of it
+    src = ('import torch.distributed as dist\n'
+           'dist.init_process_group("gloo", init_method="file:///tmp/", rank=0, world_size=1)\n'
+           'raise KeyError("ran")\n')
+    script = tmp_path / "r.py"
+    script.write_text(src)
+    runner = Runner(RunSpec(script=script, python=PY, timeout=60))
+    assert "KeyError: 'ran'" in runner.run(src).stderr
+    alone = runner.run(src, alone=True)
+    assert "KeyError" not in alone.stderr and "rendezvous" in alone.stderr, alone.stderr[-2000:]
 
 
 @needs_gloo

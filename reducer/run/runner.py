@@ -299,6 +299,10 @@ def alone_environment(env: dict[str, str], source: str) -> dict[str, str]:
     from reducer.analysis.artefacts import env_names
     out = {k: v for k, v in env.items() if k not in env_names(source) or k in _RUN_VARIABLES}
     out.update(OFFLINE_ENV)
+    # nor the run-time rendezvous patch (reducer/run/rendezvous.py), which gives a run a port
+    # and a file of its own: a repro that runs only with it (a file:// path a reduction emptied)
+    # is not one a maintainer can run
+    out.pop(RENDEZVOUS_ENV, None)
     return out
 
 

@@ -58,13 +58,19 @@ def _rewrite(url):
         return url
     import re
     if url.startswith("tcp://"):
-        return re.sub(r"^(tcp://(?:\[[^\]]*\]|[^/:?]*)):\d+", lambda m: "%s:%s" % (m.group(1), port), url)
+        # only a port a maintainer's run could listen on (``_usable``): ``:0`` behaves as it would there
+        return re.sub(r"^(tcp://(?:\[[^\]]*\]|[^/:?]*)):(\d+)",
+                      lambda m: "%s:%s" % (m.group(1), port) if _usable(m.group(2)) else m.group(0), url)
     if url.startswith("file://"):
         tmp = os.environ.get("TMPDIR")
         if not tmp:
             return url
         rest = url[len("file://"):]
         path, sep, query = rest.partition("?")
+        if not path.strip("/"):
+            # no file named: torch refuses it ("path missing") for a maintainer, so here too (a
+            # reduction emptied the path once, and only this patch made the repro run)
+            return url
         name = os.path.basename(path.rstrip("/")) or "rendezvous"
         return "file://" + os.path.join(tmp, "reprobot-rdzv-%s-%s" % (port, name)) + sep + query
     return url
