@@ -106,3 +106,20 @@ def test_a_rendezvous_value_every_run_replaces_is_not_shrunk() -> None:
     texts = [module.code_for_node(n) for n in _shrinkable(module)]
     assert '"12355"' not in texts and '"29500"' not in texts and '"tcp://localhost:12355"' not in texts
     assert '"42"' in texts and "7" in texts                    # other literals still shrink
+
+
+def test_a_display_given_as_a_keyword_keeps_an_entry() -> None:
+    # the same error comes back from an empty list by another path (all() of nothing is True):
+    # emptied, it would be another setting, as transformers-31435's stop strings were
+    src = ('STOPS = [".", "\\n"]\n\n\n'
+           'def generate(stop_strings=None):\n'
+           '    if all(len(s) == 1 for s in stop_strings):\n'
+           '        raise ValueError("max() arg is an empty sequence")\n\n\n'
+           'generate(stop_strings=STOPS)\n'
+           'generate(stop_strings=[".", "!"])\n')
+    out = reduce_with(src, raises(ValueError, "empty sequence"), "shrink_containers")
+    assert 'STOPS = ["."]' in out and 'stop_strings=["."]' in out, out
+    # a positional display of a plain call may still be emptied
+    plain = src.replace("def generate(stop_strings=None)", "def generate(stop_strings)") \
+               .replace('generate(stop_strings=[".", "!"])', 'generate([".", "!"])')
+    assert "generate([])" in reduce_with(plain, raises(ValueError, "empty sequence"), "shrink_containers")

@@ -91,7 +91,33 @@ class _CallArguments(cst.CSTVisitor):
 def call_arguments(module: cst.Module) -> set[int]:
     v = _CallArguments()
     module.visit(v)
-    return v.found
+    return v.found | keyword_displays(module)
+
+
+def keyword_displays(module: cst.Module) -> set[int]:
+    """Ids of the displays given whole as a keyword argument (``stop_strings=[".", "\\n"]``), or
+    bound once to a name given whole as one (``STOPS = [...]`` … ``stop_strings=STOPS``): a setting
+    the call reads. Emptied, it is usually another setting (no stop strings, no target modules, an
+    empty device map) that a library treats apart: transformers-31435's ``max() arg is an empty
+    sequence`` came back from an empty list by another path than the user's."""
+    out: set[int] = set()
+    given: set[str] = set()
+    for call in collect(module, lambda n: isinstance(n, cst.Call)):
+        for a in call.args:
+            if a.keyword is None or a.star:
+                continue
+            if isinstance(a.value, _CONTAINERS):
+                out.add(id(a.value))
+            elif isinstance(a.value, cst.Name):
+                given.add(a.value.value)
+    if given:
+        bound: dict[str, list[cst.BaseExpression]] = {}
+        for node in collect(module, lambda n: isinstance(n, cst.Assign) and len(n.targets) == 1
+                            and isinstance(n.targets[0].target, cst.Name)):
+            bound.setdefault(node.targets[0].target.value, []).append(node.value)
+        out |= {id(values[0]) for name, values in bound.items()
+                if name in given and len(values) == 1 and isinstance(values[0], _CONTAINERS)}
+    return out
 
 
 def shrink_containers(gate: Gate) -> None:
@@ -102,7 +128,8 @@ def shrink_containers(gate: Gate) -> None:
     Never changes: the entries that stay, or their order; an entry whose value the failure's
     message shows; a display handed to a call is never
     emptied (``torch.tensor([])``, a shape ``()``-less of its sizes: a zero-element tensor or
-    layer takes other code paths than the user's, and a maintainer cannot trust it)."""
+    layer takes other code paths than the user's, and a maintainer cannot trust it), nor one
+    given as a keyword argument, directly or through a name bound once (``stop_strings=[]``)."""
     handed: set[int] = set()
     keep = message_values(gate.failure_message)
 
