@@ -427,7 +427,9 @@ def test_run_time_patch_gives_the_script_the_runs_port_and_file(tmp_path):
              'print(r._rewrite("tcp://[::1]:12355"))\n'
              'print(r._rewrite("file:///tmp/shared_init"))\n'
              'print(r._rewrite("file://"))\n'
-             'print(r._rewrite("tcp://127.0.0.1:0"))\n')
+             'print(r._rewrite("tcp://127.0.0.1:0"))\n'
+             'print(r._rewrite("file://r"))\n'
+             'print(r._rewrite("file:///no/such/folder/rdzv"))\n')
     env = dict(os.environ, PYTHONPATH=str(HOOK_DIR), REPROBOT_RENDEZVOUS="1", REPROBOT_MASTER_PORT="23456",
                TMPDIR=str(tmp_path))
     env.pop("MASTER_PORT", None)
@@ -440,21 +442,33 @@ def test_run_time_patch_gives_the_script_the_runs_port_and_file(tmp_path):
     # an init_method torch refuses, or a port no run listens on, stays as it is: a reduction once
     # emptied a file:// path and only this patch made the repro run (torch: "path missing")
     assert out[6] == "file://" and out[7] == "tcp://127.0.0.1:0"
+    # torch reads "r" as a host (path missing), and makes no folder: both fail as they would by hand
+    assert out[8] == "file://r" and out[9] == "file:///no/such/folder/rdzv"
 
 
 @needs_gloo
-def test_a_repro_that_runs_only_with_the_runs_own_rendezvous_fails_alone(tmp_path):
-    # the verification a maintainer's run stands for has no run-time rendezvous patch: an empty
-    # file:// path (torch: "path missing") is no repro, whatever a candidate run made of it
+def test_the_alone_check_runs_without_the_runs_own_rendezvous(tmp_path):
+    # the check a maintainer's run stands for gets no port of its own: a script whose port another
+    # process holds fails there as it would by hand, where every candidate run got a free port
+    import socket
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen(1)
+    port = held.getsockname()[1]
     src = ('import torch.distributed as dist\n'
-           'dist.init_process_group("gloo", init_method="file:///tmp/", rank=0, world_size=1)\n'
+           f'dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{port}", rank=0, world_size=1)\n'
            'raise KeyError("ran")\n')
     script = tmp_path / "r.py"
     script.write_text(src)
     runner = Runner(RunSpec(script=script, python=PY, timeout=60))
-    assert "KeyError: 'ran'" in runner.run(src).stderr
-    alone = runner.run(src, alone=True)
-    assert "KeyError" not in alone.stderr and "rendezvous" in alone.stderr, alone.stderr[-2000:]
+    try:
+        if not 1024 <= port <= 65535:
+            pytest.skip("the held port is not one a run could listen on")
+        assert "KeyError: 'ran'" in runner.run(src).stderr
+        alone = runner.run(src, alone=True)
+    finally:
+        held.close()
+    assert "KeyError" not in alone.stderr, alone.stderr[-2000:]
 
 
 @needs_gloo

@@ -52,6 +52,19 @@ def _patch_environ():
     cls.__setitem__ = __setitem__
 
 
+def _file_usable(url):
+    """Whether torch's file:// handler, unpatched, would get a file it can create: it reads the
+    URL's path (``urlparse``), refuses an empty one, and the store needs an existing folder."""
+    from urllib.parse import urlparse
+    try:
+        path = urlparse(url).path
+    except ValueError:
+        return False
+    if not path or path.endswith("/") or os.path.isdir(path):
+        return False
+    return os.path.isdir(os.path.dirname(path) or ".")
+
+
 def _rewrite(url):
     port = _port()
     if port is None or not isinstance(url, str):
@@ -67,9 +80,10 @@ def _rewrite(url):
             return url
         rest = url[len("file://"):]
         path, sep, query = rest.partition("?")
-        if not path.strip("/"):
-            # no file named: torch refuses it ("path missing") for a maintainer, so here too (a
-            # reduction emptied the path once, and only this patch made the repro run)
+        if not _file_usable(url):
+            # a file torch could not make for a maintainer ("path missing" for file://r, whose
+            # "r" is a host; a folder; a folder that does not exist): so here too, or a reduction
+            # that emptied the path (spawn_gc_lm_ddp) passes only under this patch
             return url
         name = os.path.basename(path.rstrip("/")) or "rendezvous"
         return "file://" + os.path.join(tmp, "reprobot-rdzv-%s-%s" % (port, name)) + sep + query
