@@ -133,7 +133,8 @@ class _Bindings(cst.CSTVisitor):
                 self.options[dest] = node
 
 
-def _string(node: cst.BaseExpression) -> str | None:
+def string_value(node: cst.BaseExpression) -> str | None:
+    """The text of a string literal (plain or implicitly concatenated), else None."""
     if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
         try:
             value = ast.literal_eval(cst.Module([]).code_for_node(node))
@@ -147,8 +148,8 @@ def option_dest(call: cst.Call) -> str | None:
     """The attribute an ``add_argument`` call's option lands on (``--ckpt-dir`` → ``ckpt_dir``)."""
     for a in call.args:
         if a.keyword is not None and a.keyword.value == "dest":
-            return _string(a.value)
-    names = [_string(a.value) for a in call.args if a.keyword is None]
+            return string_value(a.value)
+    names = [string_value(a.value) for a in call.args if a.keyword is None]
     names = [n for n in names if n]
     longs = [n for n in names if n.startswith("--")]
     pick = longs[0] if longs else (names[0] if names else None)
@@ -166,7 +167,7 @@ class Evaluator:
     def value(self, node: cst.BaseExpression, depth: int = 0) -> str | None:
         if depth > _MAX_DEPTH:
             return None
-        text = _string(node)
+        text = string_value(node)
         if text is not None:
             return text
         for kind, fn in ((cst.Name, self._name), (cst.Call, self._call), (cst.Subscript, self._subscript),
@@ -243,7 +244,7 @@ class Evaluator:
     def _option(self, dest: str, depth: int) -> str | None:
         """An argparse option: as the run's arguments give it, else its default."""
         call = self.bindings.options[dest]
-        flags = [s for s in (_string(a.value) for a in call.args if a.keyword is None) if s]
+        flags = [s for s in (string_value(a.value) for a in call.args if a.keyword is None) if s]
         argv = list(self.ctx.argv)
         for i, arg in enumerate(argv):
             for flag in flags:
@@ -319,7 +320,7 @@ def path_argument(call: cst.Call) -> cst.Arg | None:
 
 def _writes(call: cst.Call, positional: list[cst.Arg], keyword: dict[str, cst.Arg]) -> bool:
     mode = keyword.get("mode") or (positional[1] if len(positional) > 1 else None)
-    text = _string(mode.value) if mode is not None else "r"
+    text = string_value(mode.value) if mode is not None else "r"
     return text is None or any(c in text for c in "wax+")
 
 

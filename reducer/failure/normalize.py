@@ -204,4 +204,3 @@ def _library_keys(record: TracebackRecord, inner_only: bool) -> list[str]:
         if not out or out[-1] != key:
             out.append(key)
     return out
-

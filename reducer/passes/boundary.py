@@ -303,20 +303,26 @@ class _Builder:
             return self.rebuilt({"recipe": recipe}, parts)
         if literal_only:
             return None
-        alias = self.b.alias_of(text) if hasattr(self.b, "alias_of") else None
-        if alias is not None and not self._rebound_locally(alias):
-            # the object a global of the script holds (a worker's ``self.tok``): from that global
-            parts.unresolved.add(alias)
+        alias = self._alias(text, parts)
+        if alias is not None:       # the object a global holds (a worker's ``self.tok``): from it
             return alias
         parts.unresolved |= {n for n in _names(node) if n not in self.imports and n not in _BUILTINS}
         self._need(_names(node) & set(self.imports), parts)
         return text
 
-    def _rebound_locally(self, name: str) -> bool:
-        """``name`` is bound in the failing function: there it is not the global."""
+    def _alias(self, text: str, parts: _Parts) -> str | None:
+        """The script's global that held the object ``text`` stood for, unless the failing function
+        binds that name itself (there it is not the global); taken into ``parts`` as a name the
+        slice builds."""
+        alias = self.b.alias_of(text) if hasattr(self.b, "alias_of") else None
+        if alias is None:
+            return None
         holder = self._holder(self.b.line)
-        return holder is not None and name in {n.id for n in ast.walk(holder)
-                                               if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if holder is not None and alias in {n.id for n in ast.walk(holder)
+                                            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}:
+            return None
+        parts.unresolved.add(alias)
+        return alias
 
     def argument(self, node: ast.AST, parts: _Parts, literal_only: bool, position: int | None,
                  keyword: str | None) -> str | None:
@@ -422,10 +428,9 @@ class _Builder:
             value = self.value(receiver)
             if value is not None:
                 return f"({value}).{func.attr}"
-            alias = self.b.alias_of(rtext) if self.aliases and hasattr(self.b, "alias_of") else None
-            if alias is not None and not literal_only and not self._rebound_locally(alias):
-                # the global that holds the receiver, with what the script did to it (``slice``)
-                parts.unresolved.add(alias)
+            # the global that holds the receiver, with what the script did to it (``slice``)
+            alias = self._alias(rtext, parts) if self.aliases and not literal_only else None
+            if alias is not None:
                 return f"{alias}.{func.attr}"
             built = self._built(rtext, parts, literal_only)
             if built is not None:
@@ -932,9 +937,11 @@ def candidates(source: str, boundaries, allowed) -> list[str]:
             guess = builder.receiver_guess(call)
             if guess is not None:
                 guesses.append(guess)
-            builder.aliases = True
-            aliased = builder.call(call, literal_only=False)
-            builder.aliases = False
+            aliased = None
+            if any("global" in v for v in getattr(b, "values", {}).values() if isinstance(v, dict)):
+                builder.aliases = True
+                aliased = builder.call(call, literal_only=False)
+                builder.aliases = False
             if aliased is not None and aliased[1].unresolved:
                 _with_state(b, aliased[1])
                 sliced = builder.slice(aliased[0], aliased[1], b.line, mutations=True)

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from reducer.analysis.artefacts import dotted, option_dest
+from reducer.analysis.artefacts import dotted, option_dest, string_value
 from reducer.analysis.cst import collect, is_literal, parse, replace_many, safe
 from reducer.passes.base import Gate
 from reducer.passes.rewrites import drop_dead_code, drop_unread_bindings
@@ -120,10 +120,7 @@ def _keywords(call: cst.Call) -> dict[str, cst.BaseExpression]:
 
 
 def _string(node: cst.BaseExpression | None) -> str | None:
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
+    return None if node is None else string_value(node)
 
 
 def _option_value(call: cst.Call) -> cst.BaseExpression | None:

@@ -91,7 +91,7 @@ class _CallArguments(cst.CSTVisitor):
 def call_arguments(module: cst.Module) -> set[int]:
     v = _CallArguments()
     module.visit(v)
-    return v.found | keyword_displays(module)
+    return v.found
 
 
 def keyword_displays(module: cst.Module) -> set[int]:
@@ -135,7 +135,7 @@ def shrink_containers(gate: Gate) -> None:
 
     def owners(module: cst.Module) -> list[cst.CSTNode]:
         handed.clear()
-        handed.update(call_arguments(module))
+        handed.update(call_arguments(module) | keyword_displays(module))
         return containers(module)
 
     def set_items(node: cst.CSTNode, items: list) -> cst.CSTNode:

@@ -122,9 +122,12 @@ def _targets(gate: Gate):
     def alternatives(module: cst.Module, node: cst.CSTNode) -> Iterable[str | None]:
         p = pair(module, node)
         if p is not None:
-            plain = safe(lambda: drop_dead_code(replace_many(module, [p])))
+            replaced = safe(lambda: replace_many(module, [p]))
+            if replaced is None:
+                return
+            plain = safe(lambda: drop_dead_code(replaced))
             # the object that computed the value goes too (a tokenizer, once its batch is written)
-            freed = safe(lambda: drop_dead_code(drop_unread_bindings(module.code, replace_many(module, [p]))))
+            freed = safe(lambda: drop_dead_code(drop_unread_bindings(module.code, replaced)))
             yield from ([freed] if freed != plain else []) + [plain]
 
     def everything(module: cst.Module) -> str | None:

@@ -74,19 +74,19 @@ def sites(module: cst.Module) -> list[tuple[cst.Call, str]]:
     """(a load of a path the same block saved a name's value to before it, that name)."""
     out: list[tuple[cst.Call, str]] = []
     for block in _blocks(module):
-        saved: dict[str, tuple[str, cst.BaseExpression]] = {}     # path's text -> (name, path)
+        saved: dict[str, str] = {}     # path's text -> the name whose value was saved there
         for stmt in block:
-            for key, (name, _) in list(saved.items()):
+            for key, name in list(saved.items()):
                 if _binds(stmt, name):
                     del saved[key]          # the name holds another value from here on
             for call in collect(stmt, lambda n: isinstance(n, cst.Call) and called_name(n.func) in _LOADERS):
                 path = _path_of_load(call)
                 key = module.code_for_node(path) if path is not None else None
                 if key in saved:
-                    out.append((call, saved[key][0]))
+                    out.append((call, saved[key]))
             found = _saved(stmt)
             if found is not None:
-                saved[module.code_for_node(found[1])] = found
+                saved[module.code_for_node(found[1])] = found[0]
     return out
 
 

@@ -55,7 +55,8 @@ _RUNTIME = {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_BLOCKING_WAIT",
 # later (what torch's intra-op pool then uses, as in a child that imported torch with it). Applied
 # in the warm child (``_apply_runtime``) when torch is in the warm image; otherwise the child is
 # cold, as for any other variable read at import. And torch.distributed's debug level, which its
-# import reads (``set_debug_level_from_env``) and which that function reads again.
+# import reads (``set_debug_level_from_env``) and which that function reads again; and
+# transformers' log level, which its logging module reads at import (``set_verbosity`` again).
 _SET_AT_RUNTIME = {"OMP_NUM_THREADS", "TORCH_DISTRIBUTED_DEBUG", "TRANSFORMERS_VERBOSITY"}
 # Read before any module: by the interpreter at its start (a spawn child's own start) and by the
 # dynamic loader. The warm child's interpreter started long ago, so a change is never seen warm.
