@@ -4,7 +4,7 @@ Fast and offline: no environment is built and nothing is downloaded. The entries
 checked by running them (`python bench/realbugs/check.py`), which needs their releases; here only
 what can be known without them: fields and types, the parts and their hash rule, scripts that
 parse and have a real script's length, and for fixed bugs the release found by running; the
-fresh held-out parts (fresh, fresh2) hold no issue that reprobot's labelled or bundled issue sets contain. The
+parts held out as a whole (catalog.CHOSEN: fresh, fresh2, fresh3) hold no issue that reprobot's labelled or bundled issue sets contain. The
 harness pieces run for real on this interpreter (a real Runner subprocess, real wheel files).
 """
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import re
 import sys
 import zipfile
@@ -108,16 +109,30 @@ def test_script_parses_and_has_a_real_scripts_length(name):
     assert 60 <= lines <= 200, f"{lines} lines: a user's script, not a minimal repro"
 
 
+def _part_files(folder: Path) -> dict[str, Path]:
+    """Every part the catalog knows, its list kept in `folder`."""
+    return {part: folder / f"{part}.json" for part in catalog.PART_FILES}
+
+
+def test_parts_held_out_as_a_whole_are_data():
+    """The parts chosen by issue are one tuple; the part files, and so check.py's and run.py's --part
+    and check.py's --held-part, are built from it."""
+    assert catalog.CHOSEN[:3] == ("fresh", "fresh2", "fresh3")
+    assert list(catalog.PART_FILES) == [*catalog.HASHED, *catalog.CHOSEN]
+    assert all(path == HERE / f"{part}.json" for part, path in catalog.PART_FILES.items())
+    assert not hasattr(catalog, "FRESH") and not hasattr(catalog, "FRESH2")
+
+
 def test_parts_are_disjoint_complete_and_follow_the_hash_rule():
-    held, train, fresh = catalog.listed("heldout"), catalog.listed("train"), catalog.listed(catalog.FRESH)
-    fresh2 = catalog.listed(catalog.FRESH2)
-    parts = [held, train, fresh, fresh2]
+    held, train = catalog.listed("heldout"), catalog.listed("train")
+    chosen = {part: catalog.listed(part) for part in catalog.CHOSEN}
+    parts = [held, train, *chosen.values()]
     assert all(len(p) == len(set(p)) for p in parts)
     assert sum(len(p) for p in parts) == len(set().union(*map(set, parts))), "no entry is in two parts"
     assert set().union(*map(set, parts)) == set(NAMES), "every entry is in exactly one part, and only entries"
     # the fresh parts are chosen, not hashed: their names may fall on either side of the rule
-    assert all(catalog.part_of(n) == catalog.FRESH for n in fresh)
-    assert all(catalog.part_of(n) == catalog.FRESH2 for n in fresh2)
+    for part, names in chosen.items():
+        assert all(catalog.part_of(n) == part for n in names), part
     for name in held:
         assert int(hashlib.sha256(name.encode()).hexdigest(), 16) % 3 == 0, name
     for name in train:
@@ -125,8 +140,7 @@ def test_parts_are_disjoint_complete_and_follow_the_hash_rule():
 
 
 def test_part_rule_and_register(tmp_path, monkeypatch):
-    monkeypatch.setattr(catalog, "PART_FILES", {"heldout": tmp_path / "h.json", "train": tmp_path / "t.json",
-                                                "fresh": tmp_path / "f.json", "fresh2": tmp_path / "f2.json"})
+    monkeypatch.setattr(catalog, "PART_FILES", _part_files(tmp_path))
     names = [f"transformers-{n}" for n in range(30)]
     for n in names:
         catalog.register(n)
@@ -138,40 +152,38 @@ def test_part_rule_and_register(tmp_path, monkeypatch):
 
 
 def test_fresh_part_is_chosen_by_name_and_stays_apart(tmp_path, monkeypatch):
-    monkeypatch.setattr(catalog, "PART_FILES", {"heldout": tmp_path / "h.json", "train": tmp_path / "t.json",
-                                                "fresh": tmp_path / "f.json", "fresh2": tmp_path / "f2.json"})
+    monkeypatch.setattr(catalog, "PART_FILES", _part_files(tmp_path))
     held = next(f"peft-{n}" for n in range(100) if catalog.hash_part(f"peft-{n}") == "heldout")
     train = next(f"peft-{n}" for n in range(100) if catalog.hash_part(f"peft-{n}") == "train")
     # registered into the fresh part whatever the hash says; registered again: still fresh, once
     for name in (held, train, held):
-        assert catalog.register(name, catalog.FRESH) == catalog.FRESH
-    assert catalog.listed(catalog.FRESH) == [held, train]
+        assert catalog.register(name, "fresh") == "fresh"
+    assert catalog.listed("fresh") == [held, train]
     assert catalog.listed("heldout") == [] and catalog.listed("train") == []
-    assert catalog.part_of(held) == catalog.FRESH and catalog.register(held) == catalog.FRESH
+    assert catalog.part_of(held) == "fresh" and catalog.register(held) == "fresh"
     # the hash parts are never chosen, and a measured entry cannot become fresh afterwards
     with pytest.raises(ValueError, match="hash rule"):
         catalog.register("peft-999", "heldout")
     other = next(f"trl-{n}" for n in range(100) if catalog.hash_part(f"trl-{n}") == "train")
     assert catalog.register(other) == "train"
     with pytest.raises(ValueError, match="already in the train part"):
-        catalog.register(other, catalog.FRESH)
+        catalog.register(other, "fresh")
 
 
 def test_second_fresh_part_is_chosen_by_name_and_apart_from_the_first(tmp_path, monkeypatch):
-    monkeypatch.setattr(catalog, "PART_FILES", {"heldout": tmp_path / "h.json", "train": tmp_path / "t.json",
-                                                "fresh": tmp_path / "f.json", "fresh2": tmp_path / "f2.json"})
+    monkeypatch.setattr(catalog, "PART_FILES", _part_files(tmp_path))
     held = next(f"trl-{n}" for n in range(100) if catalog.hash_part(f"trl-{n}") == "heldout")
-    assert catalog.register(held, catalog.FRESH2) == catalog.FRESH2
-    assert catalog.register(held) == catalog.FRESH2 and catalog.listed(catalog.FRESH2) == [held]
-    assert catalog.listed("heldout") == [] and catalog.listed(catalog.FRESH) == []
+    assert catalog.register(held, "fresh2") == "fresh2"
+    assert catalog.register(held) == "fresh2" and catalog.listed("fresh2") == [held]
+    assert catalog.listed("heldout") == [] and catalog.listed("fresh") == []
     # an entry of one fresh part cannot move to the other, in either direction
     with pytest.raises(ValueError, match="already in the fresh2 part"):
-        catalog.register(held, catalog.FRESH)
+        catalog.register(held, "fresh")
     first = "peft-7"
-    catalog.register(first, catalog.FRESH)
+    catalog.register(first, "fresh")
     with pytest.raises(ValueError, match="already in the fresh part"):
-        catalog.register(first, catalog.FRESH2)
-    assert catalog.part_of(first) == catalog.FRESH and catalog.listed(catalog.FRESH2) == [held]
+        catalog.register(first, "fresh2")
+    assert catalog.part_of(first) == "fresh" and catalog.listed("fresh2") == [held]
 
 
 def _indexed_issues() -> set[tuple[str, int]]:
@@ -200,7 +212,7 @@ def _indexed_issues() -> set[tuple[str, int]]:
     return found
 
 
-@pytest.mark.parametrize("part", [catalog.FRESH, catalog.FRESH2])
+@pytest.mark.parametrize("part", catalog.CHOSEN)
 def test_fresh_entries_are_outside_the_sets_reprobot_reads(part):
     """The fresh parts measure reprobot on issues it has never seen: none may be a row (or a named
     duplicate) of bot/data/kind/ (the classifier's labels) or bot/data/upstream/ (the bundled index)."""
@@ -274,8 +286,7 @@ def tiny_corpus(tmp_path, monkeypatch):
     entry = {"repo": "pytorch/pytorch", "number": 1, "reported_on": {}, "extra_pins": {}, "signature": {}}
     (folder / "entry.json").write_text(json.dumps(entry), encoding="utf-8")
     monkeypatch.setattr(catalog, "ENTRIES", entries)
-    monkeypatch.setattr(catalog, "PART_FILES", {"heldout": tmp_path / "heldout.json", "train": tmp_path / "train.json",
-                                                "fresh": tmp_path / "fresh.json", "fresh2": tmp_path / "fresh2.json"})
+    monkeypatch.setattr(catalog, "PART_FILES", _part_files(tmp_path))
     monkeypatch.setattr(envs, "BASE_PYTHON", sys.executable)
     monkeypatch.setenv("REALBUGS_WHEELS", str(tmp_path / "wheels"))
     return folder
@@ -316,9 +327,9 @@ def test_check_records_a_new_entry_into_the_fresh_part(tiny_corpus, capsys):
     assert check.main(["pytorch-1", "--offline", "--fresh"]) == 2          # --fresh only beside --record
     assert "--fresh only beside --record" in capsys.readouterr().err
     assert check.main(["pytorch-1", "--offline", "--record", "--fresh"]) == 1
-    assert catalog.listed(catalog.FRESH) == ["pytorch-1"]
+    assert catalog.listed("fresh") == ["pytorch-1"]
     assert catalog.listed("heldout") == [] and catalog.listed("train") == []
-    assert catalog.part_of("pytorch-1") == catalog.FRESH
+    assert catalog.part_of("pytorch-1") == "fresh"
     capsys.readouterr()
     assert check.main(["pytorch-1", "--offline", "--part", "fresh"]) == 0
     assert "same" in capsys.readouterr().out
@@ -330,24 +341,50 @@ def test_check_records_a_new_entry_into_the_second_fresh_part(tiny_corpus, capsy
     with pytest.raises(SystemExit):                                         # one chosen part, not both
         check.main(["pytorch-1", "--offline", "--record", "--fresh", "--fresh2"])
     assert check.main(["pytorch-1", "--offline", "--record", "--fresh2"]) == 1
-    assert catalog.listed(catalog.FRESH2) == ["pytorch-1"] and catalog.listed(catalog.FRESH) == []
-    assert catalog.part_of("pytorch-1") == catalog.FRESH2
+    assert catalog.listed("fresh2") == ["pytorch-1"] and catalog.listed("fresh") == []
+    assert catalog.part_of("pytorch-1") == "fresh2"
     capsys.readouterr()
     assert check.main(["pytorch-1", "--offline", "--part", "fresh2"]) == 0
     assert "same" in capsys.readouterr().out
 
 
+def test_check_records_a_new_entry_into_a_held_part_by_name(tiny_corpus, capsys):
+    assert check.main(["pytorch-1", "--offline", "--held-part", "fresh3"]) == 2     # only beside --record
+    assert "--held-part fresh3 only beside --record" in capsys.readouterr().err
+    for bad in (["--held-part", "train"], ["--held-part", "fresh4"], ["--fresh", "--held-part", "fresh3"]):
+        with pytest.raises(SystemExit):             # a hash part, an unknown one, or two at once
+            check.main(["pytorch-1", "--offline", "--record", *bad])
+    assert check.main(["pytorch-1", "--offline", "--record", "--held-part", "fresh3"]) == 1
+    assert catalog.listed("fresh3") == ["pytorch-1"]
+    assert all(catalog.listed(p) == [] for p in catalog.PART_FILES if p != "fresh3")
+    assert catalog.part_of("pytorch-1") == "fresh3"
+    capsys.readouterr()
+    assert check.main(["pytorch-1", "--offline", "--part", "fresh3"]) == 0
+    assert "same" in capsys.readouterr().out
+
+
+def test_run_takes_every_held_part(tiny_corpus, tmp_path, monkeypatch, capsys):
+    """run.py's --part accepts each part of the catalog; --report runs nothing, it only reports."""
+    monkeypatch.setenv("PATH", os.environ.get("PATH", ""))   # run.py may put a private uv first
+    catalog.register("pytorch-1", "fresh3")
+    for part in catalog.PART_FILES:
+        assert run.main(["--part", part, "--report", "--out", str(tmp_path / "out")]) == 0, part
+    assert "figures — fresh3 (1 entries)" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        run.main(["--part", "fresh4", "--report", "--out", str(tmp_path / "out")])
+
+
 def test_report_gives_the_second_fresh_part_its_own_figures(tiny_corpus, tmp_path):
-    catalog.register("pytorch-1", catalog.FRESH2)
+    catalog.register("pytorch-1", "fresh2")
     ctx = run.Ctx(tmp_path / "out", offline=True, max_time=1, stage_timeout=1)
     text, figs = run.report(ctx, ["pytorch-1"], footer="")
-    assert list(figs) == [catalog.FRESH2] and figs[catalog.FRESH2]["entries"] == 1
+    assert list(figs) == ["fresh2"] and figs["fresh2"]["entries"] == 1
     assert "figures — fresh2 (1 entries)" in text
 
 
 def test_report_gives_the_fresh_part_its_own_figures(tiny_corpus, tmp_path):
-    catalog.register("pytorch-1", catalog.FRESH)
+    catalog.register("pytorch-1", "fresh")
     ctx = run.Ctx(tmp_path / "out", offline=True, max_time=1, stage_timeout=1)
     text, figs = run.report(ctx, ["pytorch-1"], footer="")
-    assert list(figs) == [catalog.FRESH] and figs[catalog.FRESH]["entries"] == 1
+    assert list(figs) == ["fresh"] and figs["fresh"]["entries"] == 1
     assert "figures — fresh (1 entries)" in text

@@ -13,9 +13,11 @@ bot/data/kind/ and the bundled issue index under bot/data/upstream/), and frozen
 is measured on it. An entry joins it only when it is registered into it by name
 (`register(name, "fresh")`, `check.py --record --fresh`).
 
-A fourth part, `fresh2` (`fresh2.json`), was chosen the same way and under the same rule once
-`fresh` had been measured and was being tuned on, so that a clean held-out part exists again; it
-is disjoint from the other three (`register(name, "fresh2")`, `check.py --record --fresh2`).
+Later parts, `fresh2`, `fresh3`, ... (`<part>.json`), were chosen the same way and under the same
+rule, each once the one before it had been measured and was being tuned on, so that a clean
+held-out part exists again; each is disjoint from every other part (`register(name, "fresh3")`,
+`check.py --record --held-part fresh3`). They are data: CHOSEN lists them, and PART_FILES, the
+parts check.py and run.py accept, is built from it, so a new part is one more name there.
 """
 from __future__ import annotations
 
@@ -26,12 +28,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ENTRIES = HERE / "entries"
-PART_FILES = {"heldout": HERE / "heldout.json", "train": HERE / "train.json", "fresh": HERE / "fresh.json",
-              "fresh2": HERE / "fresh2.json"}
-# the parts whose members are listed by choice of issue, not by the hash rule (each held out as a whole)
-FRESH = "fresh"
-FRESH2 = "fresh2"
-CHOSEN = (FRESH, FRESH2)
+# the parts whose members are listed by choice of issue, not by the hash rule (each held out as a whole),
+# oldest first: a new clean part is one more name here
+CHOSEN: tuple[str, ...] = ("fresh", "fresh2", "fresh3")
+HASHED: tuple[str, ...] = ("heldout", "train")
+PART_FILES = {part: HERE / f"{part}.json" for part in (*HASHED, *CHOSEN)}
 
 
 def hash_part(name: str) -> str:
@@ -51,7 +52,7 @@ def register(name: str, part: str | None = None) -> str:
     """Append `name` to its part's file (once); returns the part. The part is the hash rule's
     unless `part` is a chosen one (or `name` is already in one): the hash parts stay by rule."""
     if part not in (None, *CHOSEN):
-        raise ValueError(f"{part!r}: only the {' and '.join(CHOSEN)} parts are chosen; the others follow the hash rule")
+        raise ValueError(f"{part!r}: only the {', '.join(CHOSEN)} parts are chosen; the others follow the hash rule")
     current = part_of(name)
     if part is None:
         part = current

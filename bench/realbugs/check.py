@@ -1,7 +1,7 @@
 """Does each entry still fail the way its entry.json says, on the releases it was reported on?
 
-    python bench/realbugs/check.py [NAME ...] [--part train|heldout|fresh|fresh2] [--releases PKG=V1,V2,...]
-                                   [--offline] [--timeout S] [--json] [--record [--fresh | --fresh2]]
+    python bench/realbugs/check.py [NAME ...] [--part heldout|train|fresh|fresh2|fresh3] [--releases PKG=V1,V2,...]
+                                   [--offline] [--timeout S] [--json] [--record [--held-part NAME]]
 
 For each entry: build its environment (bench/realbugs/envs.py), run its script there with the
 Hub offline, read the failure with reprobot's own machinery (the Runner, `distinct_failures`,
@@ -17,9 +17,10 @@ entry's signature), `fails otherwise`, `passes` or `not installable`: this is ho
 signature in entry.json's shape, and the pins the overlay installed) for writing entries.
 `--record` is for writing one: an entry whose entry.json has no signature yet gets the signature
 this run shows and, as its `extra_pins`, what the overlay installed beyond `reported_on`; it is
-then added to its part's list (bench/realbugs/catalog.py): the hash rule's part, or with `--fresh`
-the fresh held-out part (`fresh.json`, which the hash rule does not decide), or with `--fresh2` the
-second one (`fresh2.json`).
+then added to its part's list (bench/realbugs/catalog.py): the hash rule's part, or with
+`--held-part NAME` one of the parts held out as a whole (catalog.CHOSEN: fresh, fresh2, fresh3;
+`NAME.json`, which the hash rule does not decide). `--fresh` and `--fresh2` are the older
+spellings of `--held-part fresh` and `--held-part fresh2`.
 Exit 0 when every row ran; 1 when an entry's signature was not seen on its reported releases.
 """
 from __future__ import annotations
@@ -120,6 +121,16 @@ def _line(row: Row) -> str:
     return head
 
 
+class HeldPart(argparse.Action):
+    """`--held-part NAME`, or an alias that names its part itself (`--fresh`: const "fresh"); keeps
+    the flag as it was written, for the error that names it."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        part = self.const if self.const is not None else values
+        namespace.held_part = part
+        namespace.held_flag = option_string if self.const is not None else f"{option_string} {part}"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", help="entry folder names (default: all)")
@@ -133,10 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--record", action="store_true",
                     help="write the observed signature and extra pins into entries that have none")
     chosen = ap.add_mutually_exclusive_group()
-    chosen.add_argument("--fresh", action="store_true",
-                        help="with --record: add the entries to the fresh held-out part, not the hash rule's part")
-    chosen.add_argument("--fresh2", action="store_true",
-                        help="with --record: add the entries to the second fresh held-out part (fresh2.json)")
+    chosen.add_argument("--held-part", dest="held_part", action=HeldPart, choices=catalog.CHOSEN, metavar="NAME",
+                        help="with --record: add the entries to this part held out as a whole "
+                             f"({', '.join(catalog.CHOSEN)}), not the hash rule's part")
+    for alias in ("fresh", "fresh2"):     # the older flags, kept so earlier commands still run
+        chosen.add_argument(f"--{alias}", dest="held_part", action=HeldPart, nargs=0, const=alias,
+                            help=f"with --record: the same as --held-part {alias}")
     args = ap.parse_args(argv)
     try:
         names = catalog.select(args.names, args.part)
@@ -150,8 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             if len(found) != 1 or not args.releases:
                 raise ValueError(f"--with {text!r}: one PKG=V, and only beside --releases")
             also[other] = found[0]
-        if (args.fresh or args.fresh2) and not args.record:
-            raise ValueError(f"--{'fresh' if args.fresh else 'fresh2'} only beside --record")
+        if args.held_part and not args.record:
+            raise ValueError(f"{args.held_flag} only beside --record")
     except ValueError as e:
         print(f"check: {e}", file=sys.stderr)
         return ExitCode.USAGE
@@ -161,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             row = run_entry(name, swap, online=not args.offline, timeout=args.timeout, also=also)
             if args.record and swap is None and row.status == "unrecorded" and row.observed:
                 try:
-                    record(name, row, catalog.FRESH if args.fresh else catalog.FRESH2 if args.fresh2 else None)
+                    record(name, row, args.held_part)
                 except ValueError as e:      # already in a hash part: it cannot become fresh
                     print(f"check: {e}", file=sys.stderr)
                     return ExitCode.USAGE

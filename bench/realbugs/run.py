@@ -1,6 +1,6 @@
 """One command runs reprobot's whole pipeline on the real-bug entries and prints a table per stage.
 
-    python bench/realbugs/run.py [NAME ...] [--part heldout|train|fresh|fresh2] [--stages reduce,route,...]
+    python bench/realbugs/run.py [NAME ...] [--part heldout|train|fresh|fresh2|fresh3] [--stages reduce,route,...]
                                  [--from DIR] [--out DIR] [--max-time S] [--offline] [--json]
 
 For each entry, in its pinned environment (bench/realbugs/envs.py: the base interpreter with the
@@ -638,7 +638,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 2)[2])
     ap.add_argument("names", nargs="*", help="entry folder names (default: all)")
-    ap.add_argument("--part", choices=sorted(catalog.PART_FILES), help="only the entries of this part")
+    ap.add_argument("--part", choices=list(catalog.PART_FILES),
+                    help="only the entries of this part: the hash rule's (heldout, train) or one held out as a whole "
+                         f"({', '.join(catalog.CHOSEN)})")
     ap.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, from {','.join(STAGES)} (default: all)")
     ap.add_argument("--from", dest="source", metavar="DIR", help="start from an earlier run's folders (copied into --out)")
     ap.add_argument("--out", help="results folder (default: bench/realbugs/results/<date>/)")
