@@ -429,7 +429,9 @@ def test_run_time_patch_gives_the_script_the_runs_port_and_file(tmp_path):
              'print(r._rewrite("file://"))\n'
              'print(r._rewrite("tcp://127.0.0.1:0"))\n'
              'print(r._rewrite("file://r"))\n'
-             'print(r._rewrite("file:///no/such/folder/rdzv"))\n')
+             'print(r._rewrite("file:///no/such/folder/rdzv"))\n'
+             'print(r._rewrite("file://reprobot_scratch/rendezvous"))\n'
+             'print(r._rewrite("file://localhost/tmp/shared_init"))\n')
     env = dict(os.environ, PYTHONPATH=str(HOOK_DIR), REPROBOT_RENDEZVOUS="1", REPROBOT_MASTER_PORT="23456",
                TMPDIR=str(tmp_path))
     env.pop("MASTER_PORT", None)
@@ -444,6 +446,10 @@ def test_run_time_patch_gives_the_script_the_runs_port_and_file(tmp_path):
     assert out[6] == "file://" and out[7] == "tcp://127.0.0.1:0"
     # torch reads "r" as a host (path missing), and makes no folder: both fail as they would by hand
     assert out[8] == "file://r" and out[9] == "file:///no/such/folder/rdzv"
+    # a relative folder written into the URL is read as a host, and torch makes /rendezvous, which
+    # only root may: it gets a file in a folder that does not exist, as a maintainer's run fails
+    assert out[10] == f"file://{tmp_path}/reprobot-no-folder/rendezvous"
+    assert out[11] == f"file://{tmp_path}/reprobot-rdzv-23456-shared_init"
 
 
 @needs_gloo

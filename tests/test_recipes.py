@@ -288,10 +288,42 @@ def test_a_tokenizer_built_in_code_is_built_again_from_its_vocabulary(tmp_path, 
         ''')
     found = _candidates(source, "ValueError", monkeypatch)
     best = found[0]
-    assert "models.WordLevel(vocab={'[UNK]': 0, 'hello': 1, 'world': 2, 'how': 3, 'are': 4, 'you': 5}" in best
+    assert "models.WordLevel(vocab={t: i for i, t in enumerate(['[UNK]', 'hello', 'world', 'how', 'are', 'you'])}" in best
     assert "reprobot_tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()" in best
     assert "build(" not in best and "encode(" not in best
     _fails(best, tmp_path, "Asking to pad but the tokenizer does not have a padding token")
+
+
+def test_a_bpe_tokenizer_trained_in_code_is_built_again_with_its_parts_and_chat_template(tmp_path, monkeypatch):
+    # a BPE trained in code (a Metaspace pre-tokenizer and decoder, trainer-added special tokens)
+    # and a dict of named chat templates: the failing call needs the templates; the WordLevel-only
+    # recipe had none for it, so its slice (trainer, corpus, helper) stayed
+    source = textwrap.dedent('''
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+        from transformers import PreTrainedTokenizerFast
+
+        CORPUS = ["please reset my password", "where is my order", "thanks for the quick answer"] * 4
+
+        def build(texts):
+            tk = Tokenizer(models.BPE(unk_token="<unk>"))
+            tk.pre_tokenizer = pre_tokenizers.Metaspace()
+            tk.decoder = decoders.Metaspace()
+            tk.train_from_iterator(texts, trainer=trainers.BpeTrainer(vocab_size=60, special_tokens=["<pad>", "<unk>"],
+                                                                      show_progress=False))
+            tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", unk_token="<unk>")
+            tok.chat_template = {"chat": "{% for m in messages %}{{ m['content'] }}{% endfor %}", "short": "x"}
+            return tok
+
+        def answer(tok, text):
+            return tok.apply_chat_template([{"role": "user", "content": text}], tokenize=False)
+
+        answer(build(CORPUS), "where is my order")
+        ''')
+    found = _candidates(source, "ValueError", monkeypatch)
+    best = _first(found, "models.BPE(")
+    assert "merges=[" in best and "pre_tokenizers.Metaspace(" in best and "decoders.Metaspace(" in best
+    assert "chat_template={'chat':" in best and "BpeTrainer" not in best and "build(" not in best
+    _fails(best, tmp_path, "multiple chat templates")
 
 
 def test_a_trainer_the_script_built_is_its_constructor_call_with_each_part_rebuilt(tmp_path, monkeypatch):

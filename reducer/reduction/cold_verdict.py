@@ -24,8 +24,9 @@ from reducer.failure.signature import find_match
 from reducer.reduction.standalone import Standalone, make_standalone, probe_in
 from reducer.reduction.warm_start import reference_set
 
-# How many earlier results the cold fallback may try before going back to the original.
-COLD_FALLBACK_TRIES = 6
+# How many earlier results the cold fallback may try before going back to the original: a
+# bisection of 2**8 accepted results.
+COLD_FALLBACK_TRIES = 8
 
 
 def cold_rate(failure: Failure, oracle: Oracle, source: str,
@@ -73,6 +74,27 @@ def heavier(outcome: Outcome, failure: Failure) -> bool:
     return original > 0 and outcome.peak_rss > original + max(original // 10, 32 * 1024 ** 2)
 
 
+def walk_back(earlier: list[str], fails_cold: Callable[[str], tuple[TracebackRecord | None, Outcome]]
+              ) -> tuple[str, TracebackRecord, Outcome] | None:
+    """The newest of ``earlier`` (accepted results, oldest first) that fails cold, or None, in at
+    most COLD_FALLBACK_TRIES cold runs: the newest first (a last step that broke it), then a
+    bisection. What breaks a result cold stays in every later one (a vocabulary's ids shrunk
+    into duplicates, which only the warm runs' shared hash seeds read the same way every time,
+    heldout6's chat service: 130 accepted results after it), so the newest six alone missed it."""
+    good: tuple[str, TracebackRecord, Outcome] | None = None
+    lo, hi = -1, len(earlier)          # earlier[hi] fails warm only; earlier[lo] fails cold (-1: unknown)
+    tries = 0
+    while hi - lo > 1 and tries < COLD_FALLBACK_TRIES:
+        mid = hi - 1 if tries == 0 else (lo + hi + 1) // 2
+        tries += 1
+        record, outcome = fails_cold(earlier[mid])
+        if record is not None:
+            lo, good = mid, (earlier[mid], record, outcome)
+        else:
+            hi = mid
+    return good
+
+
 def cold_verdict(failure: Failure, oracle: Oracle, best: str, history: list[str],
                  say: Callable[[str], None] = lambda _line: None,
                  measured: dict[str, Rate] | None = None) -> tuple[str, TracebackRecord | None, Outcome | None]:
@@ -115,10 +137,9 @@ def cold_verdict(failure: Failure, oracle: Oracle, best: str, history: list[str]
         say("the result " + (f"did not fail the same way in {failure.rate.runs} cold runs"
                              if failure.flaky else "fails warm but not cold")
             + ": going back to the last result that fails cold")
-    for source in list(reversed(history[:-1]))[:COLD_FALLBACK_TRIES]:
-        record, outcome = fails_cold(source)
-        if record is not None:
-            return source, record, outcome
+    found = walk_back(history[:-1], fails_cold)
+    if found is not None:
+        return found
     # The original was confirmed on the set, and checked on one GPU, by find_failure.
     if lost and failure.gpu.needs_gpus:
         return failure.source, failure.record, failure.outcomes[0]

@@ -7,8 +7,10 @@
   called with the fields that differ from a default instance's, a path of the machine as a fresh
   relative name, checked by building it again;
 - a tokenizer's output (``BatchEncoding``) -> ``BatchEncoding({...})`` of its items rebuilt;
-- a fast tokenizer built in code over a small WordLevel vocabulary -> that vocabulary, its
-  pre-tokenizer and special tokens, built again in code;
+- a fast tokenizer built in code over a small vocabulary (WordLevel, BPE, WordPiece, Unigram) ->
+  its model, normalizer, pre-tokenizer, post-processor, decoder, added tokens, special tokens and
+  chat template, built again in code (its whole JSON read back where the parts are not their
+  constructors' keywords);
 - a model -> ``Class(Config(...))`` with its dtype, device and eval mode, and its generation config
   where it is not the one a model built from that config gets; a model whose load is
   part of the failure (quantized, or placed by a ``device_map``) -> a tiny checkpoint saved first
@@ -220,32 +222,91 @@ def _own_generation_config(model, source):
 
 
 _MAX_VOCAB = 500
+_MAX_JSON = 16000
+# A component's JSON "type" -> how its class takes the list a Sequence holds (the JSON key).
+_SEQUENCE_KEYS = {"normalizers": "normalizers", "pre_tokenizers": "pretokenizers", "decoders": "decoders",
+                  "processors": "processors"}
+
+
+def _literal(value):
+    """A JSON value as Python source (lists of pairs stay lists: the classes take either)."""
+    return repr(value)
+
+
+def _component(module, state):
+    """A normalizer / pre-tokenizer / decoder / post-processor from its JSON as ``module.Type(...)``,
+    or None where its JSON is not its constructor's keywords (the whole-JSON form then applies)."""
+    kind = state.get("type")
+    if not isinstance(kind, str) or not kind.isidentifier():
+        return None
+    if kind == "Sequence":
+        items = [_component(module, item) for item in state.get(_SEQUENCE_KEYS[module]) or []]
+        return None if None in items else "%s.Sequence([%s])" % (module, ", ".join(items))
+    if kind == "TemplateProcessing":
+        return _template(state)
+    args = ", ".join("%s=%s" % (k, _literal(v)) for k, v in state.items() if k != "type" and v is not None)
+    return "%s.%s(%s)" % (module, kind, args)
+
+
+def _template(state):
+    """``TemplateProcessing(single="<s> $A </s>", pair=..., special_tokens=[...])`` from its JSON."""
+    def text(pieces):
+        out = []
+        for piece in pieces:
+            (what, body), = piece.items()
+            name = body["id"] if what == "SpecialToken" else "$" + body["id"]
+            out.append(name if not body.get("type_id") else "%s:%d" % (name, body["type_id"]))
+        return " ".join(out)
+    specials = []
+    for token, body in state.get("special_tokens", {}).items():
+        if len(body.get("ids") or []) != 1 or body.get("tokens") != [token]:
+            return None
+        specials.append((token, body["ids"][0]))
+    return "processors.TemplateProcessing(single=%r, pair=%r, special_tokens=%r)" % (
+        text(state["single"]), text(state["pair"]), specials)
+
+
+def _ids(vocab):
+    """A vocabulary whose ids are its tokens' positions as those tokens enumerated: shrinking the
+    list keeps the ids distinct, where the literal ids, shrunk one by one, collide (a vocabulary a
+    warm run reads the same way every time and a cold run does not)."""
+    tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
+    if [vocab[t] for t in tokens] != list(range(len(tokens))):
+        return repr(dict(vocab))
+    return "{t: i for i, t in enumerate(%r)}" % tokens
+
+
+def _model_expr(model):
+    """``models.<Type>(vocab=..., ...)`` for a small vocabulary, or None."""
+    kind, vocab = model.get("type"), model.get("vocab")
+    if kind not in ("WordLevel", "BPE", "WordPiece", "Unigram") or vocab is None or len(vocab) > _MAX_VOCAB:
+        return None
+    args = ["vocab=" + (_ids(vocab) if kind != "Unigram" else repr([tuple(v) for v in vocab]))]
+    if kind == "BPE":
+        merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ", 1)) for m in model.get("merges") or []]
+        args.append("merges=%r" % merges)
+    # (an unset option is None in the JSON and absent from the constructor's call)
+    args += ["%s=%s" % (k, _literal(v)) for k, v in model.items() if k not in ("type", "vocab", "merges") and v is not None]
+    return "models.%s(%s)" % (kind, ", ".join(args))
 
 
 def _tokenizer(tok, source):
-    """A fast tokenizer built in code over a small WordLevel vocabulary: the same vocabulary,
-    pre-tokenizer and special tokens, checked by building it again (its JSON and its special
-    tokens must match). Anything else (a BPE from the Hub) has no recipe: its slice stays."""
+    """A fast tokenizer built in code over a small vocabulary (WordLevel, BPE, WordPiece, Unigram):
+    its model, normalizer, pre-tokenizer, post-processor and decoder written as the constructors
+    that build them, the tokens added to it, its special tokens and chat template; where its JSON is
+    not its constructors' keywords, the whole JSON read back (``Tokenizer.from_str``) while it is
+    small. Checked by building it again: the JSON, the special tokens and the chat template must
+    match. A large vocabulary (a tokenizer from the Hub) has no recipe: its slice stays."""
     import json
     backend = getattr(tok, "backend_tokenizer", None)
     if backend is None or not hasattr(backend, "to_str"):
         return None
-    state = json.loads(backend.to_str())
-    model = state.get("model") or {}
-    if model.get("type") != "WordLevel" or len(model.get("vocab") or {}) > _MAX_VOCAB:
+    text = backend.to_str()
+    state = json.loads(text)
+    cls = type(tok)
+    imported = import_of(cls)
+    if imported is None:
         return None
-    if state.get("normalizer") is not None or state.get("decoder") is not None:
-        return None     # (added special tokens come back from the special-token keywords: checked below)
-    setup = ["reprobot_tokenizer = Tokenizer(models.WordLevel(vocab=%r, unk_token=%r))"
-             % (dict(model["vocab"]), model.get("unk_token"))]
-    imports = ["from tokenizers import Tokenizer, models", "from transformers import PreTrainedTokenizerFast"]
-    pre = backend.pre_tokenizer
-    if pre is not None:
-        text = repr(pre)
-        if not (text.endswith("()") and text[:-2].isidentifier()):
-            return None
-        setup.append("reprobot_tokenizer.pre_tokenizer = pre_tokenizers.%s" % text)
-        imports.append("from tokenizers import pre_tokenizers")
     kwargs = ["tokenizer_object=reprobot_tokenizer"]
     for key, value in sorted(tok.special_tokens_map.items()):
         if isinstance(value, str):
@@ -254,17 +315,60 @@ def _tokenizer(tok, source):
         kwargs.append("padding_side=%r" % tok.padding_side)
     if isinstance(tok.model_max_length, int) and tok.model_max_length < 10 ** 9:
         kwargs.append("model_max_length=%d" % tok.model_max_length)
-    expr = "PreTrainedTokenizerFast(%s)" % ", ".join(kwargs)
-    try:
-        space = {}
-        exec("\n".join(imports + setup), space)
-        again = eval(expr, space)
-    except Exception:
+    if getattr(tok, "chat_template", None) is not None:
+        kwargs.append("chat_template=%r" % (tok.chat_template,))
+    expr = "%s(%s)" % (cls.__name__, ", ".join(kwargs))
+
+    def same(imports, setup):
+        try:
+            space = {}
+            exec("\n".join(imports + setup), space)
+            again = eval(expr, space)
+        except Exception:
+            return False
+        return type(again) is cls and json.loads(again.backend_tokenizer.to_str()) == state \
+            and again.special_tokens_map == tok.special_tokens_map \
+            and getattr(again, "chat_template", None) == getattr(tok, "chat_template", None)
+
+    for written in (_written(state), _whole(text)):
+        if written is None:
+            continue
+        imports = ["from tokenizers import " + ", ".join(sorted(written["modules"]))] + [imported]
+        if same(imports, written["setup"]):
+            return {"imports": imports, "setup": written["setup"], "expr": expr}
+    return None
+
+
+def _written(state):
+    """The tokenizer as the constructors that build it (see _tokenizer), or None."""
+    model = _model_expr(state.get("model") or {})
+    if model is None:
         return None
-    if type(again) is not type(tok) or json.loads(again.backend_tokenizer.to_str()) != state \
-            or again.special_tokens_map != tok.special_tokens_map:
+    modules = {"Tokenizer", "models"}
+    setup = ["reprobot_tokenizer = Tokenizer(%s)" % model]
+    for key, module in (("normalizer", "normalizers"), ("pre_tokenizer", "pre_tokenizers"),
+                        ("post_processor", "processors"), ("decoder", "decoders")):
+        if state.get(key) is None:
+            continue
+        part = _component(module, state[key])
+        if part is None:
+            return None
+        modules.add(module)
+        setup.append("reprobot_tokenizer.%s = %s" % (key, part))
+    special = [t["content"] for t in state.get("added_tokens") or [] if t.get("special")]
+    plain = [t["content"] for t in state.get("added_tokens") or [] if not t.get("special")]
+    if special:
+        setup.append("reprobot_tokenizer.add_special_tokens(%r)" % special)
+    if plain:
+        setup.append("reprobot_tokenizer.add_tokens(%r)" % plain)
+    return {"modules": modules, "setup": setup}
+
+
+def _whole(text):
+    """The tokenizer's whole JSON read back, while it is small."""
+    if len(text) > _MAX_JSON:
         return None
-    return {"imports": imports, "setup": setup, "expr": expr}
+    return {"modules": {"Tokenizer"}, "setup": ["reprobot_tokenizer = Tokenizer.from_str(%r)" % text]}
 
 
 def install(when_imported):

@@ -65,6 +65,13 @@ def _file_usable(url):
     return os.path.isdir(os.path.dirname(path) or ".")
 
 
+def _host(url):
+    """The host a file:// URL names (none, or ``localhost``, for a path of this machine)."""
+    from urllib.parse import urlparse
+    host = urlparse(url).netloc
+    return host if host not in ("", "localhost") else ""
+
+
 def _rewrite(url):
     port = _port()
     if port is None or not isinstance(url, str):
@@ -85,6 +92,11 @@ def _rewrite(url):
             # "r" is a host; a folder; a folder that does not exist): so here too, or a reduction
             # that emptied the path (spawn_gc_lm_ddp) passes only under this patch
             return url
+        if _host(url):
+            # file://name/rdzv: torch drops the host and makes /rdzv, which only root may (a
+            # relative folder written into the URL, spawn_gc_lm_ddp): a file in a folder that does
+            # not exist fails here as it fails for a maintainer who is not root
+            return "file://" + os.path.join(tmp, "reprobot-no-folder", "rendezvous") + sep + query
         name = os.path.basename(path.rstrip("/")) or "rendezvous"
         return "file://" + os.path.join(tmp, "reprobot-rdzv-%s-%s" % (port, name)) + sep + query
     return url
