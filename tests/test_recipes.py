@@ -326,6 +326,34 @@ def test_a_bpe_tokenizer_trained_in_code_is_built_again_with_its_parts_and_chat_
     _fails(best, tmp_path, "multiple chat templates")
 
 
+def test_a_feature_extractor_and_numpy_arrays_are_rebuilt(tmp_path, monkeypatch):
+    # audio clips made by the user's numpy code and a feature extractor called at the wrong
+    # sampling rate: the extractor is its settings that differ from its defaults, each clip a
+    # random array of its shape and dtype (integer labels as they are)
+    source = textwrap.dedent('''
+        import numpy as np
+        from transformers import Wav2Vec2FeatureExtractor
+
+        def synth(n, rate):
+            t = np.arange(n, dtype=np.float32) / rate
+            return (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+
+        def featurize(extractor, clips, labels, rate):
+            out = extractor(clips, sampling_rate=rate, padding=True, return_tensors="np")
+            return out, np.asarray(labels)
+
+        extractor = Wav2Vec2FeatureExtractor(return_attention_mask=True, padding_value=0.5)
+        clips = [synth(n, 8000) for n in (2400, 3100)]
+        featurize(extractor, clips, np.array([2, 0, 1], dtype=np.int64), 8000)
+        ''')
+    found = _candidates(source, "ValueError", monkeypatch)
+    best = _first(found, "Wav2Vec2FeatureExtractor(")
+    assert "Wav2Vec2FeatureExtractor(padding_value=0.5, return_attention_mask=True)" in best \
+        or "Wav2Vec2FeatureExtractor(return_attention_mask=True, padding_value=0.5)" in best
+    assert "np.random.randn(*(2400,)).astype(np.float32)" in best and "synth(" not in best
+    _fails(best, tmp_path, "sampling rate")
+
+
 def test_a_trainer_the_script_built_is_its_constructor_call_with_each_part_rebuilt(tmp_path, monkeypatch):
     # the failing call is trainer.train(): the Trainer has no recipe, so it is written as the call
     # that built it; its model, TrainingArguments and the script's own Dataset (a list of its items)

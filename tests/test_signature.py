@@ -104,6 +104,26 @@ def test_a_task_failing_in_a_pool_worker_is_the_same_failure_called_in_the_paren
                                            "transformers/generation/utils.py:generate")
 
 
+def test_a_module_failing_under_ddp_is_the_same_failure_called_on_the_module():
+    lib = "/venv/lib/python3.11/site-packages/"
+    raised = [Frame(lib + "transformers/models/reformer/modeling_reformer.py", 2100, "forward"),
+              Frame(lib + "transformers/models/reformer/modeling_reformer.py", 1900, "forward")]
+    message = "If training, sequence length 13 has to be a multiple of least common multiple chunk_length 8."
+    wrapped = TracebackRecord("ValueError", message, tuple(
+        [Frame("/home/u/lm.py", 112, "run"), Frame(lib + "torch/nn/modules/module.py", 1776, "_wrapped_call_impl"),
+         Frame(lib + "torch/nn/modules/module.py", 1787, "_call_impl"),
+         Frame(lib + "torch/nn/parallel/distributed.py", 1660, "forward"),
+         Frame(lib + "torch/nn/parallel/distributed.py", 1480, "_run_ddp_forward"),
+         Frame(lib + "torch/nn/modules/module.py", 1787, "_call_impl")] + raised), "")
+    direct = TracebackRecord("ValueError", message, (Frame("/home/u/repro.py", 3, "<module>"), *raised), "")
+    assert signature_of(wrapped) == signature_of(direct)
+    # what DDP raises itself keeps its own frame
+    own = TracebackRecord("RuntimeError", "Expected to have finished reduction in the prior iteration", (
+        Frame("/home/u/lm.py", 112, "run"), Frame(lib + "torch/nn/parallel/distributed.py", 1660, "forward"),
+        Frame(lib + "torch/nn/parallel/distributed.py", 1500, "_pre_forward")), "")
+    assert signature_of(own).frames == ("torch/nn/parallel/distributed.py:_pre_forward",)
+
+
 def test_what_called_the_user_s_code_is_not_part_of_the_failure():
     # a Trainer runs the user's callback, which calls generate: the Trainer's frames say how the
     # script got there; the same generate call made directly is the same failure

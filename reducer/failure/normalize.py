@@ -165,6 +165,12 @@ PLUMBING = frozenset({
     "torch/utils/data/_utils/worker.py:_worker_loop",
     "threading.py:run",
     "threading.py:_bootstrap_inner",
+    # DistributedDataParallel's forward hands the input to the module it wraps: a failure raised
+    # inside that module is the module's, and the same call made on the module (a rank brought
+    # home, the wrapper rebuilt as what it wraps) is the same failure (heldout7's Reformer ranks).
+    # What DDP raises itself comes from its own frames below these (_pre_forward, the reducer).
+    "torch/nn/parallel/distributed.py:forward",
+    "torch/nn/parallel/distributed.py:_run_ddp_forward",
 })
 
 

@@ -5,6 +5,7 @@ A tensor becomes a factory call of its shape, dtype and device (the dynamo minif
 bool tensor's up to a few hundred (token ids, labels and masks: a pad of -1 among 40 labels is the
 bug, and ``randint`` would hold it in a third of the runs), else ``randn``/``randint`` over the
 range it held. A float tensor holding NaN or inf is not rebuilt (its slice is kept).
+A numpy array is written by the same rules (``np.array``, ``np.full``, ``np.random``).
 A map-style ``Dataset`` of the script's own class becomes the list of its items (a Trainer or a
 DataLoader reads a list the same way), each item rebuilt in turn: the class, its file reading and
 its preprocessing are the user's code, not the bug's. A parameter-free or leaf
@@ -65,6 +66,32 @@ def _tensor(torch, t):
     if t.dtype == torch.bool:
         return "torch.randint(0, 2, %r%s).bool()" % (shape, dev)
     return "torch.randint(%d, %d, %r, dtype=%s%s)" % (low, high + 1, shape, dtype, dev)
+
+
+def _array(np, a):
+    """A numpy array (what a Trainer hands compute_metrics, what a feature extractor takes) by the
+    tensor's rules: its values where it is small or an integer array of ids and labels, one value
+    however many, else random values of its shape and dtype; None for an array of objects or
+    strings, or floats holding NaN or inf."""
+    kind = a.dtype.kind
+    dtype = "np.%s" % a.dtype.name
+    if kind not in "biuf" or getattr(np, a.dtype.name, None) is None:
+        return None
+    shape = tuple(int(s) for s in a.shape)
+    if a.size == 0:
+        return "np.empty(%r, dtype=%s)" % (shape, dtype)
+    if kind == "f" and not bool(np.isfinite(a).all()):
+        return None
+    if a.size <= _EXACT or (kind != "f" and a.size <= _EXACT_INT):
+        return "np.array(%r, dtype=%s)" % (a.tolist(), dtype)
+    if kind == "f":
+        return "np.random.randn(*%r).astype(%s)" % (shape, dtype)
+    low, high = int(a.min()), int(a.max())
+    if low == high:
+        return "np.full(%r, %r, dtype=%s)" % (shape, a.flat[0].item(), dtype)
+    if kind == "b":
+        return "np.random.randint(0, 2, %r).astype(np.bool_)" % (shape,)
+    return "np.random.randint(%d, %d, %r).astype(%s)" % (low, high + 1, shape, dtype)
 
 
 def _layer(torch, module):
@@ -135,6 +162,10 @@ def _alone(torch, module):
 
 
 def rebuild(value, source):
+    np = sys.modules.get("numpy")
+    if np is not None and type(value) is np.ndarray:
+        found = _array(np, value)
+        return None if found is None else {"expr": found, "imports": ["import numpy as np"], "setup": []}
     torch = _torch()
     if torch is None:
         return None

@@ -1,7 +1,7 @@
 """transformers' value recipes (reducer/analysis/recipes.py is the contract). Runs in the USER's interpreter.
 
 - a config (``PretrainedConfig``, ``GenerationConfig``, a quantization config such as
-  ``BitsAndBytesConfig``) -> its class called with the values that differ from that class's
+  ``BitsAndBytesConfig``, a feature extractor) -> its class called with the values that differ from that class's
   defaults (a sub-config as a dict of its own differences), checked by building it again;
 - ``TrainingArguments`` (and the argument classes built on it, trl's configs too) -> its class
   called with the fields that differ from a default instance's, a path of the machine as a fresh
@@ -27,7 +27,8 @@ import sys
 # (the model's own, written on the model), and how it was quantized (the load's keyword arguments).
 _SKIP = frozenset({"transformers_version", "model_type", "architectures", "_name_or_path", "_commit_hash",
                    "dtype", "torch_dtype", "_attn_implementation_autoset", "auto_map", "quant_method",
-                   "_load_in_4bit", "_load_in_8bit", "_from_model_config", "quantization_config"})
+                   "_load_in_4bit", "_load_in_8bit", "_from_model_config", "quantization_config",
+                   "feature_extractor_type", "processor_class"})
 CHECKPOINT = "reprobot_model"
 
 
@@ -125,7 +126,10 @@ def _is_arguments(tf, value):
 
 
 def _is_config(tf, value):
+    """A config, a quantization config, or a feature extractor (its settings are a config's: the
+    class called with those that differ from its defaults, checked by building it again)."""
     bases = [getattr(tf, n, None) for n in ("PretrainedConfig", "PreTrainedConfig", "GenerationConfig")]
+    bases.append(getattr(sys.modules.get("transformers.feature_extraction_utils"), "FeatureExtractionMixin", None))
     quant = sys.modules.get("transformers.utils.quantization_config")
     bases.append(getattr(quant, "QuantizationConfigMixin", None))
     return any(isinstance(b, type) and isinstance(value, b) for b in bases)
