@@ -65,3 +65,23 @@ def test_the_system_temporary_folder_becomes_the_run_s_own() -> None:
     out = reduce_with(src, SubprocessOracle.for_source(src), "temp_folders")
     assert "gettempdir" not in out
     assert out.endswith("save({\"a\": 1}, '.')\njson.load(open(os.path.join('.', \"c.json\")))[\"b\"]\n"), out
+
+
+def test_a_recipe_names_a_prefixed_temp_folder_by_its_prefix(tmp_path, monkeypatch) -> None:
+    # the value recipes' folder names (reducer/analysis/recipes.py LOADER ``_fresh_name``): a
+    # folder mkdtemp(prefix="intent-export-") made in the temp folder is the user's prefix,
+    # not its random tail; a folder named so elsewhere keeps its name
+    import os
+    import re
+    import tempfile
+
+    from reducer.analysis.recipes import LOADER
+    space = {"os": os, "re": re, "sys": __import__("sys")}
+    exec(LOADER, space)
+    fresh = space["_fresh_name"]
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert fresh(os.path.join(str(tmp_path), "intent-export-_tz5injb")) == "reprobot_intent-export"
+    assert fresh(os.path.join(str(tmp_path), "tmpk3j9x_ab")) == "reprobot_tmp"
+    assert fresh(os.path.join(str(tmp_path), "ckpt")) == "reprobot_ckpt"
+    assert fresh(os.path.join(str(tmp_path), "checkpoint")) == "reprobot_checkpoint"
+    assert fresh("/data/runs/intent-export-_tz5injb") == "reprobot_intent-export-_tz5injb"

@@ -220,3 +220,30 @@ def test_distinct_failures_and_match():
     assert [s for s, _ in choices] == [signature_of(meta), signature_of(keyerr)]
     assert matches(outcome, signature_of(keyerr))
     assert not matches(Outcome(returncode=1, wall_time=1.0, tracebacks=[meta]), signature_of(keyerr))
+
+
+def test_a_message_s_detail_lines_say_which_failure_it_is():
+    # torch's load_state_dict puts the failure under a generic first line; pytorch-105963's report
+    # (a meta tensor's copy) reduced to an unexpected key while only the first line counted
+    def record(*details: str) -> TracebackRecord:
+        text = ("Traceback (most recent call last):\n"
+                '  File "/home/u/repro.py", line 5, in <module>\n    m.load_state_dict(sd)\n'
+                '  File "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 2624, in load_state_dict\n'
+                "    raise RuntimeError(\n"
+                "RuntimeError: Error(s) in loading state_dict for Net:\n" + "".join("\t%s\n" % d for d in details)
+                + "a log line after it\n")
+        (rec,) = parse_tracebacks(text)
+        return rec
+    meta = 'While copying the parameter named "%s", whose dimensions in the model are torch.Size([%d, 16]) and ' \
+           "whose dimensions in the checkpoint are torch.Size([%d, 16]), an exception occurred : " \
+           "('Cannot copy out of meta tensor; no data!',)."
+    unexpected = record('Unexpected key(s) in state_dict: "embedding.weight".')
+    one = record(meta % ("embedding.weight", 50, 50))
+    two = record(meta % ("emb.weight", 2, 2), meta % ("fc.weight", 4, 4))
+    assert signature_of(unexpected) != signature_of(one)
+    # which parameters, how many and their sizes change as the model shrinks: the same failure
+    assert signature_of(one) == signature_of(two)
+    assert signature_of(record('Unexpected key(s) in state_dict: "a.weight", "b.bias".')) == signature_of(unexpected)
+    # the first line stays the headline (what the exception hook writes of a raised exception)
+    assert one.headline == "RuntimeError: Error(s) in loading state_dict for Net:"
+    assert "a log line" not in one.message

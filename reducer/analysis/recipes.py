@@ -350,5 +350,11 @@ def _fresh_name(path):
         return None
     if re.fullmatch(r"tmp[a-z0-9_]{8}", base):
         base = "tmp"
+    elif os.path.dirname(str(path).rstrip(os.sep)) == __import__("tempfile").gettempdir().rstrip(os.sep):
+        # mkdtemp(prefix="intent-export-") in the temp folder: the prefix is the user's name for
+        # it, the eight random characters after it are noise in a repro
+        m = re.fullmatch(r"(.*?[A-Za-z0-9])[-_.]+[a-z0-9_]{8}", base)
+        if m:
+            base = m.group(1)
     return "reprobot_" + base
 '''

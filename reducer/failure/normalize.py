@@ -107,6 +107,29 @@ def _sorted_set(m: re.Match[str]) -> str:
     return "{" + ", ".join(repr(v) for v in sorted(value)) + "}"
 
 
+_QUOTED_NAME = re.compile(r'"[^"\n]*"')
+_NAME_LIST = re.compile(r"<Q>(?:, <Q>)+")
+
+
+def _details(message: str) -> str:
+    """A message's tab-indented detail lines (reducer/failure/tracebacks.py) as what kind of
+    detail each is: the names it quotes (which keys are missing, which parameter) and how many
+    change as a reduction shrinks the model, what happened to them does not; each kind once, in
+    order, after the first line."""
+    lines = message.split("\n")
+    if len(lines) < 2 or not any(line.startswith("\t") for line in lines[1:]):
+        return message
+    head, kinds = [lines[0]], []
+    for line in lines[1:]:
+        if not line.startswith("\t"):
+            head.append(line)
+            continue
+        kind = _NAME_LIST.sub("<Q>", _QUOTED_NAME.sub("<Q>", _NUMBER.sub("<N>", line.strip())))
+        if kind not in kinds:
+            kinds.append(kind)
+    return "\n".join(head + ["| " + k for k in kinds])
+
+
 def normalize_message(message: str, keep_devices: bool = True) -> str:
     """The message with run-specific parts replaced, on one line.
 
@@ -114,7 +137,7 @@ def normalize_message(message: str, keep_devices: bool = True) -> str:
     ``<PATH>``, addresses ``<ADDR>``, temp names ``<TMP>``; quoted identifiers such as
     ``'_is_hf_initialized'`` are kept because they say which bug it is.
     """
-    msg = _collapse_multiline_reprs(message.strip())
+    msg = _collapse_multiline_reprs(_details(message.strip()))
     msg = _STR_SET.sub(_sorted_set, msg)
     msg = _MODULE_REPR.sub(r"<module '\1'>", msg)
     msg = _OBJ_AT.sub(" at <ADDR>>", msg)

@@ -158,6 +158,12 @@ class _Parser:
                 # An open bracket: a repr printed across lines is part of the message.
                 message_lines.append(raw.rstrip())
                 balance += _bracket_balance(raw)
+            elif raw.startswith("\t") and not extra:
+                # A tab-indented line right under it is the message's own detail (torch's
+                # load_state_dict lists "\tUnexpected key(s) ...", "\tsize mismatch for ..."):
+                # the first line alone is one message for all of them (pytorch-105963 reduced to
+                # an unexpected key where the report is a meta tensor's copy)
+                message_lines.append(raw.rstrip())
             else:
                 extra.append(raw.rstrip())
             self.i += 1
