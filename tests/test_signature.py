@@ -239,7 +239,8 @@ def test_a_message_s_detail_lines_say_which_failure_it_is():
            "('Cannot copy out of meta tensor; no data!',)."
     unexpected = record('Unexpected key(s) in state_dict: "embedding.weight".')
     one = record(meta % ("embedding.weight", 50, 50))
-    two = record(meta % ("emb.weight", 2, 2), meta % ("fc.weight", 4, 4))
+    two = record(meta % ("emb.weight", 2, 2), meta % ("fc.weight", 4, 4),
+                 meta.replace("%d, 16", "%d") % ("fc.bias", 4, 4))
     assert signature_of(unexpected) != signature_of(one)
     # which parameters, how many and their sizes change as the model shrinks: the same failure
     assert signature_of(one) == signature_of(two)

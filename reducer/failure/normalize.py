@@ -109,6 +109,7 @@ def _sorted_set(m: re.Match[str]) -> str:
 
 _QUOTED_NAME = re.compile(r'"[^"\n]*"')
 _NAME_LIST = re.compile(r"<Q>(?:, <Q>)+")
+_SHAPE = re.compile(r"\[<N>(?:, <N>)*\]")
 
 
 def _details(message: str) -> str:
@@ -124,7 +125,9 @@ def _details(message: str) -> str:
         if not line.startswith("\t"):
             head.append(line)
             continue
-        kind = _NAME_LIST.sub("<Q>", _QUOTED_NAME.sub("<Q>", _NUMBER.sub("<N>", line.strip())))
+        # (a shape's rank too: a weight's [<N>, <N>] and a bias's [<N>] are one kind of detail)
+        kind = _SHAPE.sub("[<N>]", _NUMBER.sub("<N>", line.strip()))
+        kind = _NAME_LIST.sub("<Q>", _QUOTED_NAME.sub("<Q>", kind))
         if kind not in kinds:
             kinds.append(kind)
     return "\n".join(head + ["| " + k for k in kinds])
