@@ -26,7 +26,7 @@ def _alternatives(source: str, find, alternatives) -> list[str]:
 
 def test_the_passes_are_in_the_search():
     names = [p.name for p in STRUCTURE + FINE]
-    for name in ("path_literals", "fold_kwargs", "value_functions", "inline_single_use"):
+    for name in ("path_literals", "fold_kwargs", "value_functions", "inline_single_use", "attribute_keywords"):
         assert name in names and BY_NAME[name].fn is getattr(B, name)
 
 
@@ -283,3 +283,62 @@ def test_a_rewrite_that_changes_the_failure_is_never_kept(strict, late):
     assert oracle(out)
     assert ("Path()" in out) == strict, out
     assert ("**kwargs" in out) == late, out
+
+
+# ---- attribute_keywords --------------------------------------------------------------------------
+def test_a_setting_put_on_an_object_goes_into_the_call_after_it():
+    # heldout5's generation worker: the model's own generation config, then generate()
+    src = _d('''
+        model = Model()
+        model.generation_config = GenerationConfig(do_sample=True, temperature=0.0)
+        log("ready")
+        model.generate(ids, max_new_tokens=2)
+        ''')
+    got = _alternatives(src, B._attribute_settings, lambda m, f: [B._as_keyword(m, f)])
+    assert got == [_d('''
+        model = Model()
+        log("ready")
+        model.generate(ids, max_new_tokens=2, generation_config=GenerationConfig(do_sample=True, temperature=0.0))
+        ''')]
+
+
+def test_a_call_that_has_the_keyword_takes_star_keywords_or_an_object_bound_again_is_left_alone():
+    for src in (_d('''
+                    model.generation_config = a
+                    model.generate(ids, generation_config=b)
+                    '''),
+                _d('''
+                    model.generation_config = a
+                    model.generate(ids, **kw)
+                    '''),
+                _d('''
+                    model.generation_config = a
+                    model = other()
+                    model.generate(ids)
+                    ''')):
+        assert B._attribute_settings(cst.parse_module(src)) == [], src
+
+
+def test_a_method_that_does_not_read_the_keyword_is_refused_by_the_run():
+    # the run decides: a method that takes no such keyword fails otherwise, so the setting stays
+    src = _d('''
+        class Box:
+            def __init__(self):
+                self.limit = 3
+
+            def put(self, items):
+                if len(items) > self.limit:
+                    raise OverflowError("too many items for the box")
+
+        box = Box()
+        box.limit = 1
+        box.put([1, 2])
+        ''')
+    out = reduce_with(src, raises(OverflowError, "too many"), "attribute_keywords")
+    assert "box.limit = 1" in out and "box.put([1, 2])" in out
+    # one that reads it as the attribute takes it
+    reads = src.replace("def put(self, items):", "def put(self, items, limit=None):").replace(
+        "len(items) > self.limit", "len(items) > (self.limit if limit is None else limit)")
+    out = reduce_with(reads, raises(OverflowError, "too many"), "attribute_keywords")
+    assert "box.limit = 1" not in out and "box.put([1, 2], limit=1)" in out
+

@@ -61,6 +61,9 @@ STRUCTURE: list[Pass] = [
     # they free (an import, a helper, a dict) the passes above then remove.
     Pass("path_literals", bindings.path_literals),
     Pass("fold_kwargs", bindings.fold_kwargs),
+    # a setting put on an object for the one call after it (the model's own generation config
+    # the recipe writes for generate): that call's keyword, after which the object needs no name
+    Pass("attribute_keywords", bindings.attribute_keywords),
     Pass("value_functions", bindings.value_functions),
     # After the value passes: they put the values the trace saw at the lines it saw them, and a
     # loop written as its one step no longer has the loop variable those values were recorded

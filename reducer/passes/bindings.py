@@ -5,6 +5,8 @@ parameters that returns one expression, ``Path()`` where the string would do.
 - ``fold_kwargs``: ``kw = {}``, ``kw["dtype"] = x``, ``f(**kw)`` → ``f(dtype=x)``.
 - ``value_functions``: ``def cfg(): return Config(...)`` called more than once → ``cfg =
   Config(...)`` and each ``cfg()`` → ``cfg``.
+- ``attribute_keywords``: ``model.generation_config = GenerationConfig(...)`` then
+  ``model.generate(ids)`` → ``model.generate(ids, generation_config=GenerationConfig(...))``.
 - ``path_literals``: ``Path()`` → ``"."`` and ``Path("base")`` → ``"base"`` (pathlib's own class).
 - ``inline_single_use``: ``lora = LoraConfig()`` … ``get_peft_model(m, lora)`` →
   ``get_peft_model(m, LoraConfig())``, when the one read is later in the same block and not
@@ -23,11 +25,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from reducer.analysis.cst import assign, parses, replace_many, safe
+from reducer.analysis.cst import assign, collect, parses, replace_many, safe
 from reducer.analysis.names import BINDINGS, NOT_VARIABLES, Role, Roles, census
 from reducer.passes.base import Gate
 from reducer.passes.loops import one_after_another, run_targets, together_then_each
-from reducer.passes.rewrites import spread_kwargs
+from reducer.passes.rewrites import names_bound_inside, spread_kwargs, without_trailing_comma
 from reducer.passes.variables import next_statement_bindings
 
 # A read inside one of these runs a different number of times, or at another moment, than the
@@ -443,3 +445,63 @@ def path_literals(gate: Gate) -> None:
     the pathlib import.
     Never changes: a path built from a variable, or a class of that name not imported from pathlib."""
     together_then_each(gate, _path_nodes, _path_alternatives, _all_paths)
+
+
+# ---- attribute_keywords --------------------------------------------------------------------------
+def _attribute_settings(module: cst.Module) -> list[tuple[cst.SimpleStatementLine, str, str, cst.BaseExpression,
+                                                          cst.Call]]:
+    """``obj.attr = value`` (a statement of its own) followed, later in the same block, by a call
+    of one of ``obj``'s methods that has no ``attr=`` keyword, ``obj`` not bound again between:
+    (the statement, obj, attr, value, that call)."""
+    out = []
+    for block in collect(module, lambda n: isinstance(n, (cst.Module, cst.IndentedBlock))):
+        body = list(block.body)
+        for i, stmt in enumerate(body):
+            if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                    and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1):
+                continue
+            target = stmt.body[0].targets[0].target
+            if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)):
+                continue
+            obj, attr = target.value.value, target.attr.value
+            for later in body[i + 1:]:
+                if obj in names_bound_inside(later) or (
+                        isinstance(later, cst.SimpleStatementLine) and any(
+                            isinstance(s, cst.Assign) and any(obj in _names(t.target) for t in s.targets)
+                            for s in later.body)):
+                    break
+                calls = collect(later, lambda n: isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                                and isinstance(n.func.value, cst.Name) and n.func.value.value == obj)
+                if calls:
+                    call = calls[0]
+                    if not any(a.keyword is not None and a.keyword.value == attr for a in call.args) \
+                            and not any(a.star == "**" for a in call.args):
+                        out.append((stmt, obj, attr, stmt.body[0].value, call))
+                    break
+    return out
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    return {n.value for n in collect(node, lambda x: isinstance(x, cst.Name))}
+
+
+def _as_keyword(module: cst.Module, found) -> str | None:
+    stmt, _obj, attr, value, call = found
+    args = without_trailing_comma(list(call.args))
+    new_call = call.with_changes(args=[*args, cst.Arg(value=value, keyword=cst.Name(attr),
+                                                       equal=cst.AssignEqual(cst.SimpleWhitespace(""),
+                                                                             cst.SimpleWhitespace("")))])
+    return replace_many(module, [(stmt, cst.RemovalSentinel.REMOVE), (call, new_call)])
+
+
+def attribute_keywords(gate: Gate) -> None:
+    """A setting put on an object just before one of its methods is called goes into that call as
+    the keyword of the same name: ``model.generation_config = GenerationConfig(...)`` then
+    ``model.generate(ids)`` → ``model.generate(ids, generation_config=GenerationConfig(...))``,
+    what a person writes (the model then needs no name of its own: inline_variables folds it).
+    Whether the method takes that keyword and reads it as the attribute is the run's to say.
+
+    Removes: the attribute's assignment.
+    Never changes: a call that already has the keyword or takes ``**`` keywords, an object bound
+    again in between."""
+    run_targets(gate, _attribute_settings, lambda module, found: [_as_keyword(module, found)])
