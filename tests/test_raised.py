@@ -117,6 +117,22 @@ def test_a_script_that_prints_its_own_traceback_still_counts_as_raised(tmp_path,
     assert outcome.returncode == 0
 
 
+def test_a_rich_traceback_handler_does_not_hide_the_failure(tmp_path, run):
+    # accelerate before 0.22 installs rich's handler whenever rich is importable (peft-860): its
+    # boxed traceback is no traceback to a parser, so the run keeps Python's own
+    pytest.importorskip("rich")
+    script = write(tmp_path, "fancy.py", """
+        import json
+        from rich.traceback import install
+
+        install(show_locals=False)
+        json.loads("{broken")
+        """)
+    outcome = run(script)
+    assert [r.exc_type for _, r in distinct_failures(outcome)] == ["json.decoder.JSONDecodeError"]
+    assert "\u2570" not in outcome.stderr and "Traceback (most recent call last)" in outcome.stderr
+
+
 def test_without_the_recorder_nothing_is_marked(tmp_path, run):
     # `python -S` skips site (and so the recorder): nothing is known, nothing is demoted.
     script = write(tmp_path, "job.py", FORGED + "raise ValueError('x')\n")

@@ -199,10 +199,14 @@ def test_small_tensors_and_a_tokenizer_s_batch_are_recorded_as_source() -> None:
            "    batch = BatchEncoding({'input_ids': ids, 'attention_mask': torch.ones(1, 2, dtype=torch.long)})\n"
            "    big = torch.zeros(100)\n"
            "    weight = torch.ones(2, requires_grad=True)\n"
-           "    empty = torch.zeros(0)\n")
+           "    empty = torch.zeros(0)\n"
+           "    same_ids = torch.ones(28, 16, dtype=torch.long)\n"
+           "    mixed_ids = torch.arange(100)\n")
     sites = trace_run(src, subprocess_run_fn()).binding_sites()
     values = {name: text for key, got in sites.items() if key[0] == "=" for name, text in got.items()}
     assert values["ids"] == "torch.tensor([[5, 7]])"
     assert values["half"] == "torch.tensor([1.0, 1.0], dtype=torch.float16)"
     assert values["batch"] == "{'input_ids': torch.tensor([[5, 7]]), 'attention_mask': torch.tensor([[1, 1]])}"
-    assert not {"big", "weight", "empty"} & set(values)
+    assert not {"big", "weight", "empty", "mixed_ids"} & set(values)
+    # a larger batch of ids all alike is its shape and its one value
+    assert values["same_ids"] == "torch.full((28, 16), 1, dtype=torch.int64)"

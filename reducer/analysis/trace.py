@@ -275,8 +275,10 @@ def _tensor_source(value, depth=0):
         return None
     if isinstance(value, torch.Tensor):
         if type(value) is not torch.Tensor or value.layout != torch.strided or value.device.type != "cpu" \
-                or value.requires_grad or value.numel() > _MAX_TENSOR or value.numel() == 0:
+                or value.requires_grad or value.numel() == 0:
             return None
+        if value.numel() > _MAX_TENSOR:
+            return _filled(torch, value)
         body = _source(value.tolist())
         if body is None:
             return None
@@ -294,6 +296,20 @@ def _tensor_source(value, depth=0):
             parts.append(key + ": " + item)
         return "{" + ", ".join(parts) + "}"
     return None
+
+
+_MAX_FILLED = 1 << 16
+
+
+def _filled(torch, value):
+    """``torch.full((28, 16), 1)`` for a larger integer or bool tensor holding one value (a batch
+    of ids a reduction has made all alike: spawn_gc_lm_ddp's 448): its size says nothing more."""
+    if value.is_floating_point() or value.is_complex() or value.numel() > _MAX_FILLED:
+        return None
+    first = value.reshape(-1)[0]
+    if not bool((value == first).all()):
+        return None
+    return "torch.full(%r, %r, dtype=%s)" % (tuple(value.shape), first.item(), value.dtype)
 
 
 def _is_init(obj, code):

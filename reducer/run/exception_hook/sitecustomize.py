@@ -104,6 +104,22 @@ def _patch_threading(module):
     module.excepthook = excepthook
 
 
+def _patch_rich_traceback(module):
+    """rich's traceback handler left uninstalled: its boxed traceback is one no parser reads, so
+    a failure behind it is no failure to reprobot (accelerate before 0.22 installs it whenever
+    rich is importable: peft-860's stale-accelerate import error was seen only in the runs where
+    it was not). The run prints Python's own traceback; what raised it is unchanged."""
+    real = getattr(module, "install", None)
+    if real is None or getattr(real, "_reprobot", False):
+        return
+
+    def install(*args, **kwargs):
+        return sys.excepthook
+    install.__wrapped__ = real
+    install._reprobot = True
+    module.install = install
+
+
 def _install():
     real_excepthook = sys.excepthook
 
@@ -123,6 +139,7 @@ def _install():
     # importing them here would change the run
     when_imported("traceback", _patch_traceback)
     when_imported("threading", _patch_threading)
+    when_imported("rich.traceback", _patch_rich_traceback)
     reprobot_run_started()
 
 
