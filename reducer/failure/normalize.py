@@ -191,10 +191,15 @@ PLUMBING = frozenset({
     "torch/utils/data/_utils/worker.py:_worker_loop",
     "threading.py:run",
     "threading.py:_bootstrap_inner",
-    # DistributedDataParallel's forward hands the input to the module it wraps: a failure raised
-    # inside that module is the module's, and the same call made on the module (a rank brought
-    # home, the wrapper rebuilt as what it wraps) is the same failure (heldout7's Reformer ranks).
-    # What DDP raises itself comes from its own frames below these (_pre_forward, the reducer).
+})
+
+# Wrappers that hand their input to the module they wrap, skipped in a failure's signature only:
+# a failure raised inside DistributedDataParallel's module is the module's, and the same call made
+# on the module (a rank brought home, the wrapper rebuilt as what it wraps) is the same failure
+# (heldout7's Reformer ranks). What DDP raises itself comes from its own frames below these
+# (_pre_forward, the reducer). Routing and a draft still name the call the user made
+# (``DistributedDataParallel.forward``): library_frames keeps them.
+WRAPPERS = frozenset({
     "torch/nn/parallel/distributed.py:forward",
     "torch/nn/parallel/distributed.py:_run_ddp_forward",
 })
@@ -231,7 +236,7 @@ def _library_keys(record: TracebackRecord, inner_only: bool) -> list[str]:
                 break
             continue
         key = f"{rel}:{frame.func}"
-        if key in PLUMBING:
+        if key in PLUMBING or (inner_only and key in WRAPPERS):
             continue
         if not out or out[-1] != key:
             out.append(key)
