@@ -25,6 +25,8 @@ mask = torch.ones(({c}, {b}), dtype=torch.bool)
 ids = torch.tensor([[{a}, {b}, {c}]])
 table = torch.nn.Embedding(num_embeddings={b}, embedding_dim={c})
 out = torch.zeros(size=[{c}, {b}])
+cfg = {{"in_features": {b}, "out_features": {c}}}
+head = torch.nn.Linear(**cfg)
 """
 
 
