@@ -139,6 +139,24 @@ def test_maps_whose_results_are_not_consumed_are_left_alone(source: str) -> None
     assert _map_rewrites(source) == []
 
 
+def test_a_pools_map_returns_its_list_so_the_bare_call_becomes_one() -> None:
+    # heldout8's tagger: `tagged = pool.starmap(fn, jobs)` over a name, read later: a Pool's map
+    # and starmap build their list themselves (and raise a task's error), so the call is the list
+    # comprehension; an executor's map is lazy and stays as the consumed-map rules say
+    from reducer.passes.direct import _map_alternatives, _map_sites
+    pooled = ("import multiprocessing as mp\n"
+              "with mp.get_context('spawn').Pool(2) as pool:\n"
+              "    tagged = pool.starmap(fn, jobs)\n"
+              "print(tagged)\n")
+    module = cst.parse_module(pooled)
+    got = [a for site in _map_sites(module) for a in _map_alternatives(module, site)]
+    assert any("tagged = [fn(*x) for x in jobs]" in a for a in got), got
+    lazy = pooled.replace("mp.get_context('spawn').Pool(2)", "ProcessPoolExecutor(2)").replace("starmap", "map")
+    module = cst.parse_module("from concurrent.futures import ProcessPoolExecutor\n" + lazy)
+    got = [a for site in _map_sites(module) for a in _map_alternatives(module, site)]
+    assert not any("for x in jobs]" in a for a in got), got
+
+
 def test_a_failure_surfacing_from_executor_map_is_raised_by_direct_calls() -> None:
     src = '''
 import configparser

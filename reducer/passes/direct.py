@@ -330,8 +330,10 @@ def _fresh(module: cst.Module, want: str = "x") -> str:
     return name
 
 
-def map_rewrites(module: cst.Module, site: MapSite) -> list[tuple[cst.CSTNode, cst.BaseExpression]]:
-    """(node to replace, its replacement) pairs for a consumed map, most direct first."""
+def map_rewrites(module: cst.Module, site: MapSite, eager: bool = False) -> list[tuple[cst.CSTNode, cst.BaseExpression]]:
+    """(node to replace, its replacement) pairs for a consumed map, most direct first. ``eager``:
+    the map returns its list itself (``multiprocessing.Pool.map``/``starmap``), so the call
+    alone, unconsumed (``tagged = pool.starmap(fn, jobs)``), is that list comprehension too."""
     fn, iterables = _mapped(site.call)  # type: ignore[misc]
     star = _name(site.call.func) in _STARMAPS
     out: list[tuple[cst.CSTNode, cst.BaseExpression]] = []
@@ -343,7 +345,7 @@ def map_rewrites(module: cst.Module, site: MapSite) -> list[tuple[cst.CSTNode, c
         if site.statement:
             out.append((site.outer, direct))
         out.append((site.outer, cst.List([cst.Element(direct)])))
-    if site.outer is not site.call:
+    if site.outer is not site.call or eager:
         x = cst.Name(_fresh(module))
         source = iterables[0] if len(iterables) == 1 else cst.Call(cst.Name("zip"), [cst.Arg(i) for i in iterables])
         spread = star or len(iterables) > 1
@@ -356,7 +358,11 @@ def map_rewrites(module: cst.Module, site: MapSite) -> list[tuple[cst.CSTNode, c
 
 
 def _map_alternatives(module: cst.Module, site: MapSite) -> Iterable[str | None]:
-    for old, new in map_rewrites(module, site):
+    pool = _pool_of(module, site.call)
+    # heldout8's zero-shot tagger: `with ctx.Pool(2) as pool: tagged = pool.starmap(fn, jobs)`
+    # had no candidate (its jobs a name, its result not consumed in place), so the pool stayed
+    eager = pool is not None and _name(pool.func) == "Pool" and _name(site.call.func) in ("map", "starmap")
+    for old, new in map_rewrites(module, site, eager):
         yield _with_initializer(module, site.call, old, new)
 
 
