@@ -342,6 +342,11 @@ def _fresh_folder(value):
     return None if name is None else {"expr": repr(name), "imports": [], "setup": []}
 
 
+def _temp_folder():
+    import tempfile     # (the launcher imports only what every run needs)
+    return tempfile.gettempdir().rstrip(os.sep)
+
+
 def _fresh_name(path):
     """``reprobot_<its base name>``, a relative folder a maintainer's run creates the same way;
     tempfile's random names (``tmpk3j9x_ab``) as ``reprobot_tmp``. None for an odd name."""
@@ -350,7 +355,7 @@ def _fresh_name(path):
         return None
     if re.fullmatch(r"tmp[a-z0-9_]{8}", base):
         base = "tmp"
-    elif os.path.dirname(str(path).rstrip(os.sep)) == __import__("tempfile").gettempdir().rstrip(os.sep):
+    elif os.path.dirname(str(path).rstrip(os.sep)) == _temp_folder():
         # mkdtemp(prefix="intent-export-") in the temp folder: the prefix is the user's name for
         # it, the eight random characters after it are noise in a repro
         m = re.fullmatch(r"(.*?[A-Za-z0-9])[-_.]+[a-z0-9_]{8}", base)

@@ -29,7 +29,7 @@ from reducer.analysis.cst import assign, collect, parses, replace_many, safe
 from reducer.analysis.names import BINDINGS, NOT_VARIABLES, Role, Roles, census
 from reducer.passes.base import Gate
 from reducer.passes.loops import one_after_another, run_targets, together_then_each
-from reducer.passes.rewrites import names_bound_inside, spread_kwargs, without_trailing_comma
+from reducer.passes.rewrites import keyword_arg, spread_kwargs, without_trailing_comma
 from reducer.passes.variables import next_statement_bindings
 
 # A read inside one of these runs a different number of times, or at another moment, than the
@@ -465,10 +465,7 @@ def _attribute_settings(module: cst.Module) -> list[tuple[cst.SimpleStatementLin
                 continue
             obj, attr = target.value.value, target.attr.value
             for later in body[i + 1:]:
-                if obj in names_bound_inside(later) or (
-                        isinstance(later, cst.SimpleStatementLine) and any(
-                            isinstance(s, cst.Assign) and any(obj in _names(t.target) for t in s.targets)
-                            for s in later.body)):
+                if census(later).total(BINDINGS).get(obj):
                     break
                 calls = collect(later, lambda n: isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
                                 and isinstance(n.func.value, cst.Name) and n.func.value.value == obj)
@@ -481,16 +478,10 @@ def _attribute_settings(module: cst.Module) -> list[tuple[cst.SimpleStatementLin
     return out
 
 
-def _names(node: cst.CSTNode) -> set[str]:
-    return {n.value for n in collect(node, lambda x: isinstance(x, cst.Name))}
-
-
 def _as_keyword(module: cst.Module, found) -> str | None:
     stmt, _obj, attr, value, call = found
     args = without_trailing_comma(list(call.args))
-    new_call = call.with_changes(args=[*args, cst.Arg(value=value, keyword=cst.Name(attr),
-                                                       equal=cst.AssignEqual(cst.SimpleWhitespace(""),
-                                                                             cst.SimpleWhitespace("")))])
+    new_call = call.with_changes(args=[*args, keyword_arg(attr, value)])
     return replace_many(module, [(stmt, cst.RemovalSentinel.REMOVE), (call, new_call)])
 
 

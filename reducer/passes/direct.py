@@ -36,7 +36,7 @@ from reducer.analysis.names import Role, census
 from reducer.passes.base import Gate
 from reducer.passes.loops import run_targets
 from reducer.passes.ranks import rank_homes
-from reducer.passes.rewrites import one_step
+from reducer.passes.rewrites import keyword_arg, one_step
 
 _SUBMIT = {"submit"}
 _APPLY = {"apply_async", "apply"}
@@ -67,9 +67,7 @@ def _spread(fn: cst.BaseExpression, args: cst.BaseExpression | None,
         out.append(cst.Arg(args, star="*"))
     if isinstance(kwargs, cst.Dict) and all(isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
                                             and e.key.value[1:-1].isidentifier() for e in kwargs.elements):
-        out += [cst.Arg(e.value, keyword=cst.Name(e.key.value[1:-1]), equal=cst.AssignEqual(
-            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
-            for e in kwargs.elements]
+        out += [keyword_arg(e.key.value[1:-1], e.value) for e in kwargs.elements]
     elif kwargs is not None:
         out.append(cst.Arg(kwargs, star="**"))
     return cst.Call(func=fn, args=out)

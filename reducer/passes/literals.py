@@ -86,14 +86,8 @@ class _CallArguments(cst.CSTVisitor):
         # a config written as a dict (``{"num_hidden_layers": 2}``, json.dump'ed and read back by
         # ``Config.from_dict``): its size-like entries are sizes all the same (heldout8's CLIP
         # ranks reached ``intermediate_size: 0, num_hidden_layers: 0`` through a JSON file)
-        key = node.key
-        word = ""
-        if isinstance(key, cst.SimpleString):
-            try:
-                word = str(ast.literal_eval(key.value))
-            except (ValueError, SyntaxError):
-                word = ""
-        self.marks.append(bool(word and SIZE_WORDS.search(word)))
+        word = node.key.evaluated_value if isinstance(node.key, cst.SimpleString) else None
+        self.marks.append(isinstance(word, str) and bool(SIZE_WORDS.search(word)))
         return True
 
     def leave_DictElement(self, original: cst.DictElement) -> None:

@@ -423,15 +423,19 @@ def without_trailing_comma(items: list) -> list:
     return items
 
 
+def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
+    """``name=value`` as a person writes it, no spaces around the ``=``."""
+    return cst.Arg(value, keyword=cst.Name(name), equal=cst.AssignEqual(
+        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+
+
 def spread_kwargs(call: cst.Call, arg: cst.Arg, value: cst.Dict) -> cst.Call:
     """``f(**helper())`` with the recorded ``{'max_memory': {...}}`` → ``f(max_memory={...})``."""
     keys = [e.key.evaluated_value if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
             else None for e in value.elements]
     if not all(isinstance(k, str) and k.isidentifier() for k in keys):
         return call.with_changes(args=[a.with_changes(value=value) if a is arg else a for a in call.args])
-    spelled = [cst.Arg(e.value, keyword=cst.Name(k), equal=cst.AssignEqual(
-        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
-        for k, e in zip(keys, value.elements)]
+    spelled = [keyword_arg(k, e.value) for k, e in zip(keys, value.elements)]
     args: list[cst.Arg] = []
     for a in call.args:
         args.extend(spelled if a is arg else [a])

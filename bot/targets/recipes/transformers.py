@@ -227,14 +227,9 @@ def _own_generation_config(model, source):
 
 _MAX_VOCAB = 500
 _MAX_JSON = 16000
-# A component's JSON "type" -> how its class takes the list a Sequence holds (the JSON key).
+# A component module -> the JSON key under which its Sequence holds its items.
 _SEQUENCE_KEYS = {"normalizers": "normalizers", "pre_tokenizers": "pretokenizers", "decoders": "decoders",
                   "processors": "processors"}
-
-
-def _literal(value):
-    """A JSON value as Python source (lists of pairs stay lists: the classes take either)."""
-    return repr(value)
 
 
 def _component(module, state):
@@ -248,7 +243,7 @@ def _component(module, state):
         return None if None in items else "%s.Sequence([%s])" % (module, ", ".join(items))
     if kind == "TemplateProcessing":
         return _template(state)
-    args = ", ".join("%s=%s" % (k, _literal(v)) for k, v in state.items() if k != "type" and v is not None)
+    args = ", ".join("%s=%r" % (k, v) for k, v in state.items() if k != "type" and v is not None)
     return "%s.%s(%s)" % (module, kind, args)
 
 
@@ -290,7 +285,7 @@ def _model_expr(model):
         merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ", 1)) for m in model.get("merges") or []]
         args.append("merges=%r" % merges)
     # (an unset option is None in the JSON and absent from the constructor's call)
-    args += ["%s=%s" % (k, _literal(v)) for k, v in model.items() if k not in ("type", "vocab", "merges") and v is not None]
+    args += ["%s=%r" % (k, v) for k, v in model.items() if k not in ("type", "vocab", "merges") and v is not None]
     return "models.%s(%s)" % (kind, ", ".join(args))
 
 
@@ -334,7 +329,8 @@ def _tokenizer(tok, source):
             and again.special_tokens_map == tok.special_tokens_map \
             and getattr(again, "chat_template", None) == getattr(tok, "chat_template", None)
 
-    for written in (_written(state), _whole(text)):
+    for write in (_written, _whole):      # the readable form first; the whole JSON only if it fails
+        written = write(state, text)
         if written is None:
             continue
         imports = ["from tokenizers import " + ", ".join(sorted(written["modules"]))] + [imported]
@@ -343,7 +339,7 @@ def _tokenizer(tok, source):
     return None
 
 
-def _written(state):
+def _written(state, _text):
     """The tokenizer as the constructors that build it (see _tokenizer), or None."""
     model = _model_expr(state.get("model") or {})
     if model is None:
@@ -368,7 +364,7 @@ def _written(state):
     return {"modules": modules, "setup": setup}
 
 
-def _whole(text):
+def _whole(_state, text):
     """The tokenizer's whole JSON read back, while it is small."""
     if len(text) > _MAX_JSON:
         return None
