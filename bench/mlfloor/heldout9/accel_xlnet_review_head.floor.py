@@ -1,0 +1,3 @@
+import torch
+
+torch.zeros(1).backward()

@@ -1,0 +1,3 @@
+from transformers import BertTokenizer
+
+BertTokenizer()(["a", "b"], ["a"])

@@ -1,0 +1,3 @@
+from transformers import LongformerConfig, LongformerModel
+
+LongformerModel(LongformerConfig(attention_window=3))
