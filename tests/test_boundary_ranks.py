@@ -267,3 +267,42 @@ def test_a_constructor_called_through_an_alias_is_written_from_what_its_init_rec
                            env={**os.environ, **env, "PYTHONPATH": d})
     first = candidates(CTOR_JOB, boundary_run(CTOR_JOB, run), lambda e, v: True)[0]
     assert "W(Net(6), bucket=10)" in first and "def build" not in first, first
+
+
+RANK_ALONE = '''\
+import os
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    dist.init_process_group("gloo")
+    width = 6 if dist.get_rank() == 0 else 5       # rank 1's features come out one short
+    model = DDP(torch.nn.Linear(6, 2))
+    model(torch.ones(3, width))
+    dist.destroy_process_group()
+
+
+main()
+'''
+
+
+@needs_gloo
+def test_a_rank_failing_alone_in_its_models_forward_is_called_on_the_module_ddp_wraps(tmp_path):
+    # heldout8's CLIP ranks: the module's forward fails in rank 1 of two; DDP's forward frames are
+    # wrappers in a signature, so the module stands for the wrapper in a group of several too
+    from bot.targets.registry import recipe_files
+    from reducer.analysis.trace import runner_run_fn
+    from reducer.run.launch import parse_launch
+    from reducer.run.runner import Runner, RunSpec
+    script = tmp_path / "train.py"
+    script.write_text(RANK_ALONE, encoding="utf-8")
+    launch = parse_launch(["torchrun", "--nproc_per_node", "2", "train.py"], tmp_path, PY)
+    runner = Runner(RunSpec(script=script, python=PY, timeout=180, launch=launch))
+    records = boundary_run(RANK_ALONE, runner_run_fn(runner), recipe_files())
+    first = candidates(RANK_ALONE, records, lambda expr, values: True)[0]
+    assert "DDP" not in first and "torch.nn.Linear(in_features=6, out_features=2, bias=True)(" in first, first
+    ran = runner.run(first)
+    assert "mat1 and mat2 shapes cannot be multiplied (3x5 and 6x2)" in ran.stderr, ran.stderr[-2000:]

@@ -137,3 +137,86 @@ args = Config(output_dir="out", bf16=False, device_map={"model.embed": 0, "lm_he
                               'without the entry `"rejected"` in each of the 2 rows']
     rows_change = next(c for c in changes(src) if c.description.startswith('without the entry `"chosen"`'))
     assert rows_change.source.count('"chosen"') == 0 and rows_change.source.count('"prompt"') == 2
+
+
+# The first run that gets past `configure` aborts (a teardown crash on a loaded machine); every
+# other run is what the change makes it. `size` other than 1 fails differently for good.
+ONCE = '''\
+import os
+
+
+def configure(size=1, strict=False):
+    if strict:
+        raise ValueError("strict mode needs an accelerator")
+    if size != 1:
+        raise KeyError("size")
+
+
+COUNT = {count!r}
+n = int(open(COUNT).read()) if os.path.exists(COUNT) else 0
+with open(COUNT, "w") as f:
+    f.write(str(n + 1))
+configure(size={size}, strict=True)
+if not os.path.exists(COUNT + ".aborted"):
+    open(COUNT + ".aborted", "w").close()
+    os.abort()
+'''
+
+
+def test_a_different_failure_is_run_again_and_a_lone_crash_is_outvoted(tmp_path: Path) -> None:
+    count = tmp_path / "count"
+    folder = make_repro(tmp_path / "once", ONCE.format(count=str(count), size=1))     # run 1: the signature
+    assert main(["contrast", str(folder), "--python", sys.executable, "--json"]) == 0
+    data = json.loads((folder / "contrast.json").read_text())
+    (change,) = [c for c in data["changes"] if c["change"] == "without `strict=True` (the default)"]
+    # one of its three runs aborted; the other two passed: a pass, with the odd run named
+    assert change["verdict"]["kind"] == "PASS"
+    assert change["verdict"]["detail"].startswith("1 of 3 runs: different failure")
+    assert int(count.read_text()) == 1 + data["runs"]
+
+
+def test_a_different_failure_that_holds_is_run_twice_and_kept(tmp_path: Path) -> None:
+    count = tmp_path / "count"
+    folder = make_repro(tmp_path / "holds", ONCE.format(count=str(count), size=2))
+    Path(f"{count}.aborted").touch()                   # no run aborts
+    assert main(["contrast", str(folder), "--python", sys.executable, "--json"]) == 0
+    data = json.loads((folder / "contrast.json").read_text())
+    kinds = {c["change"]: (c["verdict"]["kind"], c["verdict"]["detail"]) for c in data["changes"]}
+    kind, detail = kinds["without `strict=True` (the default)"]
+    assert kind == "different failure" and "KeyError" in detail and "1 of 3" not in detail
+    # both different-failure changes ran twice, the rest once
+    differ = sum(k == "different failure" for k, _ in kinds.values())
+    assert data["runs"] == len(kinds) + differ
+
+
+# A C function as a finalizer: it runs while the interpreter finalizes, with no Python frame
+# (gloo's process groups abort so at teardown). Called at module level, it aborts mid-script.
+ABORTS = '''\
+import ctypes
+import faulthandler
+
+faulthandler.enable()
+libc = ctypes.CDLL(None)
+libc.abort.argtypes = []
+
+
+class Teardown:
+    __del__ = libc.abort
+
+
+keep = Teardown()
+{mid}print("done")
+'''
+
+
+def test_a_crash_after_the_script_ran_to_its_end_is_a_pass_that_says_so(tmp_path: Path) -> None:
+    from bot.rerun.verdict import Kind, classify
+    script = tmp_path / "a.py"
+    script.write_text("raise KeyError('k')\n")
+    run = Runner(RunSpec(script=script, python=sys.executable, timeout=60))
+    ((target, _),) = distinct_failures(run.run(script.read_text()), MatchOptions())
+    late = classify(run.run(ABORTS.format(mid="")), target, MatchOptions())
+    assert late.kind is Kind.PASS and late.detail.startswith("ran to its end, then crashed at exit (FatalPythonError: Aborted")
+    # the same abort while the script runs shows the script's frame: never a pass
+    mid = classify(run.run(ABORTS.format(mid="libc.abort()\n")), target, MatchOptions())
+    assert mid.kind is Kind.DIFFERENT and "Aborted" in mid.detail

@@ -453,3 +453,50 @@ def test_a_tokenizers_output_and_a_models_own_generation_config_are_rebuilt(tmp_
     assert "encode(" not in best and "answer(" not in best, best
     assert "generation_config = GenerationConfig(do_sample=True, temperature=0.0" in best, best
     _fails(best, tmp_path, "temperature")
+
+
+def test_a_pruned_layer_is_the_layer_then_as_many_entries_pruned(tmp_path, monkeypatch):
+    """torch.nn.utils.prune keeps ``weight`` as ``weight_orig`` and a mask; a later prune's amount
+    is taken from the entries left, so the layer is rebuilt pruned by the count its mask holds."""
+    source = textwrap.dedent('''
+        import torch
+        from torch.nn.utils import prune
+
+        SHARE = {"first": 0.5, "then": 0.8}
+
+        def shrink(layer, share):
+            prune.l1_unstructured(layer, name="weight", amount=int(share * layer.weight.numel()))
+
+        layer = torch.nn.Linear(6, 4)
+        shrink(layer, SHARE["first"])
+        shrink(layer, SHARE["then"])
+        ''')
+    found = _candidates(source, "ValueError", monkeypatch)
+    best = _first(found, "reprobot_pruned = torch.nn.Linear(in_features=6, out_features=4, bias=True)",
+                  "torch.nn.utils.prune.l1_unstructured(reprobot_pruned, 'weight', amount=12)")
+    assert "shrink(" not in best and "SHARE" not in best, best
+    _fails(best, tmp_path, "should be smaller than the number of parameters to prune=12")
+
+
+def test_a_pipeline_is_rebuilt_from_its_task_and_parts(tmp_path, monkeypatch):
+    """A zero-shot pipeline over a model built from a config and a tokenizer built in code: the
+    pipeline call fails in its own argument handler, so the pipeline is the value rebuilt."""
+    source = textwrap.dedent('''
+        from tokenizers import Tokenizer, models, pre_tokenizers
+        from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast, pipeline
+
+        words = ["[UNK]", "[PAD]", "[CLS]", "[SEP]", "refund", "late", "about"]
+        backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+        backend.pre_tokenizer = pre_tokenizers.Whitespace()
+        tok = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", pad_token="[PAD]",
+                                      cls_token="[CLS]", sep_token="[SEP]")
+        cfg = BertConfig(vocab_size=len(words), hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=8, label2id={"entailment": 0, "neutral": 1, "contradiction": 2},
+                         id2label={0: "entailment", 1: "neutral", 2: "contradiction"})
+        clf = pipeline("zero-shot-classification", model=BertForSequenceClassification(cfg), tokenizer=tok)
+        clf(["refund late"], ["refund", "late"], hypothesis_template="about %s")
+        ''')
+    found = _candidates(source, "ValueError", monkeypatch)
+    best = _first(found, "pipeline('zero-shot-classification', model=BertForSequenceClassification(")
+    assert "tokenizer=" in best and "clf" not in best, best
+    _fails(best, tmp_path, "was not able to be formatted with the target labels")

@@ -18,7 +18,7 @@ import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -311,7 +311,7 @@ class ContrastStopped(ReprobotError):
         self.results, self.data = results, data
 
 
-def _judge(runner: ReproRunner, change: Change, cancel: threading.Event) -> Verdict | None:
+def _once(runner: ReproRunner, change: Change, cancel: threading.Event) -> Verdict | None:
     """One cold run of the change, stopped once the repro's own failure is on screen (that is the
     verdict; the rest of the run is teardown); None when a stop cut it short."""
     target, options = runner.repro.target, runner.repro.options
@@ -324,6 +324,37 @@ def _judge(runner: ReproRunner, change: Change, cancel: threading.Event) -> Verd
     if cancel.is_set() and outcome.stopped_early and not failed(outcome.tracebacks):
         return None
     return classify(outcome, target, options)
+
+
+def _same_verdict(a: Verdict, b: Verdict) -> bool:
+    return (a.kind, a.signature_id, a.detail if a.signature_id is None else "") == \
+        (b.kind, b.signature_id, b.detail if b.signature_id is None else "")
+
+
+def _judge(runner: ReproRunner, change: Change, cancel: threading.Event) -> Verdict | None:
+    """The change's verdict. "Changes the failure" is a claim a maintainer acts on, and a run can
+    fail once for a reason of its own (two gloo ranks on a loaded machine aborting at teardown
+    after the change passed): a different failure is run again, and where the two disagree a third
+    run decides by majority, its detail naming the run that disagreed. A pass, the same failure or
+    a timeout is taken from one run (a pass needs exit 0 and no traceback; a timeout run twice is
+    minutes)."""
+    first = _once(runner, change, cancel)
+    if first is None or first.kind is not Kind.DIFFERENT:
+        return first
+    second = _once(runner, change, cancel)
+    if second is None or _same_verdict(first, second):
+        return first if second is not None else None
+    third = _once(runner, change, cancel)
+    if third is None:
+        return None
+    runs = [first, second, third]
+    for pick in runs:
+        if sum(_same_verdict(pick, other) for other in runs) >= 2:
+            odd = next(r for r in runs if not _same_verdict(pick, r))
+            note = f"1 of 3 runs: {odd.label()}"
+            return replace(pick, detail=f"{pick.detail} ({note})" if pick.detail else note)
+    # three different outcomes: the change makes the repro unstable; the first is reported with that
+    return replace(first, detail=f"{first.detail} (3 runs, 3 different outcomes)")
 
 
 def contrast(runner: ReproRunner, jobs: int = 1, notify: Callable[[str], None] = lambda _: None,

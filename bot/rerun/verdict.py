@@ -5,7 +5,8 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 
 from bot.store import VERDICT_PASS, VERDICT_SAME
-from reducer.failure.outcome import Outcome
+from reducer.failure.outcome import Outcome, TracebackRecord
+from reducer.failure.ranks import PRIMARY, role
 from reducer.failure.signature import MatchOptions, Signature, distinct_failures, find_match
 
 
@@ -49,18 +50,37 @@ class Verdict:
 
 
 def classify(outcome: Outcome, target: Signature, options: MatchOptions) -> Verdict:
-    """PASS only for a run that ended by itself, exit 0, with no traceback at all: a hang or a
-    crash without a Python stack is never counted as fixed."""
+    """PASS only for a run that ended by itself, exit 0, with no traceback at all, or one whose
+    only failure is a crash after its script ran to its end (``at_exit``; the detail says so): a
+    hang or a crash while the script runs is never counted as fixed."""
     wall = round(outcome.wall_time, 2)
     if find_match(outcome.tracebacks, target, options) is not None:
         return Verdict(Kind.SAME, "", target.id, wall)
     if outcome.timed_out:
         return Verdict(Kind.TIMEOUT, f"no result after {outcome.wall_time:.0f}s", None, wall)
     others = distinct_failures(outcome, options)
+    late = [sig for sig, record in others if at_exit(record)]
+    others = [(sig, record) for sig, record in others if not at_exit(record)]
+    if late and all(role(record) != PRIMARY for _, record in others):
+        # a launcher's "a child failed" (torchrun's ChildFailedError) or a peer's lost connection
+        # reports that crash at exit again, and says nothing of its own
+        others = []
     if others:
         sig = others[0][0]
         return Verdict(Kind.DIFFERENT, sig.one_line(), sig.id, wall, sig.exc_type, sig.frames)
+    if late:
+        return Verdict(Kind.PASS, f"ran to its end, then crashed at exit ({late[0].one_line()})", None, wall)
     if outcome.returncode != 0:
         how = outcome.signal or f"exit {outcome.returncode}"
         return Verdict(Kind.DIFFERENT, f"{how} without a traceback", None, wall)
     return Verdict(Kind.PASS, "", None, wall)
+
+
+def at_exit(record: TracebackRecord) -> bool:
+    """A fatal-error dump in which no thread had a Python frame: the interpreter was past the script,
+    finalizing, when it crashed. gloo's process groups abort so at teardown on a loaded machine
+    ("terminate called without an active exception", one run in five under ``accelerate launch``),
+    whatever the script did. The script's own code ran to its end, so the failure it is judged on
+    did not happen; a crash while the script runs always shows the script's frames."""
+    return (record.kind == "crash" and record.exc_type == "FatalPythonError"
+            and "<no Python frame>" in record.text and 'File "' not in record.text)

@@ -94,6 +94,18 @@ def _array(np, a):
     return "np.random.randint(%d, %d, %r).astype(%s)" % (low, high + 1, shape, dtype)
 
 
+def _shapes(module) -> dict:
+    """Parameter shapes by name, a pruned parameter under its own name: torch.nn.utils.prune
+    keeps ``weight`` as ``weight_orig`` beside a ``weight_mask`` buffer, and the layer rebuilt
+    unpruned stands for it (the oracle refuses it where the failure needs the mask)."""
+    buffers = dict(module.named_buffers(recurse=False))
+    out = {}
+    for name, p in module.named_parameters(recurse=False):
+        base = name.removesuffix("_orig")
+        out[base if base + "_mask" in buffers else name] = tuple(p.shape)
+    return out
+
+
 def _layer(torch, module):
     """A leaf layer of torch.nn (Linear, Embedding, LayerNorm, Conv2d...), built from its
     extra_repr and kept only when the one built from that text has the same repr and shapes."""
@@ -111,7 +123,7 @@ def _layer(torch, module):
         return None
     if repr(built) != repr(module):
         return None
-    if [tuple(p.shape) for p in built.parameters()] != [tuple(p.shape) for p in params]:
+    if _shapes(built) != _shapes(module):
         return None
     if dtype and dtype != "torch.float32":
         expr += ".to(%s)" % dtype
@@ -120,6 +132,23 @@ def _layer(torch, module):
     if not module.training:
         expr += ".eval()"
     return expr
+
+
+def _pruned(module) -> dict[str, int]:
+    """How many entries torch.nn.utils.prune has masked out, by parameter name."""
+    params = dict(module.named_parameters(recurse=False))
+    return {name[:-5]: int((mask == 0).sum()) for name, mask in module.named_buffers(recurse=False)
+            if name.endswith("_mask") and name[:-5] + "_orig" in params}
+
+
+def _pruned_layer(module, layer: str) -> dict:
+    """A pruned leaf layer: the layer, then as many entries pruned as its masks hold. Which entries
+    is left to l1 on fresh weights (the count is what the next prune reads: a later amount is taken
+    from the entries left); where the failure needs the very positions, the oracle refuses it."""
+    setup = ["reprobot_pruned = %s" % layer]
+    setup += ["torch.nn.utils.prune.l1_unstructured(reprobot_pruned, %r, amount=%d)" % (name, n)
+              for name, n in sorted(_pruned(module).items())]
+    return {"expr": "reprobot_pruned", "imports": ["import torch", "import torch.nn.utils.prune"], "setup": setup}
 
 
 _ITEMS = 64          # a dataset longer than this keeps its slice
@@ -146,19 +175,16 @@ def _items(torch, ds, source):
     return out
 
 
-def _alone(torch, module):
-    """A DistributedDataParallel in a process group of one (a rank brought home as rank 0 of one):
-    its forward is the module's, with no peer to reduce with, so the module it wraps stands for
-    it. In a group of several it stays (its slice is kept): what the failure needs of the peers
-    no recipe writes. A failure DDP itself raises (unused parameters, a parameter marked ready
-    twice) needs the wrapper, and the oracle refuses the rebuilt call."""
+def _ddp(torch, module):
+    """A DistributedDataParallel: the module it wraps stands for it. A failure raised in the
+    module's own forward is the same failure without the wrapper (DDP's forward frames are
+    wrappers in a signature, reducer/failure/normalize.py's WRAPPERS), in a rank brought home as
+    rank 0 of one and in a rank of several that fails alone (heldout8's CLIP ranks: rank 1's
+    second batch). A failure DDP itself raises (unused parameters, a parameter marked ready
+    twice, sizes that differ between ranks) needs the wrapper and its peers: the rebuilt call
+    fails another way, the oracle refuses it, and the slice that keeps the wrapper follows."""
     ddp = getattr(getattr(torch.nn, "parallel", None), "DistributedDataParallel", None)
-    if ddp is None or not isinstance(module, ddp):
-        return False
-    try:
-        return torch.distributed.get_world_size(module.process_group) == 1
-    except Exception:
-        return False
+    return ddp is not None and isinstance(module, ddp)
 
 
 def rebuild(value, source):
@@ -176,10 +202,12 @@ def rebuild(value, source):
         found = "torch.device(%r)" % (str(value),)
     elif isinstance(value, torch.Tensor):
         found = _tensor(torch, value)
-    elif _alone(torch, value):
+    elif _ddp(torch, value):
         return source(value.module)
     elif isinstance(value, torch.nn.Module):
         found = _layer(torch, value)
+        if found is not None and _pruned(value):
+            return _pruned_layer(value, found)
     elif isinstance(value, getattr(sys.modules.get("torch.utils.data"), "Dataset", ())):
         return _items(torch, value, source)
     if found is None:

@@ -15,7 +15,9 @@
   where it is not the one a model built from that config gets; a model whose load is
   part of the failure (quantized, or placed by a ``device_map``) -> a tiny checkpoint saved first
   and ``Class.from_pretrained(that, **the load's keyword arguments)``, which ``install`` notes on
-  every model ``from_pretrained`` returns.
+  every model ``from_pretrained`` returns;
+- a pipeline -> ``pipeline(task, model=..., tokenizer=..., ...)`` with its parts rebuilt (its class
+  called the same way where it has no task).
 """
 import os
 import sys
@@ -391,10 +393,47 @@ def _batch(value, source):
     return out
 
 
+_PIPELINE_PARTS = ("model", "tokenizer", "feature_extractor", "image_processor", "video_processor", "processor")
+
+
+def _pipeline(pipe, source):
+    """A pipeline -> ``pipeline(task, model=..., tokenizer=..., ...)``, every part it holds
+    rebuilt (a part without a recipe: None, its slice is kept). A zero-shot worker's
+    ``clf(texts, labels, hypothesis_template=...)`` fails in the pipeline's own code, so the
+    pipeline is the value, as a model is for ``generate``."""
+    task = getattr(pipe, "task", "") or ""
+    cls = type(pipe)
+    head = "pipeline(%r" % task if task else None
+    out = {"imports": ["from transformers import pipeline"] if task else [], "setup": [], "expr": ""}
+    if head is None:
+        imp = import_of(cls)
+        if imp is None:
+            return None
+        out["imports"].append(imp)
+        head = "%s(" % cls.__name__
+    parts = []
+    for key in _PIPELINE_PARTS:
+        part = getattr(pipe, key, None)
+        if part is None:
+            continue
+        got = source(part)
+        if got is None:
+            return None
+        merge(out, got)
+        parts.append("%s=%s" % (key, got["expr"]))
+    if not parts:
+        return None
+    out["expr"] = head + ("" if head.endswith("(") else ", ") + ", ".join(parts) + ")"
+    return out
+
+
 def rebuild(value, source):
     tf = sys.modules.get("transformers")
     if tf is None:
         return None
+    pipe = getattr(sys.modules.get("transformers.pipelines.base"), "Pipeline", None)
+    if isinstance(pipe, type) and isinstance(value, pipe):
+        return _pipeline(value, source)
     batch = getattr(sys.modules.get("transformers.tokenization_utils_base"), "BatchEncoding", None)
     if isinstance(batch, type) and isinstance(value, batch):
         return _batch(value, source)
