@@ -208,19 +208,24 @@ if __name__ == "__main__":
 '''
 
 
-@needs_gloo
-def test_a_ddp_job_whose_ranks_build_other_sizes_gets_the_per_rank_call(tmp_path):
-    # through torchrun, as a reduction runs it: the failing rank's record, the watched run, pytorch's
-    # process_state recipe; the first candidate then fails the same way under the same line
+def _through_torchrun(tmp_path: Path, source: str):
+    """(the runner of ``torchrun --nproc_per_node 2 train.py``, the boundary records of its run),
+    as a reduction gets them: the failing rank's record, the watched run, pytorch's process_state."""
     from bot.targets.registry import recipe_files
     from reducer.analysis.trace import runner_run_fn
     from reducer.run.launch import parse_launch
     from reducer.run.runner import Runner, RunSpec
     script = tmp_path / "train.py"
-    script.write_text(DDP_SCRIPT, encoding="utf-8")
+    script.write_text(source, encoding="utf-8")
     launch = parse_launch(["torchrun", "--nproc_per_node", "2", "train.py"], tmp_path, PY)
     runner = Runner(RunSpec(script=script, python=PY, timeout=180, launch=launch))
-    records = boundary_run(DDP_SCRIPT, runner_run_fn(runner), recipe_files())
+    return runner, boundary_run(source, runner_run_fn(runner), recipe_files())
+
+
+@needs_gloo
+def test_a_ddp_job_whose_ranks_build_other_sizes_gets_the_per_rank_call(tmp_path):
+    # the first candidate then fails the same way under the same line
+    runner, records = _through_torchrun(tmp_path, DDP_SCRIPT)
     # rank 0's values come from its own failure (the peer closed) or, when torchrun stopped it
     # first, from the watched run: either way both ranks are there
     assert {b.rank for b in records} == {0, 1}
@@ -293,15 +298,7 @@ main()
 def test_a_rank_failing_alone_in_its_models_forward_is_called_on_the_module_ddp_wraps(tmp_path):
     # heldout8's CLIP ranks: the module's forward fails in rank 1 of two; DDP's forward frames are
     # wrappers in a signature, so the module stands for the wrapper in a group of several too
-    from bot.targets.registry import recipe_files
-    from reducer.analysis.trace import runner_run_fn
-    from reducer.run.launch import parse_launch
-    from reducer.run.runner import Runner, RunSpec
-    script = tmp_path / "train.py"
-    script.write_text(RANK_ALONE, encoding="utf-8")
-    launch = parse_launch(["torchrun", "--nproc_per_node", "2", "train.py"], tmp_path, PY)
-    runner = Runner(RunSpec(script=script, python=PY, timeout=180, launch=launch))
-    records = boundary_run(RANK_ALONE, runner_run_fn(runner), recipe_files())
+    runner, records = _through_torchrun(tmp_path, RANK_ALONE)
     first = candidates(RANK_ALONE, records, lambda expr, values: True)[0]
     assert "DDP" not in first and "torch.nn.Linear(in_features=6, out_features=2, bias=True)(" in first, first
     ran = runner.run(first)

@@ -500,3 +500,45 @@ def test_a_pipeline_is_rebuilt_from_its_task_and_parts(tmp_path, monkeypatch):
     best = _first(found, "pipeline('zero-shot-classification', model=BertForSequenceClassification(")
     assert "tokenizer=" in best and "clf" not in best, best
     _fails(best, tmp_path, "was not able to be formatted with the target labels")
+
+
+def test_a_prepared_scheduler_is_prepared_again_over_its_rebuilt_optimizer(tmp_path, monkeypatch):
+    """accelerate's AcceleratedScheduler -> ``Accelerator().prepare(<the torch scheduler>)``; the
+    scheduler keeps its own settings (``factor``, ``patience``) and its optimizer is rebuilt over
+    fresh parameters, a model's forty as one flat parameter per group, its groups' settings kept."""
+    source = textwrap.dedent('''
+        import torch
+        from accelerate import Accelerator
+
+        SETTINGS = {"lr": 2e-3, "plateau": {"mode": "min", "factor": 0.5, "patience": 1}}
+
+        model = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(20)])
+        decay = [p for n, p in model.named_parameters() if not n.endswith("bias")]
+        plain = [p for n, p in model.named_parameters() if n.endswith("bias")]
+        optimizer = torch.optim.AdamW([{"params": decay}, {"params": plain, "weight_decay": 0.0}], lr=SETTINGS["lr"])
+        scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, **SETTINGS["plateau"])
+        accelerator = Accelerator(cpu=True)
+        model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+        optimizer.step()
+        scheduler.step()
+        ''')
+    found = _candidates(source, "TypeError", monkeypatch)
+    best = _first(found, "Accelerator().prepare(torch.optim.lr_scheduler.ReduceLROnPlateau(torch.optim.AdamW(")
+    assert ("[{'params': [torch.zeros((320,), requires_grad=True)]}, "
+            "{'params': [torch.zeros((80,), requires_grad=True)], 'weight_decay': 0.0}], lr=0.002)") in best, best
+    assert "factor=0.5, patience=1)" in best and "SETTINGS" not in best, best
+    _fails(best, tmp_path, "missing 1 required positional argument: 'metrics'")
+
+
+def test_an_optimizer_over_a_few_parameters_keeps_their_shapes(tmp_path, monkeypatch):
+    source = textwrap.dedent('''
+        import torch
+
+        layer = torch.nn.Linear(3, 2)
+        opt = torch.optim.SGD(layer.parameters(), lr=0.1, momentum=0.9)
+        torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1)
+        ''')
+    found = _candidates(source, "ValueError", monkeypatch)
+    best = _first(found, "torch.optim.SGD([torch.zeros((2, 3), requires_grad=True), torch.zeros((2,), requires_grad=True)]")
+    assert "lr=0.1, momentum=0.9)" in best and "layer" not in best, best
+    _fails(best, tmp_path, "ValueError")

@@ -65,7 +65,7 @@ def section_accelerate_config():
 
 
 TARGET = Target(
-    key="accelerate", repo="huggingface/accelerate", packages=("accelerate",), order=30,
+    recipes="accelerate.py", key="accelerate", repo="huggingface/accelerate", packages=("accelerate",), order=30,
     fields=(system_info_field("Shell"),
             checkboxes("information-scripts-examples", "Information", OWN_SCRIPTS),
             checkboxes("information-tasks", "Tasks",

@@ -10,7 +10,11 @@ A map-style ``Dataset`` of the script's own class becomes the list of its items 
 DataLoader reads a list the same way), each item rebuilt in turn: the class, its file reading and
 its preprocessing are the user's code, not the bug's. A parameter-free or leaf
 ``torch.nn`` layer becomes its constructor, read from its ``extra_repr`` and checked by building it.
-A DistributedDataParallel in a process group of one becomes the module it wraps.
+A DistributedDataParallel becomes the module it wraps.
+An optimizer of torch.optim becomes its class over fresh parameters of the same shapes (a model's
+many as one flat parameter per group), group by group, with the settings that differ from its defaults; a learning-rate scheduler of
+torch.optim.lr_scheduler its class over that optimizer, with the settings it keeps under their
+own names that differ from the defaults, checked by building it again.
 """
 import sys
 
@@ -187,6 +191,102 @@ def _ddp(torch, module):
     return ddp is not None and isinstance(module, ddp)
 
 
+_PARAMS = 16         # an optimizer over more parameters than this gets one flat parameter per group
+
+
+def _params(torch, params, flat):
+    """Fresh parameters of the group's shapes; ``flat``: one of all their elements (the torch
+    optimizers but LBFGS and Adafactor work element by element, so a model's hundred parameters
+    and their concatenation step the same; where the count matters, the oracle refuses it)."""
+    kinds = {(_dtype(torch, p.dtype), _device_kw(p)) for p in params}
+    if not params or any(dtype is None for dtype, _ in kinds) or (flat and len(kinds) > 1):
+        return None
+    shapes = [tuple(int(s) for s in p.shape) for p in params]
+    if flat:
+        shapes = [(sum(p.numel() for p in params),)]
+    out = []
+    for shape, p in zip(shapes, params):
+        dtype = _dtype(torch, p.dtype)
+        kw = "" if dtype == "torch.float32" else ", dtype=%s" % dtype
+        out.append("torch.zeros(%r%s%s, requires_grad=True)" % (shape, kw, _device_kw(p)))
+    return "[" + ", ".join(out) + "]"
+
+
+def _optimizer(torch, opt):
+    """``torch.optim.X([fresh parameters], **settings)``: zeros of each parameter's shape (an
+    optimizer reads shapes and settings, not the values a step has not used yet), one dict per
+    group where the groups' settings differ."""
+    import inspect
+    cls = type(opt)
+    if getattr(torch.optim, cls.__name__, None) is not cls:
+        return None
+    groups = opt.param_groups
+    flat = sum(len(g["params"]) for g in groups) > _PARAMS
+    if flat and cls.__name__ in ("LBFGS", "Adafactor"):
+        return None
+    try:
+        fresh = cls([torch.zeros(1, requires_grad=True)]).defaults
+        accepted = set(inspect.signature(cls.__init__).parameters)
+    except Exception:
+        return None
+    own = {k: v for k, v in opt.defaults.items() if k in accepted and fresh.get(k, object()) != v}
+    if any(k not in fresh for k in own):
+        return None
+    parts = []
+    for g in groups:
+        params = _params(torch, g["params"], flat)
+        if params is None:
+            return None
+        diff = {k: v for k, v in g.items() if k != "params" and k in opt.defaults and opt.defaults[k] != v}
+        parts.append((params, diff))
+    if len(parts) == 1 and not parts[0][1]:
+        first = parts[0][0]
+    else:
+        first = "[%s]" % ", ".join("{'params': %s%s}" % (params, "".join(", %r: %r" % kv for kv in diff.items()))
+                                   for params, diff in parts)
+    kwargs = "".join(", %s=%r" % kv for kv in own.items())
+    expr = "torch.optim.%s(%s%s)" % (cls.__name__, first, kwargs)
+    try:        # every setting written must read back as it was
+        if eval(expr, {"torch": torch}).defaults != opt.defaults:
+            return None
+    except Exception:
+        return None
+    return expr
+
+
+def _scheduler(torch, sched, source):
+    """``torch.optim.lr_scheduler.X(<its optimizer>, **settings)``: the constructor's parameters
+    the scheduler keeps under their own names (``mode``, ``patience``, ``step_size``), those that
+    differ from the defaults; a parameter it does not keep so (``lr_lambda``) with no default, or a
+    setting that does not read back, and it keeps its slice."""
+    import inspect
+    mod = getattr(torch.optim, "lr_scheduler", None)
+    cls = type(sched)
+    if mod is None or getattr(mod, cls.__name__, None) is not cls:
+        return None
+    got = source(sched.optimizer)
+    if got is None:
+        return None
+    kwargs = {}
+    for name, param in list(inspect.signature(cls.__init__).parameters.items())[2:]:
+        if name in ("last_epoch", "verbose") or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        if not hasattr(sched, name):
+            if param.default is param.empty:
+                return None
+            continue
+        value = getattr(sched, name)
+        if param.default is param.empty or value != param.default:
+            if not isinstance(value, (int, float, str, bool, type(None))):
+                return None
+            kwargs[name] = value
+    out = {"imports": ["import torch"], "setup": [], "expr": ""}
+    merge(out, got)
+    out["expr"] = "torch.optim.lr_scheduler.%s(%s%s)" % (cls.__name__, got["expr"],
+                                                         "".join(", %s=%r" % kv for kv in kwargs.items()))
+    return out
+
+
 def rebuild(value, source):
     np = sys.modules.get("numpy")
     if np is not None and type(value) is np.ndarray:
@@ -204,6 +304,10 @@ def rebuild(value, source):
         found = _tensor(torch, value)
     elif _ddp(torch, value):
         return source(value.module)
+    elif isinstance(value, torch.optim.Optimizer):
+        found = _optimizer(torch, value)
+    elif type(value).__module__ == "torch.optim.lr_scheduler":
+        return _scheduler(torch, value, source)
     elif isinstance(value, torch.nn.Module):
         found = _layer(torch, value)
         if found is not None and _pruned(value):
