@@ -542,3 +542,43 @@ def test_an_optimizer_over_a_few_parameters_keeps_their_shapes(tmp_path, monkeyp
     best = _first(found, "torch.optim.SGD([torch.zeros((2, 3), requires_grad=True), torch.zeros((2,), requires_grad=True)]")
     assert "lr=0.1, momentum=0.9)" in best and "layer" not in best, best
     _fails(best, tmp_path, "ValueError")
+
+
+def test_a_merged_adapter_still_held_is_merged_again(tmp_path, monkeypatch):
+    """``merge_adapter`` (not ``merge_and_unload``) keeps the adapter, merged: deleting it next
+    fails. The wrapper is rebuilt around its base and merged again before the call."""
+    source = textwrap.dedent('''
+        from peft import LoraConfig, get_peft_model
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        STAGES = [{"name": "chat", "r": 2}, {"name": "sql", "r": 4}]
+        first = STAGES[0]
+        model = get_peft_model(GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=40)),
+                               LoraConfig(r=first["r"], target_modules=["c_attn"]), adapter_name=first["name"])
+        model.merge_adapter()
+        model.delete_adapter(first["name"])
+        ''')
+    found = _candidates(source, "ValueError", monkeypatch)
+    best = _first(found, "reprobot_peft = get_peft_model(", "reprobot_peft.merge_adapter()\n",
+                  "reprobot_peft.delete_adapter('chat')")
+    assert "STAGES" not in best, best
+    _fails(best, tmp_path, "while they are merged")
+
+
+def test_a_generation_setting_left_on_the_models_config_is_the_generation_configs_own(tmp_path, monkeypatch):
+    """``model.config.decoder_start_token_id = ...`` after the model was built never reaches
+    ``generate`` (it reads the generation config); a model built from that config would get it,
+    so the model is given its own generation config, without it."""
+    source = textwrap.dedent('''
+        import torch
+        from transformers import BertConfig, EncoderDecoderConfig, EncoderDecoderModel
+
+        small = dict(vocab_size=12, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8)
+        model = EncoderDecoderModel(EncoderDecoderConfig.from_encoder_decoder_configs(BertConfig(**small), BertConfig(**small)))
+        model.config.decoder_start_token_id = 2
+        model.generate(torch.ones(1, 3, dtype=torch.long), max_new_tokens=2)
+        ''')
+    found = _candidates(source, "ValueError", monkeypatch)
+    best = _first(found, ".generation_config = GenerationConfig(", ".generate(")
+    assert "decoder_start_token_id=2" in best, best       # the config says it; the generation config does not
+    _fails(best, tmp_path, "`decoder_start_token_id` or `bos_token_id` has to be defined")

@@ -4,7 +4,8 @@
 - a ``PeftModel`` -> ``get_peft_model(<its base, rebuilt>, <its config>)``; one that
   ``PeftModel.from_pretrained`` loaded (``install`` notes its keyword arguments) -> that adapter
   saved first from a fresh copy of the base, then loaded onto the rebuilt base with the same
-  keyword arguments (the load is where PEFT re-dispatches an offloaded base). Adapter weights
+  keyword arguments (the load is where PEFT re-dispatches an offloaded base). An adapter merged
+  into the base weights and still held is merged again (``merge_adapter``). Adapter weights
   that went NaN or inf (a training step that overflowed) are the failure's, not the config's: the
   rebuilt model gets them again, one ``torch.nn.init.constant_`` per such weight.
 """
@@ -81,11 +82,27 @@ def _model(peft, model, source):
     out["imports"].append("from peft import get_peft_model")
     out["expr"] = "get_peft_model(%s, %s%s)" % (got_base["expr"], got_cfg["expr"], named)
     broken = _non_finite(model)
+    merged = _merged(model)
+    if broken or merged:
+        out["setup"].append("reprobot_peft = " + out["expr"])
+        out["expr"] = "reprobot_peft"
     if broken:
         out["imports"].append("import torch")
-        out["setup"].append("reprobot_peft = " + out["expr"])
         out["setup"] += ["torch.nn.init.constant_(reprobot_peft.get_parameter(%r), float(%r))" % nv for nv in broken]
-        out["expr"] = "reprobot_peft"
+    if merged:
+        # merged into the base weights and still held (``merge_adapter``, not ``merge_and_unload``):
+        # what deleting, unmerging or training it next reads
+        out["setup"].append("reprobot_peft.merge_adapter(%s)" % ("" if merged == [name] else "adapter_names=%r" % merged))
+    return out
+
+
+def _merged(model):
+    """The adapters merged into the base weights that the model still holds, in merge order."""
+    out = []
+    for module in model.modules():
+        for adapter in getattr(module, "merged_adapters", None) or ():
+            if isinstance(adapter, str) and adapter not in out:
+                out.append(adapter)
     return out
 
 
