@@ -220,13 +220,15 @@ def _own_generation_config(model, source):
     except Exception:
         return None
     # Not what the model's config says as well: a library may have synced those while the script
-    # ran (a Trainer turns ``use_cache`` back on), and the config's recipe carries them. But a
-    # value the config holds and the generation config does not is the generation config's own:
+    # ran (a Trainer turns ``use_cache`` back on: two values that differ), and the config's
+    # recipe carries them. But a value the config holds and the generation config does not
+    # hold at all (None) is the generation config's own:
     # ``model.config.decoder_start_token_id = 2`` set after the model was built never reaches
     # ``generate`` (heldout4's title generator), and a model built from that config would get it.
     config = model.config.to_dict()
     own = [k for k in set(mine) | set(fresh) if not k.startswith("_") and k != "transformers_version"
-           and (k not in config or mine.get(k) != config[k]) and mine.get(k) != fresh.get(k)]
+           and (k not in config or (mine.get(k) is None and config[k] is not None))
+           and mine.get(k) != fresh.get(k)]
     return source(gen) if own else None
 
 
