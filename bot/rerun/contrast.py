@@ -342,8 +342,10 @@ def _judge(runner: ReproRunner, change: Change, cancel: threading.Event) -> Verd
     if first is None or first.kind is not Kind.DIFFERENT:
         return first
     second = _once(runner, change, cancel)
-    if second is None or _same_verdict(first, second):
-        return first if second is not None else None
+    if second is None:
+        return None
+    if _same_verdict(first, second):
+        return first
     third = _once(runner, change, cancel)
     if third is None:
         return None

@@ -92,7 +92,8 @@ def _model(peft, model, source):
     if merged:
         # merged into the base weights and still held (``merge_adapter``, not ``merge_and_unload``):
         # what deleting, unmerging or training it next reads
-        out["setup"].append("reprobot_peft.merge_adapter(%s)" % ("" if merged == [name] else "adapter_names=%r" % merged))
+        names = "" if merged == [name] else "adapter_names=%r" % merged
+        out["setup"].append("reprobot_peft.merge_adapter(%s)" % names)
     return out
 
 

@@ -12,9 +12,10 @@ its preprocessing are the user's code, not the bug's. A parameter-free or leaf
 ``torch.nn`` layer becomes its constructor, read from its ``extra_repr`` and checked by building it.
 A DistributedDataParallel becomes the module it wraps.
 An optimizer of torch.optim becomes its class over fresh parameters of the same shapes (a model's
-many as one flat parameter per group), group by group, with the settings that differ from its defaults; a learning-rate scheduler of
-torch.optim.lr_scheduler its class over that optimizer, with the settings it keeps under their
-own names that differ from the defaults, checked by building it again.
+many as one flat parameter per group), group by group, with the settings that differ from its
+defaults; a learning-rate scheduler of torch.optim.lr_scheduler its class over that optimizer,
+with the settings it keeps under their own names that differ from the defaults, checked by
+building it again.
 """
 import sys
 
@@ -98,16 +99,20 @@ def _array(np, a):
     return "np.random.randint(%d, %d, %r).astype(%s)" % (low, high + 1, shape, dtype)
 
 
+def _masks(module) -> dict:
+    """The masks torch.nn.utils.prune keeps, by the pruned parameter's own name: it keeps
+    ``weight`` as ``weight_orig`` beside a ``weight_mask`` buffer."""
+    params = dict(module.named_parameters(recurse=False))
+    return {name[:-5]: mask for name, mask in module.named_buffers(recurse=False)
+            if name.endswith("_mask") and name[:-5] + "_orig" in params}
+
+
 def _shapes(module) -> dict:
-    """Parameter shapes by name, a pruned parameter under its own name: torch.nn.utils.prune
-    keeps ``weight`` as ``weight_orig`` beside a ``weight_mask`` buffer, and the layer rebuilt
-    unpruned stands for it (the oracle refuses it where the failure needs the mask)."""
-    buffers = dict(module.named_buffers(recurse=False))
-    out = {}
-    for name, p in module.named_parameters(recurse=False):
-        base = name.removesuffix("_orig")
-        out[base if base + "_mask" in buffers else name] = tuple(p.shape)
-    return out
+    """Parameter shapes by name, a pruned parameter under its own name: the layer rebuilt
+    unpruned stands for it (``_pruned_layer`` prunes it again)."""
+    masks = _masks(module)
+    return {name[:-5] if name.endswith("_orig") and name[:-5] in masks else name: tuple(p.shape)
+            for name, p in module.named_parameters(recurse=False)}
 
 
 def _layer(torch, module):
@@ -138,20 +143,13 @@ def _layer(torch, module):
     return expr
 
 
-def _pruned(module) -> dict[str, int]:
-    """How many entries torch.nn.utils.prune has masked out, by parameter name."""
-    params = dict(module.named_parameters(recurse=False))
-    return {name[:-5]: int((mask == 0).sum()) for name, mask in module.named_buffers(recurse=False)
-            if name.endswith("_mask") and name[:-5] + "_orig" in params}
-
-
-def _pruned_layer(module, layer: str) -> dict:
+def _pruned_layer(masks: dict, layer: str) -> dict:
     """A pruned leaf layer: the layer, then as many entries pruned as its masks hold. Which entries
     is left to l1 on fresh weights (the count is what the next prune reads: a later amount is taken
     from the entries left); where the failure needs the very positions, the oracle refuses it."""
     setup = ["reprobot_pruned = %s" % layer]
-    setup += ["torch.nn.utils.prune.l1_unstructured(reprobot_pruned, %r, amount=%d)" % (name, n)
-              for name, n in sorted(_pruned(module).items())]
+    setup += ["torch.nn.utils.prune.l1_unstructured(reprobot_pruned, %r, amount=%d)" % (name, int((mask == 0).sum()))
+              for name, mask in sorted(masks.items())]
     return {"expr": "reprobot_pruned", "imports": ["import torch", "import torch.nn.utils.prune"], "setup": setup}
 
 
@@ -198,18 +196,15 @@ def _params(torch, params, flat):
     """Fresh parameters of the group's shapes; ``flat``: one of all their elements (the torch
     optimizers but LBFGS and Adafactor work element by element, so a model's hundred parameters
     and their concatenation step the same; where the count matters, the oracle refuses it)."""
-    kinds = {(_dtype(torch, p.dtype), _device_kw(p)) for p in params}
-    if not params or any(dtype is None for dtype, _ in kinds) or (flat and len(kinds) > 1):
+    each = [(tuple(int(s) for s in p.shape), _dtype(torch, p.dtype), _device_kw(p)) for p in params]
+    kinds = {(dtype, dev) for _, dtype, dev in each}
+    if not each or any(dtype is None for dtype, _ in kinds) or (flat and len(kinds) > 1):
         return None
-    shapes = [tuple(int(s) for s in p.shape) for p in params]
     if flat:
-        shapes = [(sum(p.numel() for p in params),)]
-    out = []
-    for shape, p in zip(shapes, params):
-        dtype = _dtype(torch, p.dtype)
-        kw = "" if dtype == "torch.float32" else ", dtype=%s" % dtype
-        out.append("torch.zeros(%r%s%s, requires_grad=True)" % (shape, kw, _device_kw(p)))
-    return "[" + ", ".join(out) + "]"
+        each = [((sum(p.numel() for p in params),), *next(iter(kinds)))]
+    return "[%s]" % ", ".join("torch.zeros(%r%s%s, requires_grad=True)"
+                              % (shape, "" if dtype == "torch.float32" else ", dtype=%s" % dtype, dev)
+                              for shape, dtype, dev in each)
 
 
 def _optimizer(torch, opt):
@@ -310,8 +305,9 @@ def rebuild(value, source):
         return _scheduler(torch, value, source)
     elif isinstance(value, torch.nn.Module):
         found = _layer(torch, value)
-        if found is not None and _pruned(value):
-            return _pruned_layer(value, found)
+        masks = _masks(value) if found is not None else {}
+        if masks:
+            return _pruned_layer(masks, found)
     elif isinstance(value, getattr(sys.modules.get("torch.utils.data"), "Dataset", ())):
         return _items(torch, value, source)
     if found is None:

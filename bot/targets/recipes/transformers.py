@@ -407,15 +407,10 @@ def _pipeline(pipe, source):
     ``clf(texts, labels, hypothesis_template=...)`` fails in the pipeline's own code, so the
     pipeline is the value, as a model is for ``generate``."""
     task = getattr(pipe, "task", "") or ""
-    cls = type(pipe)
-    head = "pipeline(%r" % task if task else None
-    out = {"imports": ["from transformers import pipeline"] if task else [], "setup": [], "expr": ""}
-    if head is None:
-        imp = import_of(cls)
-        if imp is None:
-            return None
-        out["imports"].append(imp)
-        head = "%s(" % cls.__name__
+    imp = "from transformers import pipeline" if task else import_of(type(pipe))
+    if imp is None:
+        return None
+    out = {"imports": [imp], "setup": [], "expr": ""}
     parts = []
     for key in _PIPELINE_PARTS:
         part = getattr(pipe, key, None)
@@ -428,7 +423,7 @@ def _pipeline(pipe, source):
         parts.append("%s=%s" % (key, got["expr"]))
     if not parts:
         return None
-    out["expr"] = head + ("" if head.endswith("(") else ", ") + ", ".join(parts) + ")"
+    out["expr"] = "%s(%s)" % ("pipeline" if task else type(pipe).__name__, ", ".join([repr(task)] * bool(task) + parts))
     return out
 
 
