@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.targets.registry import recipe_files  # noqa: E402
-from reducer.analysis.boundary import ENV_VAR, LAUNCHER, load, matching  # noqa: E402
+from reducer.analysis.boundary import ENV_VAR, LAUNCHER, load, matching, peer_calls  # noqa: E402
 from reducer.analysis.recipes import recipe_env  # noqa: E402
 from reducer.passes.boundary import candidates  # noqa: E402
 from reducer.run.raised import HOOK_DIR  # noqa: E402
@@ -61,6 +61,14 @@ def main(argv: list[str] | None = None) -> int:
         proc = subprocess.run([a.python, str(launcher), a.script.name], cwd=work, env=env, capture_output=True,
                               text=True, timeout=a.timeout)
         records = load(out)
+        watch = peer_calls(records)
+        if watch:
+            # a rank's failure: one more run records the same call as every rank entered it, as
+            # reducer.analysis.boundary.boundary_run does
+            out.unlink(missing_ok=True)
+            subprocess.run([a.python, str(launcher), a.script.name], cwd=work, capture_output=True, text=True,
+                           env={**env, "REPROBOT_BOUNDARY_AT": watch}, timeout=a.timeout)
+            records += [b for b in load(out) if b.entry]
     print(f"run: rc={proc.returncode}; {len(records)} boundary record(s)")
     if not records:
         print(proc.stderr[-4000:])
@@ -68,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"line": r.line, "func": r.func, "exc_type": r.exc_type, "child": r.child,
                           "message": r.message[:200], "values": sorted(r.values),
                           "recipes": {k: v["recipe"]["expr"][:300] for k, v in r.values.items() if "recipe" in v},
-                          "callee": (r.callee or {}).get("name")}, indent=1))
+                          "callee": (r.callee or {}).get("name"), "rank": r.rank, "entry": r.entry,
+                          "start": bool((r.state or {}).get("start"))}, indent=1))
     found = candidates(source, matching(records, a.exc_type, ""), lambda e, v: True)
     for i, c in enumerate(found):
         print(f"----- candidate {i}\n{c}")

@@ -2,7 +2,7 @@
 failing call takes a model, a config, a tensor or a checkpoint, each against its hand floor.
 
     python bench/mlfloor.py [--part train|heldout|heldout2|...|heldout5|both|A,B] [--only NAME,...] [--max-time 600] [--jobs 2]
-                            [--workdir DIR] [--json OUT] [--pin CPUS]
+                            [--workdir DIR] [--json OUT] [--pin CPUS [--deadline S]]
 
 Each part is a folder of bench/mlfloor/ with a MANIFEST.json: per script its launch line (if any),
 which failure to keep (``pick``), and its hand floor (``NAME.floor.py``, written before any
@@ -88,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path)
     p.add_argument("--pin", type=int, default=0, metavar="CPUS",
                    help="run scripts side by side, each confined to its own CPUS cores")
+    p.add_argument("--deadline", type=float, default=0, metavar="S",
+                   help="with --pin: start a script only while it can end within S seconds of the start "
+                        "(--max-time and a verification's margin); the rest are named 'not started', for "
+                        "the next command (a device command is cut at 10 minutes, and a script cut there "
+                        "leaves no row)")
     a = p.parse_args(argv)
     parts = ["heldout", "train"] if a.part == "both" else [x.strip() for x in a.part.split(",") if x.strip()]
     missing = [x for x in parts if not (HERE / x / "MANIFEST.json").is_file()]
@@ -110,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
             a.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
 
     if a.pin:
-        _side_by_side(todo, workdir, a, report)
+        skipped = _side_by_side(todo, workdir, a, report)
+        if skipped:
+            print("not started (the deadline): " + ",".join(Path(e["file"]).stem for _, e in skipped), flush=True)
     else:
         for part, entry in todo:
             report(run_one(part, entry, workdir, a.max_time, a.jobs))
@@ -124,19 +131,31 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _side_by_side(todo: list, workdir: Path, a: argparse.Namespace, report) -> None:
-    """Each script on its own set of a.pin cores; a set is handed to the next script when free."""
+# what a reduction may run past --max-time: its best verified cold, alone (one or two original runs)
+_VERIFY_MARGIN = 75.0
+
+
+def _side_by_side(todo: list, workdir: Path, a: argparse.Namespace, report) -> list:
+    """Each script on its own set of a.pin cores; a set is handed to the next script when free.
+    The scripts not started because of ``a.deadline`` are returned."""
     import queue
     import threading
+    import time
     cores = sorted(os.sched_getaffinity(0))
     free: queue.Queue = queue.Queue()
     for i in range(len(cores) // a.pin):
         free.put(set(cores[i * a.pin:(i + 1) * a.pin]))
     lock = threading.Lock()
+    start = time.monotonic()
+    skipped: list = []
 
     def one(part: str, entry: dict) -> None:
         cpus = free.get()
         try:
+            if a.deadline and time.monotonic() - start + a.max_time + _VERIFY_MARGIN > a.deadline:
+                with lock:
+                    skipped.append((part, entry))
+                return
             row = run_one(part, entry, workdir, a.max_time, a.jobs, cpus)
         finally:
             free.put(cpus)
@@ -148,6 +167,7 @@ def _side_by_side(todo: list, workdir: Path, a: argparse.Namespace, report) -> N
         t.start()
     for t in threads:
         t.join()
+    return skipped
 
 
 if __name__ == "__main__":

@@ -303,3 +303,124 @@ def test_a_rank_failing_alone_in_its_models_forward_is_called_on_the_module_ddp_
     assert "DDP" not in first and "torch.nn.Linear(in_features=6, out_features=2, bias=True)(" in first, first
     ran = runner.run(first)
     assert "mat1 and mat2 shapes cannot be multiplied (3x5 and 6x2)" in ran.stderr, ran.stderr[-2000:]
+
+
+SPAWNED_RANKS = '''\
+import argparse
+import os
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+LABELS = ["a", "b", "c", "a", "b"]
+
+
+def worker(rank, world, hidden):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = "29517"
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    classes = sorted(set(LABELS[rank::world]))
+    model = DDP(torch.nn.Linear(hidden, len(classes)))
+    model(torch.ones(2, hidden)).sum().backward()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--world", type=int, default=2)
+    p.add_argument("--hidden", type=int, default=4)
+    args = p.parse_args()
+    mp.spawn(worker, args=(args.world, args.hidden), nprocs=args.world)
+'''
+
+
+@needs_gloo
+def test_ranks_the_script_spawned_itself_are_started_by_the_candidate(tmp_path):
+    # no launcher to run a per-rank call again (ranks and world size are mp.spawn's arguments), so
+    # the candidate starts its ranks itself: the group and the per-rank call in a rank function,
+    # forked twice; it fails the way the job did, in the parent's run
+    from bot.targets.registry import recipe_files
+    from reducer.analysis.trace import runner_run_fn
+    from reducer.run.runner import Runner, RunSpec
+    script = tmp_path / "job.py"
+    script.write_text(SPAWNED_RANKS, encoding="utf-8")
+    runner = Runner(RunSpec(script=script, python=PY, timeout=180))
+    records = boundary_run(SPAWNED_RANKS, runner_run_fn(runner), recipe_files())
+    # each rank's record (rank 0's from its own failure or the watched run) beside the parent's
+    assert {b.rank for b in records if b.child} == {0, 1}, records
+    first = candidates(SPAWNED_RANKS, records, lambda expr, values: True)[0]
+    tree = ast.parse(first)
+    assert [type(n).__name__ for n in tree.body][-2:] == ["FunctionDef", "Expr"], first
+    assert "start_processes(run_rank, nprocs=2, start_method='fork')" in first, first
+    assert "rank=rank, world_size=2" in first and "out_features=(3, 2)[rank]" in first, first
+    assert "argparse" not in first and "LABELS" not in first, first
+    ran = runner.run(first)
+    assert "appears not to match sizes of the same param in process 0" in ran.stderr, ran.stderr[-2000:]
+
+
+def test_a_rank_the_script_started_needs_a_whole_call():
+    # the rank's function cannot hold a slice of the script's own code: no candidate then
+    b = Boundary(7, "worker", "builtins.RuntimeError", "mismatch", {"net": {"object": "Net"}},
+                 {"name": "join", "params": [["net", {"object": "Net"}]]}, True, [], 1,
+                 {"imports": ["import torch.distributed as dist"], "setup": ["dist.init_process_group('gloo', "
+                  "init_method='tcp://127.0.0.1:29500', rank=rank, world_size=2)"], "rank": {"expr": "rank"},
+                  "start": {"param": "rank", "imports": [], "call": "go({target})"}})
+    source = "import lib\n\n\ndef worker(rank):\n    net = lib.Net()\n    lib.prepare()\n    lib.join(net)\n"
+    assert not any("def run_rank" in c for c in candidates(source, [b], lambda e, v: True))
+
+
+@pytest.mark.slow
+@needs_gloo
+def test_a_spawned_job_that_needs_its_peer_reduces_to_its_ranks_started_by_the_repro(tmp_path):
+    # the whole reduction, warm: the boundary candidate forks its two ranks, and its memory is the
+    # job's, not the warm original's first sample (warm_start.warm_memory_cap); the repro keeps
+    # the per-rank call and the group, and nothing of argparse, the labels or the backward
+    from reducer.analysis.size import count_statements
+    script = tmp_path / "job.py"
+    script.write_text(SPAWNED_RANKS, encoding="utf-8")
+    proc = subprocess.run([PY, "-m", "bot", "reduce", str(script), "--out", str(tmp_path / "out"), "--jobs", "2",
+                           "--max-time", "150", "--no-env", "--json", "--quiet"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode in (0, 14), proc.stderr[-3000:]
+    repro = next((tmp_path / "out").glob("*/repro.py")).read_text(encoding="utf-8")
+    assert "start_method='fork'" in repro and "[rank]" in repro, repro
+    assert "argparse" not in repro and "backward" not in repro, repro
+    assert count_statements(repro) <= 7, repro
+
+
+NESTED_LIB = '''\
+class Net:
+    def __init__(self, width):
+        self.width = width
+
+
+class Wrapper:
+    def __init__(self, net, bucket=25):
+        import os
+        if os.environ.get("RANK") == "1":
+            raise RuntimeError("width %d does not match the other rank" % net.width)
+'''
+
+NESTED_JOB = '''\
+import os
+import fakelib
+
+WIDTHS = {"0": 8, "1": 9}
+fakelib.Wrapper(fakelib.Net(WIDTHS[os.environ["RANK"]]), bucket=5)
+'''
+
+
+def test_the_watch_of_a_constructor_is_its_own_classes_not_the_first_init_on_its_line(tmp_path):
+    # Wrapper(Net(...)) enters Net.__init__ first: watched by name alone ("__init__") the other
+    # rank's record was Net's, and no per-rank call could be written from it
+    if sys.version_info < (3, 11):
+        pytest.skip("co_qualname is 3.11's")
+    (tmp_path / "fakelib").mkdir()
+    (tmp_path / "fakelib" / "__init__.py").write_text(NESTED_LIB, encoding="utf-8")
+    records = boundary_run(NESTED_JOB, _two_ranks(tmp_path))
+    watched = [b for b in records if b.entry]
+    assert watched and {b.callee.get("qualname") for b in watched} == {"Wrapper.__init__"}, watched
+    first = candidates(NESTED_JOB, records, lambda expr, values: True)[0]
+    assert "fakelib.Net((8, 9)[int(os.environ['RANK'])])" in first, first

@@ -164,11 +164,22 @@ def _index():
 
 
 def _rank():
-    """This process's rank in a launched job (torchrun, accelerate launch), else None."""
+    """This process's rank in a multi-process job, else None: a launched job's (torchrun, accelerate
+    launch) from its environment; a job whose ranks the script started itself (``mp.spawn``, a
+    ``Process`` per rank) from the process group it joined, which is up by the time a call of
+    DistributedDataParallel or a collective is entered."""
     try:
-        return int(os.environ["RANK"]) if int(os.environ.get("WORLD_SIZE", "1")) > 1 else None
-    except (KeyError, ValueError):
+        if "RANK" in os.environ:
+            return int(os.environ["RANK"]) if int(os.environ.get("WORLD_SIZE", "1")) > 1 else None
+    except ValueError:
         return None
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            return int(dist.get_rank())
+    except Exception:
+        return None
+    return None
 
 
 def _values(frame):
@@ -265,7 +276,9 @@ def _entering(frame):
         if name in loc:
             taken[name] = _copied(loc[name])
     _entered[id(back)] = (back.f_code, code, taken)
-    key = (back.f_lineno, code.co_name)
+    key = (back.f_lineno, getattr(code, "co_qualname", code.co_name))
+    if key not in _watch:
+        key = (back.f_lineno, code.co_name)
     if key in _watch and key not in _watched and _records[0] < _MAX_RECORDS:
         _watched.add(key)
         _records[0] += 1
@@ -376,6 +389,11 @@ def _received_by(code, taken, fn):
         params.append([name, d])
     out = {"name": code.co_name, "params": params, "posonly": code.co_posonlyargcount,
            "known_defaults": fn is not None}
+    # the class's too where the interpreter knows it (3.11+): on ``DDP(nn.Linear(4, 2))`` a watch
+    # for "__init__" alone is met first by Linear's
+    qualname = getattr(code, "co_qualname", None)
+    if isinstance(qualname, str) and qualname != code.co_name:
+        out["qualname"] = qualname
     if code.co_flags & 0x04:
         out["varargs"] = [_describe(v) for v in list(taken.get(code.co_varnames[n], ()))[:32]]
     if code.co_flags & 0x08:
@@ -534,7 +552,7 @@ def peer_calls(boundaries: list[Boundary]) -> str:
             continue
         if any(o.rank not in (None, b.rank) and o.line == b.line for o in boundaries):
             continue
-        key = f"{b.line}:{b.callee['name']}"
+        key = f"{b.line}:{b.callee.get('qualname') or b.callee['name']}"
         if key not in out:
             out.append(key)
     return ",".join(out[:2])

@@ -35,9 +35,12 @@ did not). It defines:
     The library state of the whole process that a failing call needs and no argument carries (a
     torch.distributed process group a ``DistributedDataParallel(...)`` joins): ``{"imports",
     "setup"}`` statements that bring it about again in a candidate, plus, for a process that is
-    one rank of a launched job, ``"rank": {"expr", "imports"}`` -- how a candidate reads its own
-    rank (a value that differed between ranks is written per rank, indexed by it). Asked when a
-    failure or a watched call is recorded; None when the process has no such state.
+    one rank of a multi-process job, ``"rank": {"expr", "imports"}`` -- how a candidate reads its own
+    rank (a value that differed between ranks is written per rank, indexed by it) -- and, for a
+    rank no launcher started (the script's own ``mp.spawn``), ``"start": {"param", "imports",
+    "call"}`` -- the candidate then runs its setup and call in a function of that one parameter
+    (the rank), which ``call`` (its ``{target}`` the function's name) starts in every rank. Asked
+    when a failure or a watched call is recorded; None when the process has no such state.
 
 The first file whose ``rebuild`` answers wins, in the order the caller gives them; the
 ``process_state`` answers of all files are joined.
@@ -107,8 +110,9 @@ def _process_state():
         if not isinstance(got, dict):
             continue
         _merge(out, {"imports": list(got.get("imports") or []), "setup": list(got.get("setup") or [])})
-        if isinstance(got.get("rank"), dict) and "rank" not in out:
-            out["rank"] = got["rank"]
+        for key in ("rank", "start"):
+            if isinstance(got.get(key), dict) and key not in out:
+                out[key] = got[key]
     return out if out["setup"] or "rank" in out else None
 
 

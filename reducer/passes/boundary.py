@@ -817,6 +817,7 @@ def _peers(b, boundaries) -> list:
     if getattr(b, "rank", None) is None:
         return []
     name = (b.callee or {}).get("name")
+    qualname = (b.callee or {}).get("qualname")
     by_rank: dict[int, object] = {}
     for o in sorted(boundaries, key=lambda o: not getattr(o, "entry", False)):
         r = getattr(o, "rank", None)
@@ -824,6 +825,8 @@ def _peers(b, boundaries) -> list:
             continue
         if name and (o.callee or {}).get("name") not in (None, name):
             continue
+        if qualname and (o.callee or {}).get("qualname") not in (None, qualname):
+            continue       # another class's __init__ entered on the same line
         by_rank[r] = o
     return [by_rank[r] for r in sorted(by_rank)]
 
@@ -895,6 +898,38 @@ def _with_state(b, parts: _Parts) -> None:
     parts.setup[:0] = [line for line in state["setup"] if line not in parts.setup]
 
 
+def _started(b) -> bool:
+    """The call ran in a rank the script started itself (``process_state``'s ``start``)."""
+    state = getattr(b, "state", None)
+    start = state.get("start") if isinstance(state, dict) else None
+    return isinstance(start, dict) and isinstance(start.get("call"), str) \
+        and str(start.get("param", "")).isidentifier()
+
+
+def _ranks_program(start: dict, parts: _Parts, text: str) -> str | None:
+    """The call and its setup as the body of a rank's function, which the program starts in every
+    rank (``start``'s call, its ``{target}`` the function):
+
+        def run_rank(rank):
+            dist.init_process_group('gloo', init_method=..., rank=rank, world_size=2)
+            torch.distributed.all_gather(..., torch.zeros((3, 2)[rank]))
+
+        torch.multiprocessing.start_processes(run_rank, nprocs=2, start_method='fork')"""
+    import textwrap
+    imports = parts.imports + [i for i in start.get("imports") or [] if i not in parts.imports]
+    body = "\n".join(parts.setup + [text])
+    try:
+        trees = [ast.parse(t) for t in [*imports, body]]
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    taken = {n.id for t in trees for n in ast.walk(t) if isinstance(n, ast.Name)} | {
+        a.asname or a.name.split(".")[0] for t in trees for n in ast.walk(t)
+        if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    target = next(n for n in ("run_rank", "rank_main", "reprobot_rank") if n not in taken)
+    return "\n".join(_merged(imports) + ["", "", f"def {target}({start['param']}):", textwrap.indent(body, "    "),
+                                          "", "", str(start["call"]).format(target=target)]) + "\n"
+
+
 def candidates(source: str, boundaries, allowed) -> list[str]:
     """Whole-program candidates, most promising first: per boundary of the target failure, the
     calls on its line with every part written as a value (innermost first), then a library
@@ -927,7 +962,12 @@ def candidates(source: str, boundaries, allowed) -> list[str]:
             if got is not None:
                 text, parts = got
                 _with_state(b, parts)
-                if not parts.unresolved:
+                if _started(b):
+                    # ranks the candidate starts itself: only a call written whole runs in them
+                    program = None if parts.unresolved else _ranks_program(b.state["start"], parts, text)
+                    if program is not None:
+                        literal.append(program)
+                elif not parts.unresolved:
                     literal.append("\n".join(_merged(parts.imports) + parts.setup + [text]) + "\n")
                 else:       # values that name the script's own classes: with their definitions
                     for changes in (True, False):
@@ -937,6 +977,8 @@ def candidates(source: str, boundaries, allowed) -> list[str]:
             guess = builder.receiver_guess(call)
             if guess is not None:
                 guesses.append(guess)
+            if _started(b):
+                continue
             aliased = None
             if any("global" in v for v in getattr(b, "values", {}).values() if isinstance(v, dict)):
                 builder.aliases = True

@@ -69,6 +69,16 @@ def warm_timeout(warm_wall: float, cold_wall: float) -> float:
     return max(candidate_timeout(warm_wall), 0.25 * cold_wall)
 
 
+def warm_memory_cap(warm_peak: int, cold_peak: int) -> int | None:
+    """The resident-memory cap of a warm candidate: the original's footprint, the larger of its
+    warm and cold peaks. A warm run of a fast original is sampled once or twice (every
+    ``_MEMORY_POLL``), often before its children were forked: a candidate that starts the same
+    ranks itself (the boundary call of a job that needs its peer, ``start_processes`` in a
+    fork) was killed as "heavier" in some runs and not in others. The final verification
+    compares cold runs (cold_verdict.py ``heavier``), so no repro heavier than the script passes."""
+    return candidate_memory(max(warm_peak, cold_peak))
+
+
 def start_warm(failure: Failure, oracle: Oracle, remeasured: Callable[[Failure], None],
                say: Callable[[str], None]) -> WarmReport:
     """Warm interpreters for the runs, if the original fails the same way warm as cold.
@@ -126,7 +136,7 @@ def start_warm(failure: Failure, oracle: Oracle, remeasured: Callable[[Failure],
             report.enabled = True
             oracle.warm_timeout = warm_timeout(verdict.outcome.wall_time, failure.wall_time)
             if cold_cap is not None:
-                oracle.warm_max_rss = candidate_memory(verdict.outcome.peak_rss)
+                oracle.warm_max_rss = warm_memory_cap(verdict.outcome.peak_rss, failure.peak_rss)
             return report
     oracle.max_rss = cold_cap
     pool.stop()

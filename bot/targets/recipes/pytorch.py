@@ -321,22 +321,48 @@ _LAUNCHED = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
 def process_state():
-    """A rank of a launched job whose process group is up: ``init_process_group(<backend>)`` before
-    the call (DistributedDataParallel and every collective need it), and its rank read from the
-    group. Nothing for a group started some other way (a tcp:// address, explicit ranks in a
-    spawn child): the candidate could not start it again from the environment alone."""
+    """A rank whose process group is up: ``init_process_group`` before the call
+    (DistributedDataParallel and every collective need it), and its rank read from the group.
+
+    A rank of a launched job (torchrun, accelerate launch) joins from the environment the launcher
+    gives every rank, so the candidate runs under the same launch line. A rank the script started
+    itself (``mp.spawn``, a ``Process`` per rank, joining over a ``tcp://`` address or with
+    explicit ranks) has no launcher to run it again: the candidate starts the ranks itself
+    (``start``), forked from a parent that only defines the rank's function, so every rank joins
+    at a fixed address (which the run-time rendezvous patch gives each run its own port of)
+    with its rank as the function's argument. Nothing for a multi-device backend spec
+    ("cpu:gloo,cuda:nccl"): left to the slice."""
     import os
     dist = sys.modules.get("torch.distributed")
-    if dist is None or not all(k in os.environ for k in _LAUNCHED):
-        return None
     try:
-        if int(os.environ["WORLD_SIZE"]) < 2 or not (dist.is_available() and dist.is_initialized()):
+        if dist is None or not (dist.is_available() and dist.is_initialized()):
             return None
+        world = int(dist.get_world_size())
         backend = str(dist.get_backend())
     except Exception:
         return None
-    if not backend.isidentifier():      # a multi-device spec ("cpu:gloo,cuda:nccl"): left to the slice
+    if world < 2 or not backend.isidentifier():
         return None
+    # TORCH_DISTRIBUTED_DEBUG is read once, as torch.distributed is imported (a parent that set it
+    # after its own import reaches only the ranks it spawned); at DETAIL a collective's shapes are
+    # compared across ranks before it runs, which changes what a mismatch raises
+    debug = []
+    try:
+        level = dist.get_debug_level().name
+        if level != "OFF" and level.isidentifier():
+            debug = ["dist.set_debug_level(dist.DebugLevel.%s)" % level]
+    except Exception:
+        pass
+    if all(k in os.environ for k in _LAUNCHED) and int(os.environ.get("WORLD_SIZE", "0")) == world:
+        return {"imports": ["import torch.distributed as dist"],
+                "setup": debug + ["dist.init_process_group(%r)" % backend],
+                "rank": {"expr": "dist.get_rank()", "imports": ["import torch.distributed as dist"]}}
+    # fork: the ranks inherit the parent's imports (no bootstrap, no __main__ guard); the parent
+    # touches no device before it, so a CUDA rank starts clean
     return {"imports": ["import torch.distributed as dist"],
-            "setup": ["dist.init_process_group(%r)" % backend],
-            "rank": {"expr": "dist.get_rank()", "imports": ["import torch.distributed as dist"]}}
+            "setup": debug + ["dist.init_process_group(%r, init_method='tcp://127.0.0.1:29500', rank=rank, "
+                              "world_size=%d)" % (backend, world)],
+            "rank": {"expr": "rank", "imports": []},
+            "start": {"param": "rank", "imports": ["import torch.multiprocessing"],
+                      "call": "torch.multiprocessing.start_processes({target}, nprocs=%d, "
+                              "start_method='fork')" % world}}
