@@ -36,7 +36,8 @@ def _set_elements(node: cst.CSTNode, items: list) -> cst.CSTNode:
     return node.with_changes(elements=items)
 
 
-_FACTORIES = ("torch", "nn", "np", "numpy", "F")
+# ``dist``: torch.distributed as every tutorial imports it
+_FACTORIES = ("torch", "nn", "np", "numpy", "F", "dist")
 
 
 def _sized(call: cst.Call) -> bool:
