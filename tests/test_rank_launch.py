@@ -48,8 +48,13 @@ def test_warm_plan_reads_one_node_lines_and_leaves_the_rest_to_torchrun(tmp_path
         assert plan(*opts) is None, opts
     assert warm_plan(parse_launch(["python", "-m", "torch.distributed.run", "--nproc_per_node", "2", "train.py"],
                                   tmp_path, PY)) == RankPlan(2)
+    # accelerate launch: its options are read at run time by accelerate's own parser
     accelerate = parse_launch(["accelerate", "launch", "--num_processes", "2", "train.py"], tmp_path, PY)
-    assert warm_plan(accelerate) is None
+    assert warm_plan(accelerate) == RankPlan(2, accelerate=("--num_processes", "2"))
+    for opts in (("--use_deepspeed",), ("--num_machines", "2"), ("--mpirun_hostfile", "h"),
+                 ("--num_processes", "auto"), ("--use_fsdp",)):
+        line = parse_launch(["accelerate", "launch", *opts, "train.py"], tmp_path, PY)
+        assert warm_plan(line) is None, opts
 
 
 RANKS = """
@@ -228,3 +233,48 @@ def test_a_rank_stopped_by_sigterm_still_writes_what_it_recorded(tmp_path):
     seen = sorted(c.values.get("r") for c in data.calls if c.func == "pick")
     assert seen == ["0", "1"], seen              # rank 0's record too, though it never exited by itself
     assert not any(k[0] == "pick" for k in data.literal_sites())   # so `rank` is pinned to neither
+
+
+ACCELERATED = """
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from accelerate import Accelerator
+
+    acc = Accelerator()
+    os.write(1, f"type {acc.state.distributed_type} cpu {os.environ.get('ACCELERATE_USE_CPU')} "
+                f"mp {os.environ.get('ACCELERATE_MIXED_PRECISION')} rank {os.environ.get('RANK')}\\n".encode())
+    raise RuntimeError(f"refused on {acc.device}")
+"""
+
+
+def test_an_accelerate_line_runs_warm_with_the_variables_accelerate_gives_its_process(tmp_path):
+    # accelerate launch --cpu: one process, started by accelerate's simple launcher with its
+    # variables (ACCELERATE_USE_CPU, the precision) and none of torchrun's; a warm run gives the
+    # same, read by accelerate's own parser, and fails with the same signature
+    pytest.importorskip("accelerate")
+    script = write(tmp_path / "train.py", ACCELERATED)
+    launch = parse_launch(["accelerate", "launch", "--cpu", "--num_processes", "1", "--mixed_precision", "no",
+                           "train.py"], tmp_path, PY)
+    runner = Runner(RunSpec(script=script, python=PY, timeout=120, launch=launch))
+    assert runner.rank_plan is not None and runner.rank_plan.accelerate is not None
+    runner.zygotes = ZygotePool(runner.python, warm_imports(script.read_text(), runner.script_dir),
+                                runner.base_environment())
+    runner.zygotes.release(runner.zygotes.start_one())
+    try:
+        source = script.read_text()
+        warm = runner.run(source)
+        assert runner.warm_runs == 1 and runner.warm_fallbacks == 0
+        # the script sets a variable before its imports: its ranks come from an image that ran
+        # them with it (leading_environment), not from one that stopped at the setting
+        assert "accelerate:Accelerator" in runner.zygotes.info.imported, runner.zygotes.info
+        cold = runner.run(source, warm=False)
+    finally:
+        runner.zygotes.stop()
+    assert "accelerate" in " ".join(launch.command(PY, "train.py", None)) and "accelerate.commands" not in warm.stderr
+    for out in (warm.stdout, cold.stdout):
+        assert "type DistributedType.NO cpu True mp no rank None" in out, out
+    (w_sig, _), = _primary(warm)
+    (c_sig, _), = _primary(cold)
+    assert (w_sig.exc_type, w_sig.frames) == (c_sig.exc_type, c_sig.frames) == ("RuntimeError", c_sig.frames)
+    assert w_sig.message == c_sig.message

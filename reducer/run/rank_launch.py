@@ -1,4 +1,5 @@
-"""Warm runs of a one-node torchrun line: the ranks start from the warm image, as spawn children do.
+"""Warm runs of a one-node torchrun or accelerate launch line: the ranks start from the warm image, as
+spawn children do.
 
 A launch line's run (``python -m torch.distributed.run --nproc_per_node 2 train.py ARGS``, see
 reducer/run/launch.py) starts a launcher interpreter that imports torch, then one interpreter per rank
@@ -14,6 +15,14 @@ frames, so it reads as the cold rank's does and the Signature is the same; when 
 the others are sent SIGTERM (torchrun's agent does the same) and the launcher raises a
 ``ChildFailedError``, a wrapper (reducer/failure/ranks.py) that is never a target.
 
+An ``accelerate launch`` line is run the same way: its launcher only parses its options and
+config file into variables and a process count, then starts one process (``--cpu``, a single
+process: its simple launcher) or torchrun's ranks (``--multi_gpu``). The warm launcher asks
+accelerate's own parser and its ``prepare_*_env`` functions for both, at run time in the run's
+environment (so its config file counts as it would), and starts that many ranks with those
+variables; a line its config turns into another launcher (DeepSpeed, FSDP, a TPU, SageMaker, MPI)
+stops, which the warm check below reads as "runs cold".
+
 It is an optimisation with the real line as the reference: reducer/reduction/warm_start.py runs the original
 both ways and keeps cold runs when they differ, and the result is verified cold, by the line.
 Lines that need the real launcher stay cold: several nodes, restarts, ``--no-python``/``-m``,
@@ -27,7 +36,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from reducer.run.launch import TORCHRUN, LaunchLine
+from reducer.run.launch import ACCELERATE, TORCHRUN, LaunchLine
 
 RANKS_ENV = "REPROBOT_RANKS"       # the plan (JSON) the warm launcher reads
 LAUNCHER_NAME = "reprobot_rank_launcher.py"
@@ -49,11 +58,14 @@ _HARMLESS_FLAGS = ("--standalone",)
 
 @dataclass(frozen=True)
 class RankPlan:
-    """What the warm launcher needs of the line: as many ranks, and torchrun's worker variables."""
+    """What the warm launcher needs of the line: as many ranks, and torchrun's worker variables.
+    ``accelerate``: an ``accelerate launch`` line's options, which the launcher reads at run time
+    with accelerate's own parser, config file included: its process count and its variables."""
     nproc: int
     master_addr: str = "127.0.0.1"
     role: str = "default"
     run_id: str = "none"
+    accelerate: tuple[str, ...] | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -82,9 +94,51 @@ def _options(opts: list[str]) -> list[tuple[str, str | None]] | None:
     return out
 
 
+# accelerate launch options a warm run leaves to accelerate's parser (what it reads of them is
+# what its own launcher would), by name; any other option, and a launcher these choose (DeepSpeed,
+# FSDP, Megatron, TPU, MPI, several machines), keeps the line cold.
+_ACCELERATE_WARM = {"--cpu", "--multi_gpu", "--num_processes", "--num-processes", "--mixed_precision",
+                    "--mixed-precision", "--main_process_port", "--main-process-port", "--main_process_ip",
+                    "--main-process-ip", "--num_machines", "--num-machines", "--machine_rank", "--machine-rank",
+                    "--gpu_ids", "--gpu-ids", "--dynamo_backend", "--dynamo-backend", "--config_file",
+                    "--config-file", "--quiet", "-q", "--debug", "--same_network", "--same-network",
+                    "--num_cpu_threads_per_process", "--num-cpu-threads-per-process", "--rdzv_backend",
+                    "--rdzv-backend", "--monitor_interval", "--monitor-interval", "--max_restarts",
+                    "--max-restarts"}
+_ACCELERATE_FLAGS = {"--cpu", "--multi_gpu", "--quiet", "-q", "--debug", "--same_network", "--same-network"}
+
+
+def _accelerate_plan(launch: LaunchLine) -> RankPlan | None:
+    """An ``accelerate launch`` line whose options are all ones the warm launcher hands to
+    accelerate's parser; its ranks are counted at run time (``--num_processes`` here only guesses
+    the OpenMP default of the warm image)."""
+    opts, i, nproc = list(launch.launcher_opts), 0, 1
+    while i < len(opts):
+        name, eq, value = opts[i].partition("=")
+        if name not in _ACCELERATE_WARM:
+            return None
+        if not eq and name not in _ACCELERATE_FLAGS:
+            if i + 1 >= len(opts):
+                return None
+            value, i = opts[i + 1], i + 1
+        if name in ("--num_machines", "--num-machines", "--max_restarts", "--max-restarts") and value != "1" \
+                and not (name.startswith("--max") and value == "0"):
+            return None
+        if name in ("--num_processes", "--num-processes"):
+            if not value.isdigit() or int(value) < 1:
+                return None
+            nproc = int(value)
+        i += 1
+    return RankPlan(nproc, accelerate=tuple(launch.launcher_opts))
+
+
 def warm_plan(launch: LaunchLine | None) -> RankPlan | None:
     """The plan of a line a warm run can stand in for, or None (the line runs cold)."""
-    if launch is None or launch.kind != TORCHRUN or launch.module is not None:
+    if launch is None or launch.module is not None:
+        return None
+    if launch.kind == ACCELERATE:
+        return _accelerate_plan(launch)
+    if launch.kind != TORCHRUN:
         return None
     pairs = _options(launch.launcher_opts)
     if pairs is None:
@@ -139,18 +193,12 @@ class ChildFailedError(Exception):
     """As torchrun's: the launcher's report that a rank failed (never the failure itself)."""
 
 
-def _rank(rank, plan, script, argv):
-    os.environ.update({
-        "RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0", "ROLE_RANK": str(rank),
-        "ROLE_NAME": plan["role"], "LOCAL_WORLD_SIZE": str(plan["nproc"]), "WORLD_SIZE": str(plan["nproc"]),
-        "GROUP_WORLD_SIZE": "1", "ROLE_WORLD_SIZE": str(plan["nproc"]), "MASTER_ADDR": plan["master_addr"],
-        "MASTER_PORT": os.environ.get("REPROBOT_MASTER_PORT") or os.environ.get("MASTER_PORT") or "29500",
-        "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "0",
-        "TORCHELASTIC_RUN_ID": plan["run_id"], "TORCHELASTIC_USE_AGENT_STORE": "False",
-        "TORCH_NCCL_ASYNC_ERROR_HANDLING": os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"),
-    })
-    if plan["nproc"] > 1 and "OMP_NUM_THREADS" not in os.environ:
-        os.environ["OMP_NUM_THREADS"] = "1"     # torchrun's default (the warm image was started with it)
+def _rank(rank, plan, script, argv, extra=None, torchrun=True):
+    os.environ.update(extra or {})
+    if "MASTER_PORT" in (extra or {}) and os.environ.get("REPROBOT_MASTER_PORT"):
+        os.environ["MASTER_PORT"] = os.environ["REPROBOT_MASTER_PORT"]     # the run's own port
+    if torchrun:
+        _torchrun_variables(rank, plan)
     sys.argv = [argv[0]] + list(argv[1:])
     sys.path[0] = os.path.dirname(script)
     try:
@@ -171,14 +219,56 @@ def _rank(rank, plan, script, argv):
         sys.exit(1)
 
 
+def _accelerate(plan, script, argv):
+    """(ranks, the variables they get, whether torchrun's worker variables too): what accelerate's
+    own launcher starts for the line's options, read by its own parser (its config file included)
+    in this run's environment. A line the config turns into another launcher stops here: the
+    original's warm check then fails and the reduction keeps its runs cold."""
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    from accelerate.utils import launch as accelerate_launch
+    args = launch_command_parser().parse_args(list(plan["accelerate"]) + [script] + list(argv[1:]))
+    args, defaults, _ = _validate_launch_command(args)
+    other = [getattr(args, name, False) and not args.cpu for name in ("use_deepspeed", "use_fsdp", "use_megatron_lm", "tpu")]
+    sagemaker = "SAGEMAKER" in str(getattr(defaults, "compute_environment", "")).upper()
+    if any(other) or sagemaker or getattr(args, "mpirun_hostfile", None) or args.no_python or args.module \
+            or (args.num_machines or 1) > 1:
+        sys.stderr.write("reprobot: this accelerate launch line runs only under accelerate itself\n")
+        sys.exit(3)
+    before = dict(os.environ)
+    if args.multi_gpu and not args.cpu:
+        env, nproc, torchrun = accelerate_launch.prepare_multi_gpu_env(args), int(args.num_processes), True
+    else:
+        env, nproc, torchrun = accelerate_launch.prepare_simple_launcher_cmd_env(args)[1], 1, False
+    return nproc, {k: v for k, v in env.items() if before.get(k) != v}, torchrun
+
+
+def _torchrun_variables(rank, plan):
+    os.environ.update({
+        "RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0", "ROLE_RANK": str(rank),
+        "ROLE_NAME": plan["role"], "LOCAL_WORLD_SIZE": str(plan["nproc"]), "WORLD_SIZE": str(plan["nproc"]),
+        "GROUP_WORLD_SIZE": "1", "ROLE_WORLD_SIZE": str(plan["nproc"]), "MASTER_ADDR": plan["master_addr"],
+        "MASTER_PORT": os.environ.get("REPROBOT_MASTER_PORT") or os.environ.get("MASTER_PORT") or "29500",
+        "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "0",
+        "TORCHELASTIC_RUN_ID": plan["run_id"], "TORCHELASTIC_USE_AGENT_STORE": "False",
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"),
+    })
+    if plan["nproc"] > 1 and "OMP_NUM_THREADS" not in os.environ:
+        os.environ["OMP_NUM_THREADS"] = "1"     # torchrun's default (the warm image was started with it)
+
+
 def _main():
     import multiprocessing
     from multiprocessing.connection import wait
     plan = json.loads(os.environ["REPROBOT_RANKS"])
     argv = sys.argv[1:]
     script = os.path.abspath(argv[0])
+    extra, torchrun = {}, True
+    if plan.get("accelerate") is not None:
+        nproc, extra, torchrun = _accelerate(plan, script, argv)
+        plan = dict(plan, nproc=nproc)
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_rank, args=(r, plan, script, argv), daemon=False) for r in range(plan["nproc"])]
+    procs = [ctx.Process(target=_rank, args=(r, plan, script, argv, extra, torchrun), daemon=False)
+             for r in range(plan["nproc"])]
     for p in procs:
         p.start()
     alive = {p.sentinel: (r, p) for r, p in enumerate(procs)}

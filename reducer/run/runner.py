@@ -420,7 +420,8 @@ class Runner:
     @property
     def launched(self) -> bool:
         """Runs go through a launcher (torchrun, accelerate launch, python -m): cold, except a
-        one-node torchrun line's when the runner has warm interpreters (``rank_plan``)."""
+        one-node torchrun or accelerate launch line's when the runner has warm interpreters
+        (``rank_plan``)."""
         return self.spec.launch is not None and self.spec.launch.needs_launcher
 
     def base_environment(self) -> dict[str, str]:
@@ -503,8 +504,11 @@ class Runner:
                 if self.zygotes is not None and self.rank_plan is not None and warm is not False:
                     env[RANKS_ENV] = self.rank_plan.to_json()
                     cmd = [self.python, str(write_rank_launcher(scratch)), script_argument(rel), *self.spec.launch.args]
+                    # the candidate's leading environment settings pick the zygote, as for a
+                    # script run alone: its ranks are served from that image (a script that sets
+                    # HF_HUB_OFFLINE before importing torch otherwise got an image without torch)
                     outcome = self._warm(cmd, scratch / "work", env, timeout, stop_when, max_rss, stop_grace,
-                                         cancel=cancel)
+                                         cancel=cancel, source=source)
                     if outcome is not None:
                         return outcome
                     env.pop(RANKS_ENV, None)
