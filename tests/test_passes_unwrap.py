@@ -50,3 +50,15 @@ def test_statement_reduced_to_its_expression() -> None:
     assert out == "def main():\n    raise KeyError('k')\nSystemExit(main())\nmain()\n"
     # the raise that IS the failure stays
     assert reduce_with("raise KeyError('k')\n", raises(KeyError), "statement_to_expression") == "raise KeyError('k')\n"
+
+
+def test_the_one_call_a_display_holds_is_the_statement():
+    """heldout4's title generator kept ``futures = {generate_titles(batch): 0}``: the task held in a
+    dict for later, the dict never read again; inlining never reached the call inside it."""
+    src = "def main():\n    raise KeyError('k')\nfutures = {main(): 0}\nfound = [1, main()]\n"
+    out = reduce_with(src, raises(KeyError), "statement_to_expression")
+    assert out == "def main():\n    raise KeyError('k')\nmain()\nmain()\n", out
+    # two calls, or a starred part: which one matters is not this pass's to say
+    for kept in ("pair = (main(), main())\n", "both = {**other(), 1: main()}\n"):
+        assert reduce_with("def main():\n    raise KeyError('k')\n" + kept, raises(KeyError),
+                           "statement_to_expression").endswith(kept)

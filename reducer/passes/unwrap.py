@@ -134,13 +134,36 @@ def _expression_statements(module: cst.Module) -> list[cst.SimpleStatementLine]:
             return False
         s = n.body[0]
         return (isinstance(s, cst.Raise) and s.exc is not None) or \
-            (isinstance(s, (cst.Assign, cst.AnnAssign, cst.Return)) and isinstance(s.value, cst.Call))
+            (isinstance(s, (cst.Assign, cst.AnnAssign, cst.Return)) and _call_of(s.value) is not None)
     return collect(module, want)
+
+
+def _call_of(value: cst.BaseExpression | None) -> cst.Call | None:
+    """The call a value is, or the one call a display holds among constants (``futures =
+    {pool.submit(job): 0}``, the task kept in a dict for later: ``futures`` unread, the call is
+    all that matters)."""
+    if isinstance(value, cst.Call):
+        return value
+    if not isinstance(value, (cst.Dict, cst.List, cst.Tuple, cst.Set)):
+        return None
+    parts: list[cst.BaseExpression] = []
+    for e in value.elements:
+        if isinstance(e, cst.DictElement):
+            parts += [e.key, e.value]
+        elif isinstance(e, cst.Element):
+            parts.append(e.value)
+        else:
+            return None          # ``**more`` / ``*more``
+    calls = [x for x in parts if isinstance(x, cst.Call)]
+    rest = [x for x in parts if not isinstance(x, cst.Call)]
+    if len(calls) != 1 or not all(isinstance(x, (cst.Integer, cst.Float, cst.SimpleString, cst.Name)) for x in rest):
+        return None
+    return calls[0]
 
 
 def _as_expression(module: cst.Module, line: cst.CSTNode) -> Iterable[str | None]:
     s = line.body[0]
-    expr = s.exc if isinstance(s, cst.Raise) else s.value
+    expr = s.exc if isinstance(s, cst.Raise) else _call_of(s.value)
     yield safe(lambda: replace(module, s, cst.Expr(expr)))
 
 
@@ -148,6 +171,7 @@ def statement_to_expression(gate: Gate) -> None:
     """Keep only the expression of a ``raise``, an assignment of a call, or a ``return`` of a call.
 
     Removes: the ``raise`` around ``raise X(...)``, or the binding or ``return`` around a call (``m
-    = get_peft_model(...)`` → ``get_peft_model(...)``).
+    = get_peft_model(...)`` → ``get_peft_model(...)``), or around the one call of a display
+    (``futures = {run(job): 0}`` → ``run(job)``).
     Never changes: the expression itself: the call and its arguments stay as they are."""
     run_targets(gate, _expression_statements, _as_expression)
