@@ -52,7 +52,7 @@ def test_warm_plan_reads_one_node_lines_and_leaves_the_rest_to_torchrun(tmp_path
     accelerate = parse_launch(["accelerate", "launch", "--num_processes", "2", "train.py"], tmp_path, PY)
     assert warm_plan(accelerate) == RankPlan(2, accelerate=("--num_processes", "2"))
     for opts in (("--use_deepspeed",), ("--num_machines", "2"), ("--mpirun_hostfile", "h"),
-                 ("--num_processes", "auto"), ("--use_fsdp",)):
+                 ("--num_processes", "auto"), ("--use_fsdp",), ("--max_restarts", "1")):
         line = parse_launch(["accelerate", "launch", *opts, "train.py"], tmp_path, PY)
         assert warm_plan(line) is None, opts
 

@@ -121,9 +121,10 @@ def _accelerate_plan(launch: LaunchLine) -> RankPlan | None:
             if i + 1 >= len(opts):
                 return None
             value, i = opts[i + 1], i + 1
-        if name in ("--num_machines", "--num-machines", "--max_restarts", "--max-restarts") and value != "1" \
-                and not (name.startswith("--max") and value == "0"):
+        if name in ("--num_machines", "--num-machines") and value != "1":
             return None
+        if name in ("--max_restarts", "--max-restarts") and value != "0":
+            return None         # torchrun's agent would start the ranks again
         if name in ("--num_processes", "--num-processes"):
             if not value.isdigit() or int(value) < 1:
                 return None
