@@ -925,7 +925,9 @@ def _ranks_program(start: dict, parts: _Parts, text: str) -> str | None:
     taken = {n.id for t in trees for n in ast.walk(t) if isinstance(n, ast.Name)} | {
         a.asname or a.name.split(".")[0] for t in trees for n in ast.walk(t)
         if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
-    target = next(n for n in ("run_rank", "rank_main", "reprobot_rank") if n not in taken)
+    target = next((n for n in ("run_rank", "rank_main", "reprobot_rank") if n not in taken), None)
+    if target is None:
+        return None
     return "\n".join(_merged(imports) + ["", "", f"def {target}({start['param']}):", textwrap.indent(body, "    "),
                                           "", "", str(start["call"]).format(target=target)]) + "\n"
 

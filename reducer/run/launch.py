@@ -32,7 +32,7 @@ _TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 # unless written --opt=value).
 _TORCHRUN_FLAGS = {"--standalone", "-m", "--module", "--no-python", "--no_python", "--run-path",
                    "--run_path", "--virtual-local-rank", "--virtual_local_rank", "--use-env", "--use_env"}
-_ACCELERATE_FLAGS = {"--cpu", "--multi_gpu", "--tpu", "--ipex", "--use_deepspeed", "--use_fsdp",
+ACCELERATE_FLAGS = {"--cpu", "--multi_gpu", "--tpu", "--ipex", "--use_deepspeed", "--use_fsdp",
                      "--use_megatron_lm", "--use_xpu", "-m", "--module", "--no_python", "-q", "--quiet",
                      "--debug", "--same_network", "--rdzv_conf", "--monitor_interval", "--enable_cpu_affinity",
                      "--downcast_bf16", "--tpu_use_cluster", "--tpu_use_sudo", "--dynamo_use_fullgraph",
@@ -200,7 +200,7 @@ def parse_launch(tokens: list[str], cwd: Path, python: str) -> LaunchLine:
             if not rest or rest[0] != "launch":
                 raise ReprobotError("accelerate: only `accelerate launch ...` lines can be reduced", ExitCode.USAGE)
             rest = rest[1:]
-        return _launcher(ACCELERATE, tokens, rest, _ACCELERATE_FLAGS, cwd, python)
+        return _launcher(ACCELERATE, tokens, rest, ACCELERATE_FLAGS, cwd, python)
     if exe.startswith("python") or exe.endswith(".exe"):
         i = 0
         py_opts: list[str] = []
@@ -220,7 +220,7 @@ def parse_launch(tokens: list[str], cwd: Path, python: str) -> LaunchLine:
             if module in _TORCHRUN_MODULES:
                 return _launcher(TORCHRUN, tokens, rest[i + 2:], _TORCHRUN_FLAGS, cwd, python)
             if module in ("accelerate.commands.launch",):
-                return _launcher(ACCELERATE, tokens, rest[i + 2:], _ACCELERATE_FLAGS, cwd, python)
+                return _launcher(ACCELERATE, tokens, rest[i + 2:], ACCELERATE_FLAGS, cwd, python)
             script = _module_file(module, cwd, python)
             root, rel = _rooted(script, cwd)
             line = LaunchLine(MODULE, py_opts, script, rel, root, list(rest[i + 2:]), module, list(tokens))

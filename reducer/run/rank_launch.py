@@ -36,7 +36,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from reducer.run.launch import ACCELERATE, TORCHRUN, LaunchLine
+from reducer.run.launch import ACCELERATE, ACCELERATE_FLAGS, TORCHRUN, LaunchLine
 
 RANKS_ENV = "REPROBOT_RANKS"       # the plan (JSON) the warm launcher reads
 LAUNCHER_NAME = "reprobot_rank_launcher.py"
@@ -71,8 +71,9 @@ class RankPlan:
         return json.dumps(asdict(self))
 
 
-def _options(opts: list[str]) -> list[tuple[str, str | None]] | None:
-    """(name, value) pairs of torchrun options; None when one cannot be read."""
+def _options(opts: list[str], flags=_HARMLESS_FLAGS) -> list[tuple[str, str | None]] | None:
+    """(name, value) pairs of a launcher's options (``flags`` take no value); None when one
+    cannot be read."""
     out: list[tuple[str, str | None]] = []
     i = 0
     while i < len(opts):
@@ -83,7 +84,7 @@ def _options(opts: list[str]) -> list[tuple[str, str | None]] | None:
         if eq:
             out.append((name, value))
             i += 1
-        elif name in _HARMLESS_FLAGS:
+        elif name in flags:
             out.append((name, None))
             i += 1
         elif i + 1 < len(opts):
@@ -95,41 +96,34 @@ def _options(opts: list[str]) -> list[tuple[str, str | None]] | None:
 
 
 # accelerate launch options a warm run leaves to accelerate's parser (what it reads of them is
-# what its own launcher would), by name; any other option, and a launcher these choose (DeepSpeed,
-# FSDP, Megatron, TPU, MPI, several machines), keeps the line cold.
-_ACCELERATE_WARM = {"--cpu", "--multi_gpu", "--num_processes", "--num-processes", "--mixed_precision",
-                    "--mixed-precision", "--main_process_port", "--main-process-port", "--main_process_ip",
-                    "--main-process-ip", "--num_machines", "--num-machines", "--machine_rank", "--machine-rank",
-                    "--gpu_ids", "--gpu-ids", "--dynamo_backend", "--dynamo-backend", "--config_file",
-                    "--config-file", "--quiet", "-q", "--debug", "--same_network", "--same-network",
-                    "--num_cpu_threads_per_process", "--num-cpu-threads-per-process", "--rdzv_backend",
-                    "--rdzv-backend", "--monitor_interval", "--monitor-interval", "--max_restarts",
-                    "--max-restarts"}
-_ACCELERATE_FLAGS = {"--cpu", "--multi_gpu", "--quiet", "-q", "--debug", "--same_network", "--same-network"}
+# what its own launcher would), by name with dashes as underscores; any other option, and a
+# launcher these choose (DeepSpeed, FSDP, Megatron, TPU, MPI, several machines), keeps the line cold.
+_ACCELERATE_WARM = {"cpu", "multi_gpu", "num_processes", "mixed_precision", "main_process_port",
+                    "main_process_ip", "num_machines", "machine_rank", "gpu_ids", "dynamo_backend",
+                    "config_file", "quiet", "q", "debug", "same_network", "num_cpu_threads_per_process",
+                    "rdzv_backend", "monitor_interval", "max_restarts"}
 
 
 def _accelerate_plan(launch: LaunchLine) -> RankPlan | None:
     """An ``accelerate launch`` line whose options are all ones the warm launcher hands to
-    accelerate's parser; its ranks are counted at run time (``--num_processes`` here only guesses
-    the OpenMP default of the warm image)."""
-    opts, i, nproc = list(launch.launcher_opts), 0, 1
-    while i < len(opts):
-        name, eq, value = opts[i].partition("=")
-        if name not in _ACCELERATE_WARM:
+    accelerate's parser, read as launch.py split the line; its ranks are counted at run time
+    (``--num_processes`` here only guesses the OpenMP default of the warm image)."""
+    pairs = _options(launch.launcher_opts, ACCELERATE_FLAGS)
+    if pairs is None:
+        return None
+    nproc = 1
+    for name, value in pairs:
+        key = name.lstrip("-").replace("-", "_")
+        if key not in _ACCELERATE_WARM:
             return None
-        if not eq and name not in _ACCELERATE_FLAGS:
-            if i + 1 >= len(opts):
-                return None
-            value, i = opts[i + 1], i + 1
-        if name in ("--num_machines", "--num-machines") and value != "1":
+        if key == "num_machines" and value != "1":
             return None
-        if name in ("--max_restarts", "--max-restarts") and value != "0":
+        if key == "max_restarts" and value != "0":
             return None         # torchrun's agent would start the ranks again
-        if name in ("--num_processes", "--num-processes"):
-            if not value.isdigit() or int(value) < 1:
+        if key == "num_processes":
+            if value is None or not value.isdigit() or int(value) < 1:
                 return None
             nproc = int(value)
-        i += 1
     return RankPlan(nproc, accelerate=tuple(launch.launcher_opts))
 
 
