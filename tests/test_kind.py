@@ -491,11 +491,22 @@ def test_a_usage_verdict_gives_way_when_versions_found_an_earlier_release_that_p
                              {"version": "4.18.0", "verdict": verdict("same failure")}]}}))
     k = classify_repro(ReproDir.open(tmp_path))
     assert k.kind == BUG and "4.17.0" in k.reason and "regression" in k.reason
-    # a later release passing says it was fixed, not that the call was right: still usage
+    # a later release of a package that neither raised it nor was routed to: still usage
+    later = lambda dist, v: json.dumps({"rows": [   # noqa: E731
+        {"label": f"{dist} latest", "versions": {dist: v}, "changed": {dist: v}, "verdict": verdict("PASS")}]})
+    (tmp_path / "versions.json").write_text(later("transformers", "4.19.0"))
+    assert classify_repro(ReproDir.open(tmp_path)).kind == USAGE
+    # routed to transformers, whose later release passes with nothing else changed: the library changed
+    # under the same call, read as a bug fixed there (the costly mistake is the other way round)
+    (tmp_path / "route.json").write_text(json.dumps({"target": "huggingface/transformers"}))
     (tmp_path / "versions.json").write_text(json.dumps({"rows": [
         {"label": "transformers latest", "versions": {"transformers": "4.19.0"}, "changed": {"transformers": "4.19.0"},
          "verdict": verdict("PASS")}]}))
-    assert classify_repro(ReproDir.open(tmp_path)).kind == USAGE
+    k = classify_repro(ReproDir.open(tmp_path))
+    assert k.kind == BUG and "transformers 4.19.0" in k.reason and "fix shipped" in k.reason
+    # an earlier release passing is still the regression it was
+    (tmp_path / "versions.json").write_text(later("transformers", "4.17.0"))
+    assert "regression" in classify_repro(ReproDir.open(tmp_path)).reason
 
 
 @pytest.mark.parametrize("exc, message, fix_word", [
@@ -525,7 +536,8 @@ def test_an_unconfirmed_usage_verdict_says_how_to_confirm_it() -> None:
     k = classify(Evidence("KeyError", "'input_ids'", user_line="trainer.train()"))
     assert k.kind == USAGE
     assert kind_line(k).endswith("No run has confirmed it: `reprobot contrast` tries the repro without each "
-                                 "argument the caller passed.")
+                                 "argument the caller passed, and with each option of the failing call it left at "
+                                 "its default.")
     confirmed = classify(Evidence("ValueError", GREEDY, frames_from_strings([f"{r}:{f}" for r, f, _ in GENERATE]),
                                   "model.generate(ids, do_sample=False, num_return_sequences=3)",
                                   passes_with=["without `num_return_sequences=3` (the default)"], whole=True))

@@ -4,7 +4,8 @@ Every keyword, boolean, device, dtype and dict entry left in the repro gets a sm
 alternatives — drop it (the callee's default), the other boolean, a `device_map` collapsed to
 one device, the dtype swapped, `cpu` <-> `cuda:0` — applied one at a time, each a real cold
 run judged by the same signature. A maintainer reads the result as "all-GPU works, the split
-map fails".
+map fails". The failing library call also gets each boolean option it left at its default set the
+other way (bot/rerun/options.py): "passes with `assign=True`" is the answer a usage error gets.
 
 Each change costs a cold run of the stack (7-17 s for a transformers script), so a repro with a
 vocabulary and a few data rows written out has dozens of changes. The settings (keywords,
@@ -23,6 +24,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from bot.rerun.options import MAX_OPTIONS, CallOptions, call_options, description
 from bot.rerun.repro_run import ReproRunner
 from bot.rerun.verdict import Kind, Verdict, classify
 from reducer.errors import ExitCode, ReprobotError
@@ -147,8 +149,9 @@ def _without_key(node: cst.List | cst.Tuple | cst.Set, key: str) -> cst.CSTNode:
 class _Sites(cst.CSTVisitor):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self) -> None:
+    def __init__(self, options: CallOptions | None = None) -> None:
         self.found: list[tuple[int, int, str, cst.CSTNode, cst.CSTNode | None]] = []
+        self._options = options
         self._keyword: list[str | None] = [None]
         self._assigned: list[str | None] = []       # the name an assignment binds (``device_map = {...}``)
         self._dicts: list[cst.Dict] = []            # the dicts being visited, innermost last
@@ -191,6 +194,24 @@ class _Sites(cst.CSTVisitor):
         if not self._active:
             return
         self.found.append((rank, self._line(node), description, node, replacement))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """The failing call's options left at their default, each set the other way (options.py);
+        the call may stand alone (``model.load_state_dict(sd)``), so this is not only what is passed on."""
+        opts = self._options
+        name = node.func.attr.value if isinstance(node.func, cst.Attribute) else (
+            node.func.value if isinstance(node.func, cst.Name) else None)
+        if opts is None or name != opts.func or self._skip or any(a.star for a in node.args):
+            return
+        given = {a.keyword.value for a in node.args if a.keyword}
+        given |= set(opts.positional[:sum(1 for a in node.args if a.keyword is None)])
+        unset = [(k, d) for k, d in opts.options.items() if k not in given][:MAX_OPTIONS]
+        for keyword, default in unset:
+            arg = cst.Arg(keyword=cst.Name(keyword), value=cst.Name(str(not default)),
+                          equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+            args = [*node.args[:-1], node.args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)] if node.args else []
+            self.found.append((SETTING, self._line(node), description(keyword, not default, name), node,
+                               node.with_changes(args=[*args, arg])))
 
     def visit_Arg(self, node: cst.Arg) -> None:
         name = node.keyword.value if node.keyword else None
@@ -275,10 +296,12 @@ class _Sites(cst.CSTVisitor):
             self._add(node, f"device_map collapsed to one device: `{_code(one)}`", one)
 
 
-def changes(source: str) -> list[Change]:
+def changes(source: str, options: CallOptions | None = None) -> list[Change]:
+    """The single changes of ``source``; with ``options``, also each option of the failing call
+    that the call did not set, set the other way."""
     module = cst.parse_module(source)
     wrapper = MetadataWrapper(module)
-    sites = _Sites()
+    sites = _Sites(options)
     wrapper.visit(sites)
     out: list[Change] = []
     seen: set[str] = {source}
@@ -364,7 +387,7 @@ def contrast(runner: ReproRunner, jobs: int = 1, notify: Callable[[str], None] =
     """Every change of ``changes``, each judged by a run; ``save`` hears the results after each one.
     A stop (KeyboardInterrupt, which SIGTERM is under bot/cli.py) kills the runs in flight, saves the
     changes that ran with a line saying so, and raises ContrastStopped."""
-    todo = changes(runner.repro.source)
+    todo = changes(runner.repro.source, call_options(runner.repro.record) if runner.repro.record else None)
     notify(f"{len(todo)} single changes to try")
     done: dict[int, Contrast] = {}
     written: dict = {}

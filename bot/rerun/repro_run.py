@@ -8,7 +8,7 @@ from pathlib import Path
 from bot.rerun.verdict import Verdict, classify
 from bot.run_recipe import RunRecipe
 from bot.store import ReproDir
-from reducer.failure.outcome import Outcome
+from reducer.failure.outcome import Outcome, TracebackRecord
 from reducer.failure.signature import MatchOptions, Signature
 
 
@@ -21,6 +21,8 @@ class StoredRepro:
     # how the reduction ran it (launch line, arguments, environment): every later run of the
     # repro goes through it (bot/run_recipe.py)
     recipe: RunRecipe
+    # the failure as reduce recorded it (the user's script's frames): which library call failed
+    record: TracebackRecord | None = None
 
     @classmethod
     def load(cls, folder: ReproDir) -> "StoredRepro":
@@ -29,7 +31,8 @@ class StoredRepro:
             from reducer.errors import ExitCode, ReprobotError
             raise ReprobotError(f"{folder.path}: no repro.py; run `reprobot reduce` first", ExitCode.BAD_INPUT)
         return cls(folder, folder.repro.read_text(encoding="utf-8"), Signature.from_dict(meta["signature"]),
-                   MatchOptions.from_dict(meta.get("options") or {}), RunRecipe.from_signature(meta))
+                   MatchOptions.from_dict(meta.get("options") or {}), RunRecipe.from_signature(meta),
+                   TracebackRecord.from_dict(meta["record"]) if isinstance(meta.get("record"), dict) else None)
 
     def default_timeout(self) -> float:
         return self.recipe.default_timeout()

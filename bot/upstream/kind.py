@@ -12,12 +12,15 @@ and a real bug. The evidence, in the order it is read:
   function (``validate``, ``_validate_*``, ``check*``, ``__post_init__``) whose message names the
   rule ("must", "not supported", "got 3"), or Python rejecting the user's own call's keywords —
   and nothing says the library made that call on the user's behalf; ``contrast`` finding that
-  dropping a keyword the user passed makes it pass confirms it and names the fix;
+  dropping a keyword the user passed makes it pass confirms it and names the fix; or ``contrast``
+  finding that the failing call passes with one of its own options set, one the call had left at its
+  default (``load_state_dict(..., assign=True)``): the library has a setting for this case, and the
+  answer is to use it (an option that only turns a check off, ``strict=False``, is not such an answer);
 - bug: everything else, and always when unsure: a real bug called a usage error is the costly
   mistake, so a deliberate-looking raise alone (a "not supported" inside library internals) is not
   enough.
 
-What ``versions`` ran overrules the reading of the error in two cases:
+What ``versions`` ran overrules the reading of the error in three cases:
 
 - a usage verdict gives way to bug when the same repro passes on an *earlier* release than the
   installed one (a regression: the library's behaviour changed under an unchanged call);
@@ -30,9 +33,12 @@ What ``versions`` ran overrules the reading of the error in two cases:
   touches: one with frames in it, or named by it (``from 'pkg'``, ``module 'pkg'``, ``No module
   named 'pkg'``); otherwise the pass may be theirs. (A versions.json written before ``also`` was
   recorded lists nothing there; its runs count as changing nothing else: when unsure, bug.) The
-  reason names the earliest such release, where the fix shipped. A later release passing does not
-  turn a usage verdict into a bug: a check relaxed or a feature added later does not make the call
-  right then.
+  reason names the earliest such release, where the fix shipped;
+- a usage verdict gives way to bug on the same run: the library changed under the same call, and a
+  real bug called a usage error is the costly mistake (on the fresh held-out parts the two fixed bugs
+  read as usage, a validator that was itself the bug and a column the trainer dropped, both passed on
+  their fixing release), while a usage error whose check was relaxed later, read as a bug fixed
+  there, costs a maintainer one look.
 
 A run "passes" when the repro passed, or when the repro failed otherwise and the user's script,
 which `versions` then runs in the same environment (versions.json's ``original``, on latest rows
@@ -290,6 +296,11 @@ _SIGNATURE = re.compile(r"(?P<func>[\w.]+)\(\) (?:got an unexpected keyword argu
                         r"got multiple values for argument '(?P<kw2>\w+)'|missing \d+ required (?:positional |keyword-only )?"
                         r"arguments?: (?P<miss>.+)|takes \d+ positional arguments? but \d+ (?:were|was) given)")
 _KEYWORD = re.compile(r"^without `(?P<kw>\w+)=(?P<value>.*)` \(the default\)$")
+# contrast's change that sets an option of the failing call the call did not set (bot/rerun/options.py)
+_OPTION = re.compile(r"^with `(?P<kw>\w+)=(?P<value>True|False)` \(an option of (?P<func>[\w.]+)\(\) the call did "
+                     r"not set\)$")
+# an option that only switches a check off answers nothing: the failure is silenced, not avoided
+_CHECK_OFF = re.compile(r"^(?:strict|check\w*|validate\w*|verify\w*|raise\w*|safe\w*)$")
 _QUOTED = re.compile(r"`([^`]{1,80})`|'([A-Za-z_][\w.]{1,60})'|\"([A-Za-z_][\w.]{1,60})\"")
 
 
@@ -330,6 +341,17 @@ def _contrast_fix(ev: Evidence) -> tuple[str, str] | None:
         m = _KEYWORD.match(desc.strip())
         if m:
             return m.group("kw"), desc.strip()
+    return None
+
+
+def _option_pass(ev: Evidence) -> Kind | None:
+    """contrast ran the failing call with one of its own options set the other way, and it passed."""
+    for desc in ev.passes_with:
+        m = _OPTION.match(desc.strip())
+        if m and not (m.group("value") == "False" and _CHECK_OFF.match(m.group("kw"))):
+            option = f"`{m.group('kw')}={m.group('value')}`"
+            return Kind(USAGE, f"the failing call passes with {option}, an option of {m.group('func')}() that the "
+                               "call left at its default: the library has a setting for this case", desc.strip(), 0.7)
     return None
 
 
@@ -503,7 +525,7 @@ def _usage(ev: Evidence) -> Kind | None:
     behalf = _on_behalf(ev)
     if behalf or (ev.user_line and _LIBRARY_EXAMPLE.search(ev.user_line)):
         return None
-    own = _own_attribute(ev) or _torch_check(ev) or _data_fit(ev)
+    own = _own_attribute(ev) or _torch_check(ev) or _data_fit(ev) or _option_pass(ev)
     if own:
         return own
     sites = raisers(ev.exc_type, message) if raiser is None else {}
@@ -598,14 +620,16 @@ def kind_line(kind: Kind, works_with: Iterable[str] = ()) -> str:
     """The one line a person reads first (plain text: escape it for a terminal or markdown)."""
     reason = kind.reason.rstrip(".")
     if kind.kind == USAGE:
-        # a change contrast ran (its fixes read "without `kw=...`") confirms the verdict; the error
-        # alone does not: on issues it had not seen, 7 of 25 such verdicts were wrong
-        # (bot/data/kind/README.md), so say how to confirm it
-        change = passes_with(kind, works_with) or (kind.fix if kind.fix and kind.fix.startswith("without `") else None)
+        # a change contrast ran (its fixes read "without `kw=...`" or "with `option=...`") confirms the
+        # verdict; the error alone does not: on issues it had not seen, 7 of 25 such verdicts were
+        # wrong (bot/data/kind/README.md), so say how to confirm it
+        ran = kind.fix if kind.fix and kind.fix.startswith(("without `", "with `")) else None
+        change = passes_with(kind, works_with) or ran
         if change:
-            return f"This looks like a usage error: {reason}. It passes with: {change}."
+            return f"This looks like a usage error: {reason}. It passes with: {change.removeprefix('with ')}."
         return (f"This looks like a usage error: {reason}. No run has confirmed it: `reprobot contrast` tries the "
-                "repro without each argument the caller passed.")
+                "repro without each argument the caller passed, and with each option of the failing call it left "
+                "at its default.")
     if kind.kind == ENVIRONMENT:
         return (f"This looks like an environment problem: {reason}. Check the installed versions "
                 "(`reprobot env --check`), the CUDA setup (driver, torch.version.cuda) and reinstall the package "
@@ -680,10 +704,8 @@ def classify(ev: Evidence) -> Kind:
     unsure). A usage verdict gives way to a regression `versions` found, an environment verdict
     to a fix it found in the package that raised it or that routing picked."""
     kind = _keyword_kind(ev) or _import_kind(ev) or _environment(ev) or _usage(ev) or _bug(ev)
-    if kind.kind == USAGE:
-        return _regression(ev) or kind
-    if kind.kind == ENVIRONMENT:
-        return _fix_shipped(ev) or kind
+    if kind.kind in (USAGE, ENVIRONMENT):
+        return (_regression(ev) if kind.kind == USAGE else None) or _fix_shipped(ev) or kind
     return kind
 
 
