@@ -362,3 +362,40 @@ def test_a_receiver_a_global_holds_keeps_what_the_script_did_to_it():
     assert oracle.seen[0] == "import configparser\nconfigparser.ConfigParser().add_section('db')\n"
     assert result.best_source == ('import configparser\nparser = configparser.ConfigParser()\n'
                                   'parser.add_section("db")\nparser.add_section(\'db\')\n')
+
+
+C_RAISED = '''
+def parse(rows):
+    total = 0
+    for r in rows:
+        try:
+            total += int(r)
+        except ValueError:
+            total -= 1
+    return total
+
+
+def lookup(values, wanted):
+    return values.index(wanted)
+
+
+parse(["1", "x", "2", "y"])
+lookup([1, 2, 3], 7)
+'''
+
+
+def test_a_c_function_called_on_the_scripts_own_line_is_a_boundary_and_a_caught_one_is_not():
+    """``values.index(wanted)`` raises inside C: no library frame to enter, the same boundary. The
+    ``int(r)`` failures, caught on the next line, are no failure of the script."""
+    records = boundary_run(C_RAISED, subprocess_run_fn(sys.executable))
+    assert all("invalid literal" not in b.message for b in records), [b.message for b in records]
+    found = matching(records, "ValueError", "7 is not in list")
+    assert found[0].line == 13 and found[0].value("values") == "[1, 2, 3]" and found[0].value("wanted") == "7"
+    result, oracle = _reduce(C_RAISED, passes=[], prelude=PRELUDE)
+    assert oracle.seen[0] == "([1, 2, 3]).index(7)\n"     # the first run
+    assert result.best_source == "([1, 2, 3]).index(7)\n"
+
+
+def test_a_scripts_own_raise_is_still_no_boundary():
+    source = "def check(n):\n    if n > 2:\n        raise ValueError(str(n))\n\n\ncheck(len([1, 2, 3]))\n"
+    assert matching(boundary_run(source, subprocess_run_fn(sys.executable)), "ValueError", "3") == []

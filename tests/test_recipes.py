@@ -582,3 +582,27 @@ def test_a_generation_setting_left_on_the_models_config_is_the_generation_config
     best = _first(found, ".generation_config = GenerationConfig(", ".generate(")
     assert "decoder_start_token_id=2" in best, best       # the config says it; the generation config does not
     _fails(best, tmp_path, "`decoder_start_token_id` or `bos_token_id` has to be defined")
+
+
+def test_a_slice_keeps_its_strides_so_view_fails_on_them(tmp_path, monkeypatch):
+    """pytorch#136327's shape: a slice of a conv's output viewed by the user's own head raises in C
+    (no library frame), on the slice's layout: the rebuilt tensor keeps its strides."""
+    source = textwrap.dedent('''
+        import torch
+
+        class Head(torch.nn.Module):
+            def __init__(self, groups, shape):
+                super().__init__()
+                self.groups, self.shape = groups, shape
+
+            def forward(self, feats):
+                return feats.view(self.groups, *self.shape)
+
+        conv = torch.nn.Conv2d(3, 8, 3, padding=2)
+        feats = conv(torch.randn(4, 3, 10, 6))[:, :-2, :-1]
+        Head(6, (4, 11, 8))(feats)
+        ''')
+    found = _candidates(source, "RuntimeError", monkeypatch)
+    best = _first(found, "torch.empty_strided(")
+    assert "Head(" not in best and "conv" not in best and ".view(6, *(4, 11, 8))" in best, best
+    _fails(best, tmp_path, "view size is not compatible with input tensor's size and stride")

@@ -5,7 +5,9 @@ One run of the original under a small launcher (``LAUNCHER``, like ``reducer.ana
 ``sys.settrace`` and ``threading.settrace``, no third-party imports). Its local tracer watches
 only the script's own frames; the first time an exception reaches one of them from a callee
 outside the script (the exception's traceback goes on into another file), that frame's line is
-a boundary. For every call on that statement the launcher evaluates each argument, the receiver
+a boundary; so is a line of the script whose exception started there without a ``raise``: a C
+function it called raised it (``feats.view(...)`` on a tensor whose strides forbid the view), with
+no Python frame of the library to enter. For every call on that statement the launcher evaluates each argument, the receiver
 of a method call, and the callee itself in the frame — only expressions without a call, an
 ``await``, a ``yield``, a walrus or a lambda in them, so evaluating them again runs nothing of the
 script — and writes, per expression text, the source text that rebuilds the value (literals,
@@ -54,6 +56,7 @@ _fd = os.open(_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600) if _out else 
 _done = collections.deque(maxlen=64)
 _records = [0]
 _MAX_RECORDS, _MAX_REPR = 1000, 4000
+_pending = {}       # script frame id -> (exception, traceback) a C call of its current line raised
 _calls_at = None
 
 
@@ -129,6 +132,11 @@ _UNSAFE = (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr, ast.Lam
            ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
+# the lines of the script's own ``raise`` and ``assert`` statements: an exception that starts there
+# is the script's, one that starts on any other line with a call was raised by a C function it called
+_raise_lines = set()
+
+
 def _index():
     """line -> [(expression text, compiled code or None)] for the calls of each statement."""
     try:
@@ -139,6 +147,8 @@ def _index():
         return {}
     out = {}
     for node in ast.walk(tree):
+        if isinstance(node, (ast.Raise, ast.Assert)):
+            _raise_lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
         if not isinstance(node, ast.Call):
             continue
         parts = [node.func] + list(node.args) + [k.value for k in node.keywords]
@@ -409,6 +419,14 @@ def _same(a, b):
         return False
 
 
+def _c_raised(frame):
+    """The exception started on a line of the script that calls something and is no ``raise``."""
+    global _calls_at
+    if _calls_at is None:
+        _calls_at = _index()
+    return bool(_calls_at.get(frame.f_lineno)) and frame.f_lineno not in _raise_lines
+
+
 def _local(frame, event, arg):
     if event == "exception" and _records[0] < _MAX_RECORDS:
         try:
@@ -422,7 +440,23 @@ def _local(frame, event, arg):
                     _records[0] += 1
                     _record(frame, exc, tb)
                 elif last is not None:
-                    _done.append(exc)      # raised by the script itself: no boundary
+                    _done.append(exc)      # raised by the script itself: no boundary ...
+                    if last.tb_frame is frame and _c_raised(frame):
+                        # ... unless a C function called on this line raised it (``feats.view(...)``,
+                        # ``torch.cat(...)``): no Python frame of the library, but the same boundary.
+                        # Recorded once it leaves the frame: a loop of ``try: int(x) except
+                        # ValueError`` raises in C on every row and catches it on the next line
+                        _pending[id(frame)] = (exc, tb)
+        except Exception:
+            pass
+    elif event == "line":
+        _pending.pop(id(frame), None)          # caught in this frame
+    elif event == "return" and id(frame) in _pending:
+        exc, tb = _pending.pop(id(frame))
+        try:
+            if arg is None and _records[0] < _MAX_RECORDS:      # left the frame: not caught here
+                _records[0] += 1
+                _record(frame, exc, tb)
         except Exception:
             pass
     return _local

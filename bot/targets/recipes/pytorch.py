@@ -4,7 +4,9 @@ A tensor becomes a factory call of its shape, dtype and device (the dynamo minif
 ``rand_strided`` for the same reason): its values exactly when it is small, and an integer or
 bool tensor's up to a few hundred (token ids, labels and masks: a pad of -1 among 40 labels is the
 bug, and ``randint`` would hold it in a third of the runs), else ``randn``/``randint`` over the
-range it held. A float tensor holding NaN or inf is not rebuilt (its slice is kept).
+range it held. A float tensor holding NaN or inf is not rebuilt (its slice is kept). A slice or a
+transpose keeps its strides (``torch.empty_strided(...).copy_(...)``): ``view`` and kernels that want
+contiguous memory fail on the layout, not the values.
 A numpy array is written by the same rules (``np.array``, ``np.full``, ``np.random``).
 A map-style ``Dataset`` of the script's own class becomes the list of its items (a Trainer or a
 DataLoader reads a list the same way), each item rebuilt in turn: the class, its file reading and
@@ -57,10 +59,25 @@ def _tensor(torch, t):
     floating = t.is_floating_point() or t.is_complex()
     if floating and not bool(torch.isfinite(data).all()):
         return None
+    made = _values(torch, t, data, shape, dtype, dev, floating)
+    if t.is_contiguous() or t.dim() < 2:
+        return made + grad
+    # a slice or a transpose: its layout is part of what a call does with it (``view`` refuses a
+    # stride it cannot span, a kernel wants contiguous memory), so the same strides, filled. A leaf
+    # asks for grad once filled (copy_ into a leaf that requires grad is refused); a non-leaf is the
+    # copy of values that require it (``.mul(1)`` would give contiguous memory back)
+    strided = "torch.empty_strided(%r, %r, dtype=%s%s)" % (shape, tuple(int(s) for s in t.stride()), dtype, dev)
+    if t.requires_grad and not t.is_leaf:
+        return "%s.copy_(%s.requires_grad_())" % (strided, made)
+    return "%s.copy_(%s)%s" % (strided, made, grad)
+
+
+def _values(torch, t, data, shape, dtype, dev, floating):
+    """A factory call of the tensor's values (contiguous; see _tensor for its layout)."""
     if data.numel() <= _EXACT:
-        return "torch.tensor(%r, dtype=%s%s)%s" % (data.cpu().tolist(), dtype, dev, grad)
+        return "torch.tensor(%r, dtype=%s%s)" % (data.cpu().tolist(), dtype, dev)
     if floating:
-        return "torch.randn(%r, dtype=%s%s)%s" % (shape, dtype, dev, grad)
+        return "torch.randn(%r, dtype=%s%s)" % (shape, dtype, dev)
     low, high = int(data.min()), int(data.max())
     if low == high:     # a mask of ones, a row of pads: one value, however many
         if t.dtype == torch.bool:
