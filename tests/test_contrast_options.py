@@ -104,3 +104,13 @@ def test_a_state_dict_of_meta_tensors_passes_with_assign_and_reads_as_usage(tmp_
     assert kinds[description("strict", False, "load_state_dict")] == "same failure"
     k = classify_repro(ReproDir.open(folder))
     assert k.kind == USAGE and "assign=True" in (k.fix or "")
+
+
+def test_a_path_that_is_gone_is_looked_up_under_this_interpreters_packages(tmp_path: Path, monkeypatch) -> None:
+    """A repro folder moved to another machine, or a traceback scrubbed to ``<env>/...``: the same
+    package path under sys.path is read instead."""
+    lib = _lib(tmp_path)
+    monkeypatch.syspath_prepend(str(lib.parent.parent))
+    for gone in ("<env>/fakelib/ops.py", "/elsewhere/lib/python3.11/site-packages/fakelib/ops.py"):
+        opts = call_options(_record(("repro.py", 3, "<module>"), (gone, 4, "load")))
+        assert opts is not None and opts.options == {"strict": True, "assign": False, "verbose": False}, gone

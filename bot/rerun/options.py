@@ -9,18 +9,21 @@ Which call: the innermost one the user's code made into a library, read from the
 traceback (the last user frame and the library frame it entered), so a user-defined ``forward``
 called back by torch counts as the user's code and its ``F.linear(...)`` is the call. Which options:
 the keywords of that function's definition whose default is ``True`` or ``False``, read from the
-library's source file the traceback names (the environment the repro ran in), that the call does
+library's source file the traceback names (the environment the repro ran in; where that path is
+gone, the same package path under reprobot's own interpreter), that the call does
 not already pass by keyword or by position. Private names (``_call_impl``) and constructors (the
 class a frame's ``__init__`` belongs to is not in the frame) give none.
 """
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from bot.upstream.failure import path_frames
+from reducer.failure.normalize import library_path
 from reducer.failure.outcome import TracebackRecord
 
 # the options tried per call at most: a few cold runs, beside the changes of what the repro spells out
@@ -43,10 +46,22 @@ def entered_call(record: TracebackRecord) -> tuple[str, str, int] | None:
     return None
 
 
+def _source_file(path: str) -> Path | None:
+    """The library file a frame names: its recorded path, else (a folder moved to another machine, a
+    path scrubbed to ``<env>/...``) the same package path under this interpreter's own sys.path."""
+    recorded = Path(path).expanduser()
+    if recorded.is_file():
+        return recorded
+    rel = library_path(path)
+    found = (Path(p) / rel for p in sys.path if p and rel)
+    return next((f for f in found if f.is_file()), None)
+
+
 @lru_cache(maxsize=32)
 def _tree(path: str) -> ast.Module | None:
+    source = _source_file(path)
     try:
-        return ast.parse(Path(path).expanduser().read_text(encoding="utf-8", errors="replace"))
+        return ast.parse(source.read_text(encoding="utf-8", errors="replace")) if source else None
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
