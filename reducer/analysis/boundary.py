@@ -7,8 +7,9 @@ only the script's own frames; the first time an exception reaches one of them fr
 outside the script (the exception's traceback goes on into another file), that frame's line is
 a boundary; so is a line of the script whose exception started there without a ``raise``: a C
 function it called raised it (``feats.view(...)`` on a tensor whose strides forbid the view), with
-no Python frame of the library to enter. For every call on that statement the launcher evaluates each argument, the receiver
-of a method call, and the callee itself in the frame — only expressions without a call, an
+no Python frame of the library to enter. For every call on that statement the launcher evaluates
+each argument, the receiver of a method call, and the callee itself in the frame — only
+expressions without a call, an
 ``await``, a ``yield``, a walrus or a lambda in them, so evaluating them again runs nothing of the
 script — and writes, per expression text, the source text that rebuilds the value (literals,
 containers of them, the script's enum members) or, for any other object, its type's module and
@@ -192,12 +193,17 @@ def _rank():
     return None
 
 
-def _values(frame):
+def _calls_on(line):
+    """The call expressions of the script's ``line`` (the index is built on first use)."""
     global _calls_at
     if _calls_at is None:
         _calls_at = _index()
+    return _calls_at.get(line, [])
+
+
+def _values(frame):
     values = {}
-    for text, code in _calls_at.get(frame.f_lineno, []):
+    for text, code in _calls_on(frame.f_lineno):
         if text in values or code is None:
             continue
         try:
@@ -421,10 +427,7 @@ def _same(a, b):
 
 def _c_raised(frame):
     """The exception started on a line of the script that calls something and is no ``raise``."""
-    global _calls_at
-    if _calls_at is None:
-        _calls_at = _index()
-    return bool(_calls_at.get(frame.f_lineno)) and frame.f_lineno not in _raise_lines
+    return bool(_calls_on(frame.f_lineno)) and frame.f_lineno not in _raise_lines
 
 
 def _local(frame, event, arg):
@@ -449,7 +452,7 @@ def _local(frame, event, arg):
                         _pending[id(frame)] = (exc, tb)
         except Exception:
             pass
-    elif event == "line":
+    elif event == "line" and _pending:
         _pending.pop(id(frame), None)          # caught in this frame
     elif event == "return" and id(frame) in _pending:
         exc, tb = _pending.pop(id(frame))
