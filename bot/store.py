@@ -223,6 +223,9 @@ class RerunNotes:
     works_with: list[str] = field(default_factory=list)   # contrast changes that make it pass
     passed: list[tuple[str, str]] = field(default_factory=list)   # (package, release) runs that passed
     passing: list[PassingRun] = field(default_factory=list)       # the same runs, with all they changed
+    # contrast's traced run: the values a function of the repro returned to the library frame that
+    # then failed reading them (reducer/analysis/handback.py's records, library paths relative)
+    handed_back: list[dict] = field(default_factory=list)
 
     @property
     def likely_fixed(self) -> bool:
@@ -281,4 +284,5 @@ def rerun_notes(repro: ReproDir) -> RerunNotes:
         for ch in data.get("changes", []):
             if ch["verdict"]["kind"] == VERDICT_PASS:
                 notes.works_with.append(ch["change"])
+        notes.handed_back = [h for h in data.get("handback") or [] if isinstance(h, dict)]
     return notes

@@ -37,11 +37,11 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(stopped.data, indent=2))
         else:
-            print_contrast(stopped.results)
+            print_contrast(stopped.results, stopped.data.get("handback"))
         raise
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
-    print_contrast(results)
+    print_contrast(results, data.get("handback"))
     console.print(f"{data['runs']} runs; written to {folder.path / 'contrast.json'}", highlight=False, soft_wrap=True)
     return 0

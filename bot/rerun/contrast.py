@@ -28,6 +28,8 @@ from bot.rerun.options import MAX_OPTIONS, CallOptions, call_options, descriptio
 from bot.rerun.repro_run import ReproRunner
 from bot.rerun.verdict import Kind, Verdict, classify
 from reducer.errors import ExitCode, ReprobotError
+from reducer.analysis.handback import Handback, handback_run
+from reducer.failure.normalize import library_path
 from reducer.failure.outcome import TracebackRecord
 from reducer.failure.signature import find_match
 
@@ -431,6 +433,33 @@ def contrast(runner: ReproRunner, jobs: int = 1, notify: Callable[[str], None] =
         cancel.set()        # an error out of a run: the others in flight stop too
         pool.shutdown(wait=True, cancel_futures=True)
     return report()
+
+
+def _same_failure(found: Handback, record: TracebackRecord | None) -> bool:
+    if record is None:
+        return True
+    short = lambda t: (t or "").rsplit(".", 1)[-1]
+    return short(found.exc_type) == short(record.exc_type) and \
+        found.message.strip().splitlines()[:1] == (record.message or "").strip().splitlines()[:1]
+
+
+def handed_back(runner: ReproRunner) -> list[dict]:
+    """One cold run of the repro under reducer/analysis/handback.py's launcher: the values a
+    function of the repro returned to the library that then failed on them, for the repro's own
+    failure (the library frame named by its package path: no path of this machine is stored)."""
+    def run(source: str, launcher: list[str], env: dict[str, str]):
+        runner.runs += 1
+        return runner.runner.run(source, launcher=launcher, extra_env=env, warm=False)
+
+    out = []
+    for found in handback_run(runner.repro.source, run):
+        rel = library_path(found.path)
+        if rel is None or not _same_failure(found, runner.repro.record):
+            continue
+        row = {**found.to_dict(), "path": rel}
+        if row not in out:
+            out.append(row)
+    return out[:5]
 
 
 def grouped(results: list[Contrast]) -> dict[str, list[Contrast]]:

@@ -30,11 +30,13 @@ def save_versions(repro: ReproDir, rows: list[Row], bisection: Bisection | None,
 
 
 def save_contrast(repro: ReproDir, results: list[Contrast], runs: int, planned: int | None = None,
-                  stopped: str | None = None) -> dict:
+                  stopped: str | None = None, handback: list[dict] | None = None) -> dict:
     """``planned``: the changes contrast means to run (more than ``results`` while it runs, or
-    after a stop); ``stopped``: the line saying it stopped and after how many."""
+    after a stop); ``stopped``: the line saying it stopped and after how many; ``handback``: what the
+    traced run found the library failed on among the values the repro's functions returned to it
+    (bot/rerun/contrast.py's ``handed_back``)."""
     data = {"generated": _now(), "runs": runs, "planned": len(results) if planned is None else planned,
-            "stopped": stopped, "changes": [r.to_dict() for r in results]}
+            "stopped": stopped, "changes": [r.to_dict() for r in results], "handback": list(handback or [])}
     write_json_atomic(repro.path / "contrast.json", data)
     return data
 
@@ -67,7 +69,11 @@ def print_rows(rows: list[Row]) -> None:
         console.print(f"{r.label:<22} {pins} | {outcome(r)} | {r.seconds:.0f}s", markup=False)
 
 
-def print_contrast(results: list[Contrast]) -> None:
+def print_contrast(results: list[Contrast], handback: list[dict] | None = None) -> None:
+    for found in handback or []:
+        console.print(f"[bold]the library failed on what {escape(str(found.get('func')))}() returned[/] "
+                      f"({escape(str(found.get('returned')))}): `{escape(str(found.get('local')))}` in "
+                      f"{escape(str(found.get('path')))}:{escape(str(found.get('frame')))}", highlight=False)
     groups = grouped(results)
     for title in ("passes", "changes it", "same failure"):
         items = groups[title]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from bot.rerun.contrast import Contrast, contrast
+from bot.rerun.contrast import Contrast, contrast, handed_back
 from bot.rerun.lock import read_lock
 from bot.rerun.rate import LaterRuns
 from bot.rerun.releases import IndexOptions
@@ -60,12 +60,18 @@ def run_contrast(folder: ReproDir, python: str, *, jobs: int = 1, gpu: str | Non
     """The changes' verdicts, written to contrast.json after each one (a stop keeps them: contrast.py)."""
     runner = ReproRunner(StoredRepro.load(folder), python, timeout=timeout, gpu=gpu)
     written: dict = {}
+    given: list[dict] = []
 
     def save(results: list[Contrast], planned: int, stopped: str | None) -> dict:
-        written.update(save_contrast(folder, results, runner.runs, planned, stopped))
+        written.update(save_contrast(folder, results, runner.runs, planned, stopped, given))
         return written
 
     try:
+        # first, before the changes: one traced run says whether the library failed on a value the
+        # repro's own function handed back to it (a stop during the changes keeps it)
+        given += handed_back(runner)
+        for row in given:
+            notify(f"the library failed on what {row['func']}() returned ({row['returned']})")
         results = contrast(runner, jobs=jobs, notify=notify, save=save)
     finally:
         runner.close()

@@ -16,6 +16,9 @@ and a real bug. The evidence, in the order it is read:
   finding that the failing call passes with one of its own options set, one the call had left at its
   default (``load_state_dict(..., assign=True)``): the library has a setting for this case, and the
   answer is to use it (an option that only turns a check off, ``strict=False``, is not such an answer);
+  or ``contrast``'s traced run seeing the raising library frame, on the line that raised, read a value
+  a function of the repro had returned to the library (reducer/analysis/handback.py): a callback —
+  an overridden ``evaluate``, a Dataset's ``__getitem__`` — broke the contract of what it returns;
 - bug: everything else, and always when unsure: a real bug called a usage error is the costly
   mistake, so a deliberate-looking raise alone (a "not supported" inside library internals) is not
   enough.
@@ -108,6 +111,9 @@ class Evidence:
     # of `passed`, the runs where the repro failed otherwise and the user's script passed (canonical names)
     script_passed: set[tuple[str, str]] = field(default_factory=set)
     routed: tuple[str, ...] = ()      # the distributions of the repository routing picked (route.json)
+    # contrast's traced run: what a function of the repro returned to the library frame that then
+    # failed reading it ({"func", "returned", "path", "frame", "local", "line", "how"})
+    handed_back: list[dict] = field(default_factory=list)
 
     @property
     def exc(self) -> str:
@@ -355,6 +361,27 @@ def _option_pass(ev: Evidence) -> Kind | None:
     return None
 
 
+_HANDBACK = "the library calls the script's own "
+
+
+def _handback(ev: Evidence) -> Kind | None:
+    """contrast's traced run saw the raising library frame read, on the line that raised, a value
+    a function of the repro had returned to the library: a callback (an overridden method, a
+    Dataset's ``__getitem__``, a ``formatting_func``) broke the contract of what it must return."""
+    for found in ev.handed_back:
+        func, returned = str(found.get("func") or ""), str(found.get("returned") or "")
+        where = f"{found.get('path')}:{found.get('frame')}"
+        if not func or not found.get("local"):
+            continue
+        what = "returned" if found.get("how") == "returned" else "is built from what"
+        short = func.rsplit(".", 1)[-1]
+        return Kind(USAGE, f"{_HANDBACK}{func}() and failed on what it returned ({returned}): "
+                           f"`{found['local']}` in {where}, which {what} {short}() returned, is read by the line "
+                           "that raised",
+                    f"make {func}() return what {found.get('frame')}() expects", 0.7)
+    return None
+
+
 def _user_calls(ev: Evidence, func: str) -> bool:
     """The caller's own line calls the function the signature error names (``model.generate`` for
     ``PeftModelForSeq2SeqLM.generate()``): the arguments rejected are the caller's."""
@@ -525,7 +552,7 @@ def _usage(ev: Evidence) -> Kind | None:
     behalf = _on_behalf(ev)
     if behalf or (ev.user_line and _LIBRARY_EXAMPLE.search(ev.user_line)):
         return None
-    own = _own_attribute(ev) or _torch_check(ev) or _data_fit(ev) or _option_pass(ev)
+    own = _own_attribute(ev) or _torch_check(ev) or _data_fit(ev) or _option_pass(ev) or _handback(ev)
     if own:
         return own
     sites = raisers(ev.exc_type, message) if raiser is None else {}
@@ -627,6 +654,9 @@ def kind_line(kind: Kind, works_with: Iterable[str] = ()) -> str:
         change = passes_with(kind, works_with) or ran
         if change:
             return f"This looks like a usage error: {reason}. It passes with: {change.removeprefix('with ')}."
+        if kind.reason.startswith(_HANDBACK):
+            # contrast's traced run saw it: the run is the evidence, not the error's wording
+            return f"This looks like a usage error: {reason}; a traced run of the repro showed it. Fix: {kind.fix}."
         return (f"This looks like a usage error: {reason}. No run has confirmed it: `reprobot contrast` tries the "
                 "repro without each argument the caller passed, and with each option of the failing call it left "
                 "at its default.")
@@ -760,6 +790,7 @@ def classify_repro(repro: Any) -> Kind | None:
         ev.passing.append(run)
         ev.script_passed |= {(canonicalize_name(p), v) for p, v in run.changed.items()}
     ev.routed = _routed(repro)
+    ev.handed_back = notes.handed_back
     return classify(ev)
 
 
