@@ -32,26 +32,18 @@ from pathlib import Path
 from typing import Any
 
 from reducer.analysis.recipes import LOADER, recipe_env
-from reducer.analysis.trace import OUTSIDE_SOURCE, VALUE_SOURCE, run_main
+from reducer.analysis.trace import OUTSIDE_SOURCE, VALUE_SOURCE, launcher_head, run_main
 
 ENV_VAR = "REPROBOT_BOUNDARY_OUT"
 
 LAUNCHER = r'''
 import ast, collections, os, re, runpy, sys, threading, json, weakref
 
-# In a child of the run (a spawn worker, a torchrun rank, any Python the script started),
-# reducer/run/exception_hook/sitecustomize.py runs this file with _REPROBOT_TRACE_CHILD set (the
-# same hand-over as reducer/analysis/trace.py's): the failing call of a child is recorded as the parent's.
-_child = bool(globals().get("_REPROBOT_TRACE_CHILD"))
-_script = os.environ["REPROBOT_TRACE_SCRIPT"] if _child else os.path.abspath(sys.argv[1])
-if not _child:
-    os.environ["REPROBOT_TRACE_SCRIPT"] = _script
-    os.environ["REPROBOT_TRACE_LAUNCHER"] = os.path.abspath(__file__)
-    os.environ.setdefault("REPROBOT_TRACE_OUT", os.environ.get("REPROBOT_BOUNDARY_OUT", os.devnull))
+# the failing call of a child is recorded as the parent's (trace.py's hand-over)
+''' + launcher_head("REPROBOT_BOUNDARY_OUT", parent='os.environ.setdefault("REPROBOT_TRACE_OUT", '
+                                                   'os.environ.get("REPROBOT_BOUNDARY_OUT", os.devnull))') + r'''
 _here = os.path.dirname(_script)
 _private = [p for p in (_here, os.environ.get("TMPDIR", "").rstrip(os.sep)) if len(p) > 1]
-_out = os.environ.get("REPROBOT_BOUNDARY_OUT")
-_fd = os.open(_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600) if _out else None
 # exceptions seen lately (kept alive, so an identity check is sound): one exception reaches every
 # frame it leaves right after another, so the recent ones are enough to see it once
 _done = collections.deque(maxlen=64)
@@ -59,14 +51,6 @@ _records = [0]
 _MAX_RECORDS, _MAX_REPR = 1000, 4000
 _pending = {}       # script frame id -> (exception, traceback) a C call of its current line raised
 _calls_at = None
-
-
-def _emit(obj):
-    if _fd is not None:
-        try:
-            os.write(_fd, (json.dumps(obj) + "\n").encode("utf-8"))
-        except (OSError, ValueError, TypeError):
-            pass
 
 
 ''' + VALUE_SOURCE + LOADER + OUTSIDE_SOURCE + r'''

@@ -28,20 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reducer.analysis.trace import run_main
+from reducer.analysis.trace import launcher_head, run_main
 
 LAUNCHER = r'''
 import collections, linecache, os, re, runpy, sys, threading, json
 
-# In a child of the run, reducer/run/exception_hook/sitecustomize.py runs this file with
-# _REPROBOT_TRACE_CHILD set (the hand-over of reducer/analysis/trace.py): a child's failure counts too.
-_child = bool(globals().get("_REPROBOT_TRACE_CHILD"))
-_script = os.environ["REPROBOT_TRACE_SCRIPT"] if _child else os.path.abspath(sys.argv[1])
-if not _child:
-    os.environ["REPROBOT_TRACE_SCRIPT"] = _script
-    os.environ["REPROBOT_TRACE_LAUNCHER"] = os.path.abspath(__file__)
-_out = os.environ.get("REPROBOT_TRACE_OUT")
-_fd = os.open(_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600) if _out else None
+# a child's failure counts too (trace.py's hand-over)
+''' + launcher_head() + r'''
 # (value, function, caller frame id, caller code, assignment target on the calling line): kept
 # alive, so an identity check against them is sound; the latest are enough (a failure follows soon)
 _given = collections.deque(maxlen=256)
@@ -53,13 +46,6 @@ _SCALARS = (type(None), bool, int, float, complex, str, bytes)
 _ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]+)?=(?!=)")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
-
-def _emit(obj):
-    if _fd is not None:
-        try:
-            os.write(_fd, (json.dumps(obj) + "\n").encode("utf-8"))
-        except (OSError, ValueError, TypeError):
-            pass
 
 
 def _audit(event, args):

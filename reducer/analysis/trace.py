@@ -179,6 +179,35 @@ def _from_outside(text, blobs):
     return False
 '''
 
+def launcher_head(out_var: str = "REPROBOT_TRACE_OUT", parent: str = "") -> str:
+    """The first part of every launcher of a traced run (this one's, the boundary's, the
+    handback's): who it runs as, the hand-over to children, and ``_emit``, which appends one JSON
+    line to the file ``out_var`` names. ``parent``: more lines only the parent runs."""
+    return r'''
+# In a child of the run (a spawn/forkserver worker, a torchrun rank, any Python the script started),
+# reducer/run/exception_hook/sitecustomize.py runs this file with _REPROBOT_TRACE_CHILD set: the
+# same tracer, installed before the child runs anything of the script, writing to the same file.
+_child = bool(globals().get("_REPROBOT_TRACE_CHILD"))
+_script = os.environ["REPROBOT_TRACE_SCRIPT"] if _child else os.path.abspath(sys.argv[1])
+if not _child:
+    # children inherit these: they trace themselves (sitecustomize.reprobot_trace_child)
+    os.environ["REPROBOT_TRACE_SCRIPT"] = _script
+    os.environ["REPROBOT_TRACE_LAUNCHER"] = os.path.abspath(__file__)
+''' + "".join(f"    {line}\n" for line in parent.splitlines() if line.strip()) + f'''
+_out = os.environ.get("{out_var}")
+''' + r'''_fd = os.open(_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600) if _out else None
+
+
+def _emit(obj):
+    if _fd is not None:
+        try:
+            os.write(_fd, (json.dumps(obj) + "\n").encode("utf-8"))
+        except (OSError, ValueError, TypeError):
+            pass
+
+'''
+
+
 def run_main(first: str = "") -> str:
     """The launcher's last part, shared by this one and the boundary's (reducer/analysis/
     boundary.py): ``_main`` runs the script as ``__main__`` with the trace function set (after
@@ -222,31 +251,13 @@ else:
 LAUNCHER = r'''
 import ast, atexit, json, os, re, runpy, sys, threading
 
-# In a child of the traced run (a spawn/forkserver worker, any Python the script started),
-# reducer/run/exception_hook/sitecustomize.py runs this file with _REPROBOT_TRACE_CHILD set: the
-# same tracer, installed before the child runs anything of the script, writing to the same file.
-_child = bool(globals().get("_REPROBOT_TRACE_CHILD"))
-_script = os.environ["REPROBOT_TRACE_SCRIPT"] if _child else os.path.abspath(sys.argv[1])
-if not _child:
-    # children inherit these: they trace themselves (sitecustomize.reprobot_trace_child)
-    os.environ["REPROBOT_TRACE_SCRIPT"] = _script
-    os.environ["REPROBOT_TRACE_LAUNCHER"] = os.path.abspath(__file__)
+''' + launcher_head() + r'''
 _here = os.path.dirname(_script)
 # paths inside this run's own scratch copy and temp dir mean nothing in another run
 _private = [p for p in (_here, os.environ.get("TMPDIR", "").rstrip(os.sep)) if len(p) > 1]
-_out = os.environ.get("REPROBOT_TRACE_OUT")
-_fd = os.open(_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600) if _out else None
 _seen = set()
 _calls = {}
 _MAX_CALLS, _MAX_REPR = 2000, 2000
-
-
-def _emit(obj):
-    if _fd is not None:
-        try:
-            os.write(_fd, (json.dumps(obj) + "\n").encode("utf-8"))
-        except (OSError, ValueError, TypeError):
-            pass
 
 
 ''' + VALUE_SOURCE + r'''
