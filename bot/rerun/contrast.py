@@ -447,9 +447,17 @@ def handed_back(runner: ReproRunner) -> list[dict]:
     """One cold run of the repro under reducer/analysis/handback.py's launcher: the values a
     function of the repro returned to the library that then failed on them, for the repro's own
     failure (the library frame named by its package path: no path of this machine is stored)."""
+    target, options = runner.repro.target, runner.repro.options
+
+    def failed(records: list[TracebackRecord]) -> bool:
+        return find_match(records, target, options) is not None
+
     def run(source: str, launcher: list[str], env: dict[str, str]):
         runner.runs += 1
-        return runner.runner.run(source, launcher=launcher, extra_env=env, warm=False)
+        # stopped once the failure is on screen, as a change's run is: the record was written
+        # when the exception reached the repro's frame, before the traceback was printed
+        return runner.runner.run(source, launcher=launcher, extra_env=env, warm=False, stop_when=failed,
+                                 stop_grace=STOP_GRACE)
 
     out = []
     for found in handback_run(runner.repro.source, run):
