@@ -32,6 +32,16 @@ HOST_20 = "def run(plugin):\n    return plugin.log({'loss': 1.0}, 0.5)\n"
 PLUG_OLD = "class Plug:\n    def log(self, logs):\n        return logs\n"
 PLUG_FIXED = "class Plug:\n    def log(self, logs, start_time=None):\n        return logs\n"
 
+# rbout: 1.2 fixed train() for a caller that passes data, which the user's script does; the reduced
+# repro dropped the data (the failure did not need it) and still fails the same way on 1.2 and 1.3;
+# 1.4 redesigned train(), so both fail otherwise there. The repro outlived the fix.
+OUT_OLD = 'def train(callback, data=None):\n    raise ValueError("the trainer cannot evaluate yet")\n'
+OUT_FIXED = ('def train(callback, data=None):\n    if data is None:\n'
+             '        raise ValueError("the trainer cannot evaluate yet")\n    return callback(data)\n')
+OUT_NEW = 'def train(callback, *, data):\n    raise RuntimeError("train() was redesigned")\n'
+OUT_ORIGINAL = "import rbout\n\nprint(rbout.train(len, [1, 2]))\n"
+OUT_REDUCED = "import rbout\n\nrbout.train(len)\n"
+
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
@@ -40,6 +50,9 @@ def world(tmp_path_factory):
     wheels.mkdir()
     for version, body in (("1.0", RAISES), ("1.1", RAISES), ("1.2", CALLS), ("1.3", CALLS)):
         build_wheel(wheels, "rbcb", version, body)
+    for version, body in (("1.0", OUT_OLD), ("1.1", OUT_OLD), ("1.2", OUT_FIXED), ("1.3", OUT_FIXED),
+                          ("1.4", OUT_NEW)):
+        build_wheel(wheels, "rbout", version, body)
     build_wheel(wheels, "rbhost", "1.9", HOST_19)
     build_wheel(wheels, "rbhost", "2.0", HOST_20)
     for version, body, requires in (("1.0", PLUG_OLD, ("rbhost",)), ("1.1", PLUG_OLD, ("rbhost<2",)),
@@ -50,7 +63,8 @@ def world(tmp_path_factory):
     site = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                    text=True).strip()
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
-                    "--target", site, "--no-deps", "rbcb==1.0", "rbhost==2.0", "rbplug==1.0"], check=True)
+                    "--target", site, "--no-deps", "rbcb==1.0", "rbhost==2.0", "rbplug==1.0", "rbout==1.0"],
+                   check=True)
     # one overlay cache for the module: the latest row reuses the environment the bisect built
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("REPROBOT_ENV_CACHE", str(root / "envs"))
@@ -96,6 +110,40 @@ def test_where_the_repro_fails_otherwise_the_users_script_names_the_fix(world, c
     # what the classifier reads: the user's script's pass counts as the run's pass
     from bot.upstream.kind import script_passes
     assert [(p.changed, p.also) for p in script_passes(ReproDir.open(folder))] == [({"rbcb": "1.3"}, {})]
+
+
+def test_where_the_repro_outlived_the_fix_the_users_script_is_bisected(world):
+    """The repro fails the same way up to 1.3 and otherwise from 1.4, where the user's script fails
+    otherwise too: the bisect alone names no fix. The user's script at 1.3, the last release where
+    the repro fails the same way, passes; bisected below, it names 1.2."""
+    root, wheels, python = world
+    folder = make_repro(root, python, OUT_REDUCED, "rbout==1.0\n", "outlived")
+    (folder / "original.py").write_text(OUT_ORIGINAL)
+    b = _versions(folder, python, wheels, "--bisect", "rbout", "--range", "1.0..1.4")["bisect"]
+    assert (b["first_changed"], b["last_same"]) == ("1.4", "1.3")
+    tried = {t["version"]: t for t in b["tried"]}
+    assert tried["1.4"]["original"]["kind"] == "different failure"
+    assert {t["version"]: t["original"]["kind"] for t in b["script_tried"]} == \
+        {"1.3": "PASS", "1.1": "same failure", "1.2": "PASS"}
+    assert b["script_fix"] == "1.2" and b["first_passing"] == "1.2"
+    assert b["sentence"].startswith("the user's script passes from rbout 1.2 (the repro still fails the same way "
+                                    "there: reduce kept what the failure needs, not what the fix changed; last "
+                                    "failing 1.1)")
+    # what the classifier reads: those passes of the user's script are the runs' passes
+    from bot.upstream.kind import script_passes
+    assert {p.changed["rbout"] for p in script_passes(ReproDir.open(folder))} == {"1.2", "1.3"}
+
+
+def test_where_the_users_script_fails_too_nothing_more_is_named(world):
+    """The same bisect with the user's script failing like the repro on every release: one run of it
+    at 1.3 (the check), no fix named."""
+    root, wheels, python = world
+    folder = make_repro(root, python, OUT_REDUCED, "rbout==1.0\n", "not-outlived")
+    (folder / "original.py").write_text(OUT_REDUCED + "# the user's script, as reduced\n")
+    b = _versions(folder, python, wheels, "--bisect", "rbout", "--range", "1.0..1.4")["bisect"]
+    assert [t["version"] for t in b["script_tried"]] == ["1.3"]
+    assert b["script_fix"] is None and b["first_passing"] is None
+    assert not b["sentence"].startswith("the user's script passes")
 
 
 def test_a_pass_that_came_with_the_failures_own_package_moved_is_not_the_fix(world):

@@ -5,7 +5,7 @@ rest as locked), and all latest together. `bisect` finds the first release of on
 where the outcome changes, trusting that it changes once in the range (the usual case for a
 fix or a regression) and saying which runs it took.
 
-Two readings on top of the repro's own verdicts (issue #42, the real-bug benchmark's fresh part):
+Three readings on top of the repro's own verdicts (issue #42, the real-bug benchmark's fresh parts):
 
 - The reduced repro is not always one a fixed release runs through: reduce keeps only what the
   failure needs, so on the release that fixed it the repro can fail another way (a callback
@@ -15,6 +15,13 @@ Two readings on top of the repro's own verdicts (issue #42, the real-bug benchma
   the same environment, through the same run recipe and timeout, and the row carries its verdict
   (``original``): a pass names the release as the fix, a failure the recorded way says it still
   fails. At most the boundaries (two) and the latest rows get that run.
+- The repro can also outlive the fix: on the fixing release it fails the *same* way while the
+  user's script passes (reduce kept what the failure needs, not what the fix changed: a
+  6-statement Seq2SeqTrainer repro kept failing through transformers 4.37.2 while the user's
+  script passed from 4.35.0). Where a bisect's boundaries name no pass and the repro fails the same
+  way just below its first change, the user's script runs there, and where it passes it is bisected
+  below (``script_fix``, ``script_tried``): a few runs of the user's script, and the fix named as
+  the first release where it passes.
 - A pass whose row installed, beside the swapped release, another release of a package the
   failure was raised through (its signature's library frames; ``also``) is not the swapped
   release's fix: the user's stack has that package at the failing release, and the pass may be
@@ -124,6 +131,10 @@ class Bisection:
     unresolved: str = ""        # the second change's bracket, where nothing inside it installed
     # the distributions the failure was raised through -> their release in the user's stack
     own: dict[str, str] = field(default_factory=dict)
+    # the repro outlived the fix: the first release where the user's script passes while the repro
+    # still fails the same way, and the releases the user's script ran on to find it (in order)
+    script_fix: str | None = None
+    script_tried: list[tuple[str, Verdict]] = field(default_factory=list)
 
     def judged(self, version: str | None) -> Verdict | None:
         verdict = dict(self.tried).get(version or "")
@@ -162,12 +173,27 @@ class Bisection:
                      f"and the user has {mine}")
         return text
 
+    def _outlived(self) -> str:
+        if not self.script_fix:
+            return ""
+        from packaging.version import InvalidVersion, Version
+        try:
+            before = sorted((Version(v), v) for v, r in self.script_tried
+                            if r.kind is not Kind.PASS and Version(v) < Version(self.script_fix))
+        except InvalidVersion:
+            before = []
+        last = f"; last failing {before[-1][1]}" if before else ""
+        return (f"the user's script passes from {self.package} {self.script_fix} (the repro still fails the same "
+                f"way there: reduce kept what the failure needs, not what the fix changed{last})")
+
     def sentence(self) -> str:
         if self.note:
             return self.note
         first = self._span(self.first_changed, self.last_same)
         if first is None:
             return f"{self.package}: no change in the range"
+        if self.script_fix:
+            first = f"{self._outlived()}; {first}"
         if self.same_bug:
             first += " — same bug, message changed"
         head = None
@@ -186,7 +212,7 @@ class Bisection:
         for v in (self.first_changed, self.then_changed):
             if v and self._passes(v) and not self.moved(v):
                 return v
-        return None
+        return self.script_fix
 
     def to_dict(self) -> dict:
         return {"package": self.package, "first_changed": self.first_changed, "last_same": self.last_same,
@@ -198,7 +224,9 @@ class Bisection:
                 "tried": [{"version": v, "verdict": r.to_dict(), "also": self.also.get(v, {}),
                            **({"note": self.notes[v]} if self.notes.get(v) else {}),
                            **({"original": self.originals[v].to_dict()} if v in self.originals else {})}
-                          for v, r in self.tried]}
+                          for v, r in self.tried],
+                "script_fix": self.script_fix,
+                "script_tried": [{"version": v, "original": r.to_dict()} for v, r in self.script_tried]}
 
 
 Notify = Callable[[str], None]
@@ -259,20 +287,52 @@ class VersionRunner:
         return Row(label, self._shown({**merged, **env.pins}, swap), verdict, time.monotonic() - started,
                    dict(swap), note=note, also=env.added(pins), original=by_user)
 
-    def _original(self, label: str, env: Environment) -> Verdict | None:
+    def _original(self, label: str, env: Environment, why: str = "the repro fails otherwise") -> Verdict | None:
         """The user's script in `env`, through the folder's run recipe (None: the folder has none)."""
         if not self.runner.repro.has_original():
             return None
-        self.notify(f"{label}: the repro fails otherwise; running the user's script there")
+        self.notify(f"{label}: {why}; running the user's script there")
         return self.runner.original_verdict(env=env.env())
 
-    def original_at(self, label: str, swap: dict[str, str]) -> Verdict | None:
+    def original_at(self, label: str, swap: dict[str, str], why: str = "the repro fails otherwise") -> Verdict | None:
         """The user's script in the environment a row with `swap` ran in (its overlay is cached)."""
         try:
             _, _, env = self._environment(swap)
         except NotInstallable:
             return None
-        return self._original(label, env)
+        return self._original(label, env, why)
+
+    def script_fix(self, package: str, versions: list[str], top: int,
+                   known: dict[str, Verdict]) -> tuple[str | None, list[tuple[str, Verdict]]]:
+        """Where the repro outlived the fix: the user's script at ``versions[top]`` (the last
+        release where the repro fails the same way); when it passes there, the first release in
+        ``versions[1..top]`` where it passes, by bisection (the user's own stack, ``versions[0]``,
+        is where it failed). ``known``: the user's script's verdicts already run. Returns the
+        release (None when the user's script fails at ``top`` too) and the runs, in order."""
+        ran: list[tuple[str, Verdict]] = []
+
+        def passes(i: int) -> bool | None:
+            v = versions[i]
+            if v not in known:
+                by_user = self.original_at(f"{package} {v}", {package: v},
+                                           "the repro fails the same way; does the user's script")
+                if by_user is None:
+                    return None
+                known[v] = by_user
+                ran.append((v, by_user))
+            return known[v].kind is Kind.PASS
+
+        if top < 1 or not passes(top):
+            return None, ran
+        lo, hi = 0, top
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            # a release the user's script cannot run on says nothing: the search goes on above it
+            if passes(mid):
+                hi = mid
+            else:
+                lo = mid
+        return versions[hi], ran
 
     def _shown(self, pins: dict[str, str], swap: dict[str, str]) -> dict[str, str]:
         out = {}
@@ -379,9 +439,20 @@ class VersionRunner:
                 by_user = self.original_at(f"{package} {versions[i]}", {package: versions[i]})
                 if by_user is not None:
                     originals[versions[i]] = by_user
+        # The repro can outlive the fix: reduce keeps what the failure needs, not what the fix
+        # changed, so on the fixing release the repro can still fail the same way while the user's
+        # script passes (the real-bugs benchmark's transformers-24567: a 6-statement repro that kept
+        # failing through 4.37.2 while the user's script passed from 4.35.0). Where no boundary
+        # passes and the repro fails the same way just before its first change, the user's script
+        # runs there; if it passes, it is bisected below (a few runs of the user's script).
+        script_fix, script_runs = None, []
+        passed = any(judged(cache[i], originals.get(versions[i])).kind is Kind.PASS for i in {hi1, hi2})
+        if not passed and cache[lo1].kind is Kind.SAME:
+            known = {v: r for v, r in originals.items()}
+            script_fix, script_runs = self.script_fix(package, versions, lo1, known)
         return result(first_changed=versions[hi1], last_same=versions[lo1], note=note, unresolved=unresolved,
                       then_changed=versions[hi2] if two else None, then_last=versions[lo2] if two else None,
-                      same_bug=same_bug, originals=originals)
+                      same_bug=same_bug, originals=originals, script_fix=script_fix, script_tried=script_runs)
 
     def own_packages(self) -> dict[str, str]:
         """The distributions the failure was raised through (its signature's library frames), each

@@ -816,6 +816,10 @@ def script_passes(repro: Any) -> list[PassingRun]:
     if bisect.get("package"):
         out += [PassingRun({str(bisect["package"]): str(t.get("version"))}, strs(t.get("also")))
                 for t in bisect.get("tried") or [] if by_user(t)]
+        # where the repro outlived the fix, the user's script's own bisection (no repro run there)
+        out += [PassingRun({str(bisect["package"]): str(t.get("version"))})
+                for t in bisect.get("script_tried") or []
+                if isinstance(t, dict) and (t.get("original") or {}).get("kind") == VERDICT_PASS]
     return out
 
 
