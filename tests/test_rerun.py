@@ -205,7 +205,8 @@ def test_contrast_finds_exactly_the_changes_that_make_it_pass(world, tmp_path):
                        "`'cpu'` -> `'cuda:0'`"}
     kept = {c["change"] for c in data["changes"] if c["verdict"]["kind"] == "same failure"}
     assert "without `size=2` (the default)" in kept and "`verbose=False` -> `verbose=True`" in kept
-    assert data["runs"] == len(data["changes"])
+    # one run per change, and the traced run before them (bot/rerun/contrast.py's handed_back)
+    assert data["runs"] == len(data["changes"]) + 1 and data["handback"] == []
 
 
 def test_contrast_collapses_a_split_device_map():
