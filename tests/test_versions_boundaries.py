@@ -39,6 +39,10 @@ OUT_OLD = 'def train(callback, data=None):\n    raise ValueError("the trainer ca
 OUT_FIXED = ('def train(callback, data=None):\n    if data is None:\n'
              '        raise ValueError("the trainer cannot evaluate yet")\n    return callback(data)\n')
 OUT_NEW = 'def train(callback, *, data):\n    raise RuntimeError("train() was redesigned")\n'
+# rbvalid: the same fix in 1.2, then 1.4 validates the call: the repro (no data) fails otherwise
+# there while the user's script passes, so the boundary alone would name 1.4
+VALID_NEW = ('def train(callback, data=None):\n    if data is None:\n'
+             '        raise TypeError("train() needs data")\n    return callback(data)\n')
 OUT_ORIGINAL = "import rbout\n\nprint(rbout.train(len, [1, 2]))\n"
 OUT_REDUCED = "import rbout\n\nrbout.train(len)\n"
 
@@ -53,6 +57,7 @@ def world(tmp_path_factory):
     for version, body in (("1.0", OUT_OLD), ("1.1", OUT_OLD), ("1.2", OUT_FIXED), ("1.3", OUT_FIXED),
                           ("1.4", OUT_NEW)):
         build_wheel(wheels, "rbout", version, body)
+        build_wheel(wheels, "rbvalid", version, VALID_NEW if version == "1.4" else body)
     build_wheel(wheels, "rbhost", "1.9", HOST_19)
     build_wheel(wheels, "rbhost", "2.0", HOST_20)
     for version, body, requires in (("1.0", PLUG_OLD, ("rbhost",)), ("1.1", PLUG_OLD, ("rbhost<2",)),
@@ -63,7 +68,8 @@ def world(tmp_path_factory):
     site = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                    text=True).strip()
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
-                    "--target", site, "--no-deps", "rbcb==1.0", "rbhost==2.0", "rbplug==1.0", "rbout==1.0"],
+                    "--target", site, "--no-deps", "rbcb==1.0", "rbhost==2.0", "rbplug==1.0", "rbout==1.0",
+                    "rbvalid==1.0"],
                    check=True)
     # one overlay cache for the module: the latest row reuses the environment the bisect built
     with pytest.MonkeyPatch.context() as mp:
@@ -132,6 +138,19 @@ def test_where_the_repro_outlived_the_fix_the_users_script_is_bisected(world):
     # what the classifier reads: those passes of the user's script are the runs' passes
     from bot.upstream.kind import script_passes
     assert {p.changed["rbout"] for p in script_passes(ReproDir.open(folder))} == {"1.2", "1.3"}
+
+
+def test_a_pass_of_the_users_script_at_the_first_change_is_checked_below_it(world):
+    """The repro fails the same way to 1.3 and otherwise at 1.4, where the user's script passes: the
+    boundary would name 1.4, but the user's script passes at 1.3 already, and from 1.2."""
+    root, wheels, python = world
+    folder = make_repro(root, python, OUT_REDUCED.replace("rbout", "rbvalid"), "rbvalid==1.0\n", "valid")
+    (folder / "original.py").write_text(OUT_ORIGINAL.replace("rbout", "rbvalid"))
+    b = _versions(folder, python, wheels, "--bisect", "rbvalid", "--range", "1.0..1.4")["bisect"]
+    assert (b["first_changed"], b["last_same"]) == ("1.4", "1.3")
+    assert {t["version"]: t for t in b["tried"]}["1.4"]["original"]["kind"] == "PASS"
+    assert b["script_fix"] == "1.2" and b["first_passing"] == "1.2"
+    assert b["sentence"].startswith("the user's script passes from rbvalid 1.2 (")
 
 
 def test_where_the_users_script_fails_too_nothing_more_is_named(world):

@@ -19,9 +19,10 @@ Three readings on top of the repro's own verdicts (issue #42, the real-bug bench
   user's script passes (reduce kept what the failure needs, not what the fix changed: a
   6-statement Seq2SeqTrainer repro kept failing through transformers 4.37.2 while the user's
   script passed from 4.35.0). Where a bisect's boundaries name no pass and the repro fails the same
-  way just below its first change, the user's script runs there, and where it passes it is bisected
-  below (``script_fix``, ``script_tried``): a few runs of the user's script, and the fix named as
-  the first release where it passes.
+  way just below its first change, or the first change passes only for the user's script, the
+  user's script runs there, and where it passes it is bisected below (``script_fix``,
+  ``script_tried``): a few runs of the user's script, and the fix named as the first release where
+  it passes.
 - A pass whose row installed, beside the swapped release, another release of a package the
   failure was raised through (its signature's library frames; ``also``) is not the swapped
   release's fix: the user's stack has that package at the failing release, and the pass may be
@@ -209,10 +210,12 @@ class Bisection:
     def first_passing(self) -> str | None:
         """The first release that passes (the repro, or the user's script where the repro failed
         otherwise) with none of the failure's own packages moved beside it: the fix."""
+        if self.script_fix:
+            return self.script_fix      # below the first change: the repro outlived the fix
         for v in (self.first_changed, self.then_changed):
             if v and self._passes(v) and not self.moved(v):
                 return v
-        return self.script_fix
+        return None
 
     def to_dict(self) -> dict:
         return {"package": self.package, "first_changed": self.first_changed, "last_same": self.last_same,
@@ -445,9 +448,14 @@ class VersionRunner:
         # failing through 4.37.2 while the user's script passed from 4.35.0). Where no boundary
         # passes and the repro fails the same way just before its first change, the user's script
         # runs there; if it passes, it is bisected below (a few runs of the user's script).
+        # A pass at the first change that is the user's script's (the repro failed otherwise there)
+        # may be later than the fix too: the repro may have failed the same way for a while after it
+        # (transformers-31435: a repro that reached the same error by another path through 4.44.2,
+        # fixed for the user's script in 4.42.0).
         script_fix, script_runs = None, []
         passed = any(judged(cache[i], originals.get(versions[i])).kind is Kind.PASS for i in {hi1, hi2})
-        if not passed and cache[lo1].kind is Kind.SAME:
+        by_user = cache[hi1].kind is Kind.DIFFERENT and judged(cache[hi1], originals.get(versions[hi1])).kind is Kind.PASS
+        if (by_user or not passed) and cache[lo1].kind is Kind.SAME:
             known = {v: r for v, r in originals.items()}
             script_fix, script_runs = self.script_fix(package, versions, lo1, known)
         return result(first_changed=versions[hi1], last_same=versions[lo1], note=note, unresolved=unresolved,
