@@ -21,9 +21,6 @@ class Loop:
     def evaluate(self):
         return {"loss": 1.0}
 
-    def rows(self):
-        return []
-
     def run(self):
         metrics = {"step": 1}
         extra = self.evaluate()

@@ -443,6 +443,12 @@ def _same_failure(found: Handback, record: TracebackRecord | None) -> bool:
         found.message.strip().splitlines()[:1] == (record.message or "").strip().splitlines()[:1]
 
 
+def handback_line(row: dict) -> str:
+    """One finding of ``handed_back`` as a person reads it (plain text)."""
+    return (f"the library failed on what {row.get('func')}() returned ({row.get('returned')}): "
+            f"`{row.get('local')}` in {row.get('path')}:{row.get('frame')}")
+
+
 def handed_back(runner: ReproRunner) -> list[dict]:
     """One cold run of the repro under reducer/analysis/handback.py's launcher: the values a
     function of the repro returned to the library that then failed on them, for the repro's own

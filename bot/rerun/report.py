@@ -9,7 +9,7 @@ from rich.table import Table
 
 from bot.output import console
 from bot.store import ReproDir, write_json_atomic
-from bot.rerun.contrast import Contrast, grouped
+from bot.rerun.contrast import Contrast, grouped, handback_line
 from bot.rerun.verdict import Kind, Verdict
 from bot.rerun.versions import Bisection, Row, original_words, shown
 
@@ -71,9 +71,7 @@ def print_rows(rows: list[Row]) -> None:
 
 def print_contrast(results: list[Contrast], handback: list[dict] | None = None) -> None:
     for found in handback or []:
-        console.print(f"[bold]the library failed on what {escape(str(found.get('func')))}() returned[/] "
-                      f"({escape(str(found.get('returned')))}): `{escape(str(found.get('local')))}` in "
-                      f"{escape(str(found.get('path')))}:{escape(str(found.get('frame')))}", highlight=False)
+        console.print(handback_line(found), markup=False, highlight=False)
     groups = grouped(results)
     for title in ("passes", "changes it", "same failure"):
         items = groups[title]

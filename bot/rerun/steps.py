@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from bot.rerun.contrast import Contrast, contrast, handed_back
+from bot.rerun.contrast import Contrast, contrast, handback_line, handed_back
 from bot.rerun.lock import read_lock
 from bot.rerun.rate import LaterRuns
 from bot.rerun.releases import IndexOptions
@@ -71,7 +71,7 @@ def run_contrast(folder: ReproDir, python: str, *, jobs: int = 1, gpu: str | Non
         # repro's own function handed back to it (a stop during the changes keeps it)
         given += handed_back(runner)
         for row in given:
-            notify(f"the library failed on what {row['func']}() returned ({row['returned']})")
+            notify(handback_line(row))
         results = contrast(runner, jobs=jobs, notify=notify, save=save)
     finally:
         runner.close()

@@ -454,10 +454,10 @@ class VersionRunner:
         # fixed for the user's script in 4.42.0).
         script_fix, script_runs = None, []
         passed = any(judged(cache[i], originals.get(versions[i])).kind is Kind.PASS for i in {hi1, hi2})
-        by_user = cache[hi1].kind is Kind.DIFFERENT and judged(cache[hi1], originals.get(versions[hi1])).kind is Kind.PASS
-        if (by_user or not passed) and cache[lo1].kind is Kind.SAME:
-            known = {v: r for v, r in originals.items()}
-            script_fix, script_runs = self.script_fix(package, versions, lo1, known)
+        first_by_user = cache[hi1].kind is Kind.DIFFERENT and \
+            judged(cache[hi1], originals.get(versions[hi1])).kind is Kind.PASS
+        if (first_by_user or not passed) and cache[lo1].kind is Kind.SAME:
+            script_fix, script_runs = self.script_fix(package, versions, lo1, dict(originals))
         return result(first_changed=versions[hi1], last_same=versions[lo1], note=note, unresolved=unresolved,
                       then_changed=versions[hi2] if two else None, then_last=versions[lo2] if two else None,
                       same_bug=same_bug, originals=originals, script_fix=script_fix, script_tried=script_runs)

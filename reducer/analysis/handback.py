@@ -48,10 +48,6 @@ _NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 
-def _audit(event, args):
-    return None
-
-
 def _members(value):
     """The objects a list, tuple or dict holds (one level, a bounded number)."""
     try:

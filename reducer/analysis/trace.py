@@ -209,8 +209,8 @@ def _emit(obj):
 
 
 def run_main(first: str = "") -> str:
-    """The launcher's last part, shared by this one and the boundary's (reducer/analysis/
-    boundary.py): ``_main`` runs the script as ``__main__`` with the trace function set (after
+    """The launcher's last part, shared by this one, the boundary's (reducer/analysis/
+    boundary.py) and the handback's: ``_main`` runs the script as ``__main__`` with the trace function set (after
     ``first``, lines of ``_main``'s body), and re-raises its exception with a traceback that
     starts at the script; a child started by spawn runs ``_child_main`` instead."""
     return r'''
@@ -219,7 +219,7 @@ def _main():
 ''' + "".join(f"    {line}\n" for line in first.splitlines() if line.strip()) + r'''    sys.argv = sys.argv[1:]
     sys.argv[0] = _script
     sys.path[0] = os.path.dirname(_script)
-    if hasattr(sys, "addaudithook"):
+    if hasattr(sys, "addaudithook") and "_audit" in globals():     # a launcher that reads the script's opens
         sys.addaudithook(_audit)
     threading.settrace(_global)
     sys.settrace(_global)
