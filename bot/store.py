@@ -219,6 +219,8 @@ class RerunNotes:
     """What versions.json and contrast.json add to a draft."""
     fails_on: list[str] = field(default_factory=list)     # "Still fails on transformers 5.23.0 (latest)"
     passes_on: list[str] = field(default_factory=list)    # "Passes on accelerate 1.14.0 (latest)"
+    # where the repro passed but the user's script, run there too, failed another way: no fix
+    unconfirmed: list[str] = field(default_factory=list)
     bisect: str | None = None
     works_with: list[str] = field(default_factory=list)   # contrast changes that make it pass
     passed: list[tuple[str, str]] = field(default_factory=list)   # (package, release) runs that passed
@@ -233,7 +235,7 @@ class RerunNotes:
 
     @property
     def empty(self) -> bool:
-        return not (self.fails_on or self.passes_on or self.bisect or self.works_with)
+        return not (self.fails_on or self.passes_on or self.unconfirmed or self.bisect or self.works_with)
 
     def headline(self) -> str | None:
         if self.likely_fixed:
@@ -265,7 +267,15 @@ def rerun_notes(repro: ReproDir) -> RerunNotes:
                 continue
             latest = "latest" in row["label"]
             where = _versions_of(row) + (" (latest)" if latest else "")
-            if kind == VERDICT_PASS:
+            # the user's script, where it ran beside a passing repro, says whether the release fixed
+            # what the user hit (bot/rerun/versions.py): a failure there is no fix
+            by_user = (row.get("original") or {}).get("kind") if isinstance(row.get("original"), dict) else None
+            if kind == VERDICT_PASS and by_user not in (None, VERDICT_PASS):
+                if by_user == VERDICT_SAME and latest:
+                    notes.fails_on.append(f"{where} (the user's script; the reduced repro passes there)")
+                else:
+                    notes.unconfirmed.append(where)
+            elif kind == VERDICT_PASS:
                 notes.passes_on.append(where)
                 notes.passed += [(p, str(v)) for p, v in (row.get("changed") or {}).items()]
                 notes.passing.append(PassingRun(_strs(row.get("changed")), _strs(row.get("also"))))

@@ -590,3 +590,49 @@ def test_an_environment_verdict_gives_way_when_versions_found_the_release_that_f
         "peft": {"installed": True, "version": "0.13.0"}, "accelerate": {"installed": True, "version": "1.0.0"}}}))
     (tmp_path / "route.json").write_text(json.dumps({"target": "huggingface/accelerate"}))
     assert classify_repro(ReproDir.open(tmp_path)).kind == BUG
+
+
+def test_a_method_of_other_releases_the_callers_line_asks_for_reads_against_the_installed_one() -> None:
+    """``'Accelerator' object has no attribute 'save_model'`` from the caller's own line: the
+    releases' catalogue has the method from a later release than the installed one (environment:
+    upgrade), or only up to an earlier one (usage: written for an older release). A method every
+    release has, a library frame asking, or a class the catalogue does not know leave it to the
+    other rules."""
+    def ev(message: str, line: str, installed: dict, frames=()) -> Evidence:
+        return Evidence("AttributeError", message, frames_from_strings(frames), user_line=line, installed=installed)
+
+    later = ev("'Accelerator' object has no attribute 'save_model'", "accelerator.save_model(model, out_dir)",
+               {"accelerate": "0.20.3"})
+    k = classify(later)
+    assert k.kind == ENVIRONMENT and k.fix == "upgrade accelerate to 0.23.0 or later" and "0.20.3 is installed" in k.reason
+    # on the installed release that has it the lookup is the caller's own (the existing rule)
+    assert classify(ev(later.message, later.user_line, {"accelerate": "1.15.0"})).kind == USAGE
+    # a library frame asking for it: two releases that do not go together, not the caller's line
+    by_library = ev(later.message, "trainer.train()", {"accelerate": "0.20.3"},
+                    ["transformers/trainer.py:save_model"])
+    assert classify(by_library).kind == BUG
+    # a class the catalogue does not know
+    assert classify(ev("'MyTrainer' object has no attribute 'save_model'", "t.save_model()",
+                       {"accelerate": "0.20.3"})).kind == USAGE
+
+
+def test_a_verdict_read_from_the_releases_record_of_the_callers_call_is_not_overruled_by_runs(tmp_path) -> None:
+    """An environment verdict that says "upgrade to X" is what a later release passing confirms: the
+    fix-shipped rule, which turns other environment verdicts into bugs, leaves it alone."""
+    from bot.store import ReproDir
+    from bot.upstream.kind import classify_repro
+    text = _traceback("accelerator.save_model(model, out_dir)", [],
+                      "AttributeError: 'Accelerator' object has no attribute 'save_model'")
+    (tmp_path / "signature.json").write_text(json.dumps({"record": failure_from_text(text).record.to_dict()}))
+    (tmp_path / "env.json").write_text(json.dumps({"packages": {"accelerate": {"installed": True, "version": "0.20.3"}}}))
+    (tmp_path / "route.json").write_text(json.dumps({"target": "huggingface/accelerate"}))
+    (tmp_path / "versions.json").write_text(json.dumps({"rows": [
+        {"label": "accelerate latest", "versions": {}, "changed": {"accelerate": "1.15.0"},
+         "verdict": {"kind": "PASS", "signature": None, "message": ""}}]}))
+    k = classify_repro(ReproDir.open(tmp_path))
+    assert k.kind == ENVIRONMENT and k.fix == "upgrade accelerate to 0.23.0 or later"
+    # the same run does turn an environment verdict of another rule into a bug (the control)
+    text = _traceback("from accelerate import Accelerator", [("accelerate/__init__.py", "<module>", "from .x import y")],
+                      "ImportError: cannot import name 'y' from 'accelerate.x'")
+    (tmp_path / "signature.json").write_text(json.dumps({"record": failure_from_text(text).record.to_dict()}))
+    assert classify_repro(ReproDir.open(tmp_path)).kind == BUG

@@ -43,6 +43,13 @@ OUT_NEW = 'def train(callback, *, data):\n    raise RuntimeError("train() was re
 # there while the user's script passes, so the boundary alone would name 1.4
 VALID_NEW = ('def train(callback, data=None):\n    if data is None:\n'
              '        raise TypeError("train() needs data")\n    return callback(data)\n')
+# rbonly: 1.1 "fixed" train() only for a caller without data: the reduced repro (no data) passes on
+# it while the user's script (data) still fails the same way; rbdrift: 1.1 lets a caller without
+# data through and rejects data another way, so the user's script fails otherwise there
+ONLY_NEW = ('def train(callback, data=None):\n    if data is not None:\n'
+            '        raise ValueError("the trainer cannot evaluate yet")\n')
+DRIFT_NEW = ('def train(callback, data=None):\n    if data is not None:\n'
+             '        raise RuntimeError("train() takes no data now")\n')
 OUT_ORIGINAL = "import rbout\n\nprint(rbout.train(len, [1, 2]))\n"
 OUT_REDUCED = "import rbout\n\nrbout.train(len)\n"
 
@@ -58,6 +65,9 @@ def world(tmp_path_factory):
                           ("1.4", OUT_NEW)):
         build_wheel(wheels, "rbout", version, body)
         build_wheel(wheels, "rbvalid", version, VALID_NEW if version == "1.4" else body)
+    for name, new in (("rbonly", ONLY_NEW), ("rbdrift", DRIFT_NEW)):
+        build_wheel(wheels, name, "1.0", OUT_OLD)
+        build_wheel(wheels, name, "1.1", new)
     build_wheel(wheels, "rbhost", "1.9", HOST_19)
     build_wheel(wheels, "rbhost", "2.0", HOST_20)
     for version, body, requires in (("1.0", PLUG_OLD, ("rbhost",)), ("1.1", PLUG_OLD, ("rbhost<2",)),
@@ -69,7 +79,7 @@ def world(tmp_path_factory):
                                    text=True).strip()
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
                     "--target", site, "--no-deps", "rbcb==1.0", "rbhost==2.0", "rbplug==1.0", "rbout==1.0",
-                    "rbvalid==1.0"],
+                    "rbvalid==1.0", "rbonly==1.0", "rbdrift==1.0"],
                    check=True)
     # one overlay cache for the module: the latest row reuses the environment the bisect built
     with pytest.MonkeyPatch.context() as mp:
@@ -116,6 +126,47 @@ def test_where_the_repro_fails_otherwise_the_users_script_names_the_fix(world, c
     # what the classifier reads: the user's script's pass counts as the run's pass
     from bot.upstream.kind import script_passes
     assert [(p.changed, p.also) for p in script_passes(ReproDir.open(folder))] == [({"rbcb": "1.3"}, {})]
+
+
+@pytest.mark.parametrize("name, by_user, words", [
+    ("rbonly", "same failure", "the repro passes there, but the user's script still fails the same way"),
+    ("rbdrift", "different failure", "the repro passes there, but the user's script fails otherwise"),
+])
+def test_a_latest_release_the_repro_passes_on_is_no_fix_where_the_users_script_fails(world, capsys, name,
+                                                                                      by_user, words):
+    """The reduced repro passes on the latest release, the user's script does not: the row carries
+    the user's script's verdict, and neither the draft's notes nor the classifier read it as a fix."""
+    from bot.store import rerun_notes
+    root, wheels, python = world
+    folder = make_repro(root, python, OUT_REDUCED.replace("rbout", name), f"{name}==1.0\n", f"{name}-latest")
+    (folder / "original.py").write_text(OUT_ORIGINAL.replace("rbout", name))
+    rows = {r["label"]: r for r in _versions(folder, python, wheels, "--packages", name)["rows"]}
+    latest = Row.from_dict(rows[f"{name} latest"])
+    assert latest.verdict.kind.value == "PASS" and latest.original.kind.value == by_user
+    # the user's problem is still there the recorded way: the row reads as still failing
+    assert latest.judged.kind.value == ("same failure" if by_user == "same failure" else "PASS")
+    capsys.readouterr()
+    assert main(["versions", str(folder), "--python", str(python), "--packages", name, "--no-index",
+                 "--find-links", str(wheels)]) == 0
+    assert words in capsys.readouterr().out
+    notes = rerun_notes(ReproDir.open(folder))
+    assert notes.passes_on == [] and notes.passed == [] and notes.passing == []
+    if by_user == "same failure":
+        assert notes.fails_on == [f"{name} 1.1 (latest) (the user's script; the reduced repro passes there)"]
+    else:
+        assert notes.unconfirmed == [f"{name} 1.1 (latest)"] and not notes.likely_fixed
+
+
+def test_a_latest_release_where_both_pass_is_a_fix(world):
+    """The control: where the user's script passes too, the latest row is read as a fix."""
+    from bot.store import rerun_notes
+    root, wheels, python = world
+    folder = make_repro(root, python, OUT_REDUCED.replace("rbout", "rbonly"), "rbonly==1.0\n", "both-pass")
+    (folder / "original.py").write_text(OUT_REDUCED.replace("rbout", "rbonly"))
+    rows = {r["label"]: r for r in _versions(folder, python, wheels, "--packages", "rbonly")["rows"]}
+    assert rows["rbonly latest"]["original"]["kind"] == "PASS"
+    notes = rerun_notes(ReproDir.open(folder))
+    assert notes.passed == [("rbonly", "1.1")] and notes.likely_fixed
 
 
 def test_where_the_repro_outlived_the_fix_the_users_script_is_bisected(world):

@@ -43,7 +43,7 @@ def save_contrast(repro: ReproDir, results: list[Contrast], runs: int, planned: 
 
 def outcome(row: Row) -> str:
     """The row's outcome in words: the repro's verdict, then the user's script's where it ran."""
-    by_user = original_words(row.original)
+    by_user = original_words(row.original, row.verdict)
     return row.verdict.label() + (f" — {by_user}" if by_user else "")
 
 

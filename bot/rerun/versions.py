@@ -5,7 +5,7 @@ rest as locked), and all latest together. `bisect` finds the first release of on
 where the outcome changes, trusting that it changes once in the range (the usual case for a
 fix or a regression) and saying which runs it took.
 
-Three readings on top of the repro's own verdicts (issue #42, the real-bug benchmark's fresh parts):
+Four readings on top of the repro's own verdicts (issue #42, the real-bug benchmark's fresh parts):
 
 - The reduced repro is not always one a fixed release runs through: reduce keeps only what the
   failure needs, so on the release that fixed it the repro can fail another way (a callback
@@ -15,6 +15,13 @@ Three readings on top of the repro's own verdicts (issue #42, the real-bug bench
   the same environment, through the same run recipe and timeout, and the row carries its verdict
   (``original``): a pass names the release as the fix, a failure the recorded way says it still
   fails. At most the boundaries (two) and the latest rows get that run.
+- The other way round, a latest row where the repro *passes* is a fix only if the user's script,
+  run there as well, passes too: a reduced repro can pass on a release that did not fix what the
+  user hit (transformers-31110: the repro's decode passed on 5.24.0 while the user's script, whose
+  own metrics decoded -100, failed there with the tokenizer's newer message). The row keeps the
+  repro's pass and carries the user's script's verdict; a failure the recorded way makes the row
+  read as still failing, a failure of another kind leaves the pass unconfirmed, and neither counts
+  as a fix in a draft or for the classifier (bot/store.py, bot/upstream/kind.py).
 - The repro can also outlive the fix: on the fixing release it fails the *same* way while the
   user's script passes (reduce kept what the failure needs, not what the fix changed: a
   6-statement Seq2SeqTrainer repro kept failing through transformers 4.37.2 while the user's
@@ -66,8 +73,8 @@ class Row:
     # what the overlay installed besides: requirements of `changed` the environment did not meet
     # (a pass then may be theirs as much as the swapped release's; bot/upstream/kind.py reads it)
     also: dict[str, str] = field(default_factory=dict)
-    # the user's script run in this row's environment, where the repro failed otherwise on a
-    # latest row (see the module's docstring); None where it was not run
+    # the user's script run in this row's environment, where the repro failed otherwise or passed
+    # on a latest row (see the module's docstring); None where it was not run
     original: Verdict | None = None
 
     @property
@@ -91,16 +98,38 @@ class Row:
 def judged(repro: Verdict, original: Verdict | None) -> Verdict:
     """A run's answer about the failure: the repro's verdict, unless the repro failed otherwise and
     the user's script, run in the same environment, passed or failed the recorded way (the repro's
-    other failure is then the reduction's, not the release's)."""
-    if repro.kind is Kind.DIFFERENT and original is not None and original.kind in (Kind.PASS, Kind.SAME):
+    other failure is then the reduction's, not the release's), or the repro passed and the user's
+    script still failed the recorded way (the release did not fix what the user hit)."""
+    if original is None:
+        return repro
+    if repro.kind is Kind.DIFFERENT and original.kind in (Kind.PASS, Kind.SAME):
+        return original
+    if repro.kind is Kind.PASS and original.kind is Kind.SAME:
         return original
     return repro
 
 
-def original_words(original: Verdict | None) -> str:
-    """What the user's script did where the repro failed otherwise (empty: it was not run)."""
+def confirmed_pass(repro: Verdict, original: Verdict | None) -> bool:
+    """The run passed and nothing says the user's problem outlived it: the repro passed and the
+    user's script, where it ran there, passed too; or the repro failed otherwise and the user's
+    script passed."""
+    if judged(repro, original).kind is not Kind.PASS:
+        return False
+    return original is None or original.kind is Kind.PASS
+
+
+def original_words(original: Verdict | None, repro: Verdict | None = None) -> str:
+    """What the user's script did where it ran beside the repro (empty: it was not run)."""
     if original is None:
         return ""
+    if repro is not None and repro.kind is Kind.PASS:
+        if original.kind is Kind.PASS:
+            return "the user's script passes too"
+        if original.kind is Kind.SAME:
+            return "the repro passes there, but the user's script still fails the same way"
+        if original.kind is Kind.DIFFERENT:
+            return "the repro passes there, but the user's script fails otherwise: not confirmed as a fix"
+        return f"the repro passes there; the user's script: {original.label()}"
     if original.kind is Kind.PASS:
         return "the repro fails otherwise there; the user's script passes"
     if original.kind is Kind.SAME:
@@ -286,7 +315,15 @@ class VersionRunner:
                 rated = f"flaky: {rate.words()} here" if same is not None else f"{rate.words()} here"
                 note = "; ".join(n for n in (rated, note) if n)
                 verdict = same or verdict
-        by_user = self._original(label, env) if original and verdict.kind is Kind.DIFFERENT else None
+        by_user = None
+        if original and verdict.kind is Kind.DIFFERENT:
+            by_user = self._original(label, env)
+        elif original and verdict.kind is Kind.PASS:
+            # a later release the repro passes on is read as a fix (the draft's "passes on", the
+            # classifier's "a fix shipped"): the user's script says whether it fixed what the user hit
+            # (a reduced repro can pass where the user's script still fails, the real-bugs
+            # benchmark's transformers-31110: a decode of -100 the user's own metrics still made)
+            by_user = self._original(label, env, "the repro passes; does the user's script")
         return Row(label, self._shown({**merged, **env.pins}, swap), verdict, time.monotonic() - started,
                    dict(swap), note=note, also=env.added(pins), original=by_user)
 

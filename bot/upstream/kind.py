@@ -5,6 +5,10 @@ call on purpose and said what to change), an environment problem (the install: a
 not load, a GPU the binary was not built for, a checkpoint or script written for another release),
 and a real bug. The evidence, in the order it is read:
 
+- what the releases say, first: a keyword the caller's call passes, or a method its own line asks
+  for (``'Accelerator' object has no attribute 'save_model'``), read against every catalogued
+  release (bot/data/signatures.json.gz): present only in releases later than the installed one is
+  the environment (upgrade), only in earlier ones a usage error (code written for an older release);
 - environment: an import that failed, or a message about the install (CUDA setup, no kernel
   image, a missing package, a version requirement), or a config saved by another release;
 - usage: the raising frame is a deliberate check of the caller's input — a ``raise`` whose message
@@ -23,7 +27,8 @@ and a real bug. The evidence, in the order it is read:
   mistake, so a deliberate-looking raise alone (a "not supported" inside library internals) is not
   enough.
 
-What ``versions`` ran overrules the reading of the error in three cases:
+What ``versions`` ran overrules the reading of the error in three cases (never a verdict read from
+the releases' record of the caller's own call: a later release passing is what "upgrade" predicts):
 
 - a usage verdict gives way to bug when the same repro passes on an *earlier* release than the
   installed one (a regression: the library's behaviour changed under an unchanged call);
@@ -47,7 +52,9 @@ A run "passes" when the repro passed, or when the repro failed otherwise and the
 which `versions` then runs in the same environment (versions.json's ``original``, on latest rows
 and a bisect's boundaries), passed: the reduced repro can fail on the fixing release in a way the
 user's script does not (bot/rerun/versions.py). Such a pass counts as the repro's would, under the
-same rules, and the reason says it was the user's script.
+same rules, and the reason says it was the user's script. A run where the repro passed but the
+user's script, run there too, failed is no pass (a reduced repro can pass on a release that did not
+fix what the user hit).
 """
 from __future__ import annotations
 
@@ -71,6 +78,10 @@ class Kind:
     reason: str               # one sentence, plain text (may quote the failure: escape it in markdown)
     fix: str | None = None    # what makes it pass, when known ("without `num_return_sequences=3`")
     confidence: float = 0.5
+    # read from the releases' own record of the caller's call (a method or keyword the installed
+    # release lacks but another has): what `versions` runs on other releases is then what the record
+    # predicts, and does not overrule it
+    settled: bool = field(default=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "reason": self.reason, "fix": self.fix, "confidence": self.confidence}
@@ -165,15 +176,53 @@ def _keyword_kind(ev: Evidence) -> Kind | None:
     have = ev.installed.get(ans.package)
     if have and _older(have, ans.first):
         return Kind(ENVIRONMENT, f"{ans.callable} takes `{kw}` from {ans.package} {ans.first} on; {have} is "
-                                 "installed", f"upgrade {ans.package} to {ans.first} or later", 0.8)
+                                 "installed", f"upgrade {ans.package} to {ans.first} or later", 0.8, settled=True)
     if have and _older(ans.last, have):
         return Kind(USAGE, f"{ans.callable} took `{kw}` up to {ans.package} {ans.last}, not in the installed "
                            f"{have}: the code was written for an older release",
-                    f"use {ans.callable}'s current arguments (its docs for {have})", 0.7)
+                    f"use {ans.callable}'s current arguments (its docs for {have})", 0.7, settled=True)
     if not have and ans.in_newest and ans.first != min(catalogue().versions.get(ans.package, [ans.first]),
                                                         key=release_key):
         return Kind(ENVIRONMENT, f"{ans.callable} takes `{kw}` from {ans.package} {ans.first} on: the installed "
                                  "release is probably older", f"upgrade {ans.package}", 0.6)
+    return None
+
+
+# an instance's or a class's missing attribute, the class named (an ``AttributeError`` of Python's own)
+_OBJECT_ATTR = re.compile(r"^(?:type object )?'(\w+)'(?: object)? has no attribute '(\w+)'")
+
+
+def _attribute_kind(ev: Evidence) -> Kind | None:
+    """``'Accelerator' object has no attribute 'save_model'`` where the caller's own line asks for it
+    and the releases' catalogue has ``Accelerator.save_model`` in some releases, not the installed
+    one: the code was written for a later release (environment: upgrade) or an earlier one (usage:
+    the method is gone). A library frame asking for it is two releases that do not go together, left
+    to the rules below."""
+    m = _OBJECT_ATTR.search(ev.message or "") if ev.exc == "AttributeError" else None
+    if not m or ev.raiser is not None or not ev.user_line or not re.search(rf"\.{m.group(2)}\b", ev.user_line):
+        return None
+    cls, attr = m.group(1), m.group(2)
+    found = catalogue().present_in(f"{cls}.{attr}")
+    if not found:
+        return None
+    pkg, present = found
+    versions = catalogue().versions[pkg]
+    if not present or len(present) == len(versions):
+        return None
+    first, last = min(present, key=release_key), max(present, key=release_key)
+    have = ev.installed.get(pkg)
+    name = f"{cls}.{attr}"
+    if have and _older(have, first):
+        return Kind(ENVIRONMENT, f"{name} is in {pkg} from {first} on (among the releases catalogued); {have} is "
+                                 "installed: the code was written for a later release",
+                    f"upgrade {pkg} to {first} or later", 0.8, settled=True)
+    if have and _older(last, have):
+        return Kind(USAGE, f"{name} was in {pkg} up to {last}, not in the installed {have}: the code was written "
+                           "for an older release", f"use what replaced {name} (the docs for {pkg} {have})", 0.7,
+                    settled=True)
+    if not have and last == max(versions, key=release_key):
+        return Kind(ENVIRONMENT, f"{name} is in {pkg} from {first} on: the installed release is probably older",
+                    f"upgrade {pkg}", 0.6, settled=True)
     return None
 
 
@@ -733,8 +782,8 @@ def classify(ev: Evidence) -> Kind:
     """What the releases' signatures say, then environment, then usage, else bug (the default when
     unsure). A usage verdict gives way to a regression `versions` found, an environment verdict
     to a fix it found in the package that raised it or that routing picked."""
-    kind = _keyword_kind(ev) or _import_kind(ev) or _environment(ev) or _usage(ev) or _bug(ev)
-    if kind.kind in (USAGE, ENVIRONMENT):
+    kind = _keyword_kind(ev) or _import_kind(ev) or _attribute_kind(ev) or _environment(ev) or _usage(ev) or _bug(ev)
+    if kind.kind in (USAGE, ENVIRONMENT) and not kind.settled:
         return (_regression(ev) if kind.kind == USAGE else None) or _fix_shipped(ev) or kind
     return kind
 

@@ -165,6 +165,14 @@ class Catalogue:
                              callable_first=first, callable_last=last)
 
 
+    def present_in(self, name: str) -> tuple[str, list[str]] | None:
+        """(package, the catalogued releases that define ``name``), for the first package that does."""
+        found = self._found(name)
+        if not found:
+            return None
+        pkg, row = found[0]
+        return pkg, [v for i, v in enumerate(self.versions[pkg]) if row.exists >> i & 1]
+
     def defined_in(self, name: str) -> list[str]:
         """The packages where some catalogued release defines a public callable ``name``."""
         return [pkg for pkg, _row in self._found(name)]
