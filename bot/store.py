@@ -219,8 +219,11 @@ class RerunNotes:
     """What versions.json and contrast.json add to a draft."""
     fails_on: list[str] = field(default_factory=list)     # "Still fails on transformers 5.23.0 (latest)"
     passes_on: list[str] = field(default_factory=list)    # "Passes on accelerate 1.14.0 (latest)"
-    # where the repro passed but the user's script, run there too, failed another way: no fix
+    # where the repro passed but the user's script, run there too, failed another way (often the
+    # script's own drift: an import the later release needs): not shown as a fix, and read by the
+    # classifier only against a verdict no run confirmed
     unconfirmed: list[str] = field(default_factory=list)
+    unconfirmed_passing: list[PassingRun] = field(default_factory=list)
     bisect: str | None = None
     works_with: list[str] = field(default_factory=list)   # contrast changes that make it pass
     passed: list[tuple[str, str]] = field(default_factory=list)   # (package, release) runs that passed
@@ -271,10 +274,12 @@ def rerun_notes(repro: ReproDir) -> RerunNotes:
             # what the user hit (bot/rerun/versions.py): a failure there is no fix
             by_user = (row.get("original") or {}).get("kind") if isinstance(row.get("original"), dict) else None
             if kind == VERDICT_PASS and by_user not in (None, VERDICT_PASS):
-                if by_user == VERDICT_SAME and latest:
-                    notes.fails_on.append(f"{where} (the user's script; the reduced repro passes there)")
+                if by_user == VERDICT_SAME:
+                    if latest:
+                        notes.fails_on.append(f"{where} (the user's script; the reduced repro passes there)")
                 else:
                     notes.unconfirmed.append(where)
+                    notes.unconfirmed_passing.append(PassingRun(_strs(row.get("changed")), _strs(row.get("also"))))
             elif kind == VERDICT_PASS:
                 notes.passes_on.append(where)
                 notes.passed += [(p, str(v)) for p, v in (row.get("changed") or {}).items()]

@@ -636,3 +636,41 @@ def test_a_verdict_read_from_the_releases_record_of_the_callers_call_is_not_over
                       "ImportError: cannot import name 'y' from 'accelerate.x'")
     (tmp_path / "signature.json").write_text(json.dumps({"record": failure_from_text(text).record.to_dict()}))
     assert classify_repro(ReproDir.open(tmp_path)).kind == BUG
+
+
+def test_a_later_pass_the_users_script_did_not_confirm_weighs_against_the_error_alone_not_a_run(tmp_path) -> None:
+    """A latest row where the reduced repro passed and the user's script, run there too, failed:
+    the recorded way, it is no fix at all; another way (the script's own drift), it is unconfirmed:
+    it still turns a usage verdict read from the error alone into a bug (bug when unsure), but not
+    one that a contrast change passing on the installed release confirmed."""
+    from bot.store import ReproDir
+    from bot.upstream.kind import classify_repro
+    record = failure_from_text("ValueError: You have to specify pixel_values\n").record
+    (tmp_path / "signature.json").write_text(json.dumps({"record": record.to_dict()}))
+    (tmp_path / "env.json").write_text(json.dumps({"packages": {"transformers": {"installed": True,
+                                                                                 "version": "4.18.0"}}}))
+    (tmp_path / "route.json").write_text(json.dumps({"target": "huggingface/transformers"}))
+
+    def latest(original: str | None) -> None:
+        (tmp_path / "versions.json").write_text(json.dumps({"rows": [
+            {"label": "transformers latest", "versions": {"transformers": "5.0.0"},
+             "changed": {"transformers": "5.0.0"}, "verdict": {"kind": "PASS"},
+             "original": {"kind": original, "detail": "ImportError: needs accelerate"} if original else None}]}))
+
+    def kind() -> str:
+        return classify_repro(ReproDir.open(tmp_path)).kind
+
+    latest("same failure")
+    assert kind() == USAGE                      # the user's problem is still there: no fix
+    latest("different failure")
+    assert kind() == BUG                        # unconfirmed, against the error's wording alone
+    latest(None)
+    assert kind() == BUG                        # not run there (an older versions.json): a pass
+    # contrast ran the failing call with one of its options set and it passed on the installed release
+    (tmp_path / "contrast.json").write_text(json.dumps({"changes": [
+        {"line": 3, "change": "with `do_resize=True` (an option of preprocess() the call did not set)",
+         "verdict": {"kind": "PASS"}}], "runs": 2, "handback": []}))
+    latest("different failure")
+    assert kind() == USAGE                      # the run outweighs a pass the user's script did not confirm
+    latest("PASS")
+    assert kind() == BUG                        # a confirmed pass still does

@@ -53,8 +53,11 @@ which `versions` then runs in the same environment (versions.json's ``original``
 and a bisect's boundaries), passed: the reduced repro can fail on the fixing release in a way the
 user's script does not (bot/rerun/versions.py). Such a pass counts as the repro's would, under the
 same rules, and the reason says it was the user's script. A run where the repro passed but the
-user's script, run there too, failed is no pass (a reduced repro can pass on a release that did not
-fix what the user hit).
+user's script, run there too, failed the recorded way is no pass (a reduced repro can pass on a
+release that did not fix what the user hit); one where the user's script failed another way (often
+its own drift: a later release needs other imports) is unconfirmed, and counts only against a
+verdict no run confirmed: a usage verdict whose contrast change passed, or whose traced run saw the
+callback's value, on the installed release outweighs it.
 """
 from __future__ import annotations
 
@@ -121,6 +124,8 @@ class Evidence:
     passing: list[PassingRun] = field(default_factory=list)   # the same runs, with everything they changed
     # of `passed`, the runs where the repro failed otherwise and the user's script passed (canonical names)
     script_passed: set[tuple[str, str]] = field(default_factory=set)
+    # `versions` runs where the repro passed and the user's script, run there too, failed another way
+    unconfirmed: list[PassingRun] = field(default_factory=list)
     routed: tuple[str, ...] = ()      # the distributions of the repository routing picked (route.json)
     # contrast's traced run: what a function of the repro returned to the library frame that then
     # failed reading it ({"func", "returned", "path", "frame", "local", "line", "how"})
@@ -751,15 +756,15 @@ def _installed(ev: Evidence, dist: str) -> str | None:
     return None
 
 
-def _fix_shipped(ev: Evidence) -> Kind | None:
+def _fix_shipped(ev: Evidence, unconfirmed: bool = True) -> Kind | None:
     """`versions` ran the same repro on a later release of the raising or routed package and it
     passed, nothing else the failure touches changed: that package shipped a fix (see the module's
-    docstring)."""
+    docstring). ``unconfirmed``: count the passes the user's script did not confirm too."""
     owners = (_dists(ev.raiser.package) if ev.raiser is not None and ev.raiser.package else set())
     owners |= {canonicalize_name(d) for d in ev.routed}
     touched = _touched(ev)
     clean = []
-    for run in ev.passing:
+    for run in ev.passing + (ev.unconfirmed if unconfirmed else []):
         changed = {canonicalize_name(k): v for k, v in run.changed.items()}
         others = {canonicalize_name(k) for k in run.also} | set(changed)
         for dist, release in changed.items():
@@ -784,8 +789,17 @@ def classify(ev: Evidence) -> Kind:
     to a fix it found in the package that raised it or that routing picked."""
     kind = _keyword_kind(ev) or _import_kind(ev) or _attribute_kind(ev) or _environment(ev) or _usage(ev) or _bug(ev)
     if kind.kind in (USAGE, ENVIRONMENT) and not kind.settled:
-        return (_regression(ev) if kind.kind == USAGE else None) or _fix_shipped(ev) or kind
+        # a usage verdict a run on the installed release confirmed (contrast's change passed, or its
+        # traced run saw the callback's value) outweighs a later pass the user's script did not
+        # confirm; a verdict read from the error alone gives way to it (bug when unsure)
+        return (_regression(ev) if kind.kind == USAGE else None) \
+            or _fix_shipped(ev, unconfirmed=not _ran(kind, ev)) or kind
     return kind
+
+
+def _ran(kind: Kind, ev: Evidence) -> bool:
+    """The verdict rests on a run of the repro on the installed release."""
+    return bool(kind.fix and kind.fix in ev.passes_with) or kind.reason.startswith(_HANDBACK)
 
 
 # --- evidence from what reprobot has -------------------------------------------------------------
@@ -838,6 +852,7 @@ def classify_repro(repro: Any) -> Kind | None:
         ev.passed += list(run.changed.items())
         ev.passing.append(run)
         ev.script_passed |= {(canonicalize_name(p), v) for p, v in run.changed.items()}
+    ev.unconfirmed = notes.unconfirmed_passing
     ev.routed = _routed(repro)
     ev.handed_back = notes.handed_back
     return classify(ev)
