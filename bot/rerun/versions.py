@@ -118,25 +118,26 @@ def confirmed_pass(repro: Verdict, original: Verdict | None) -> bool:
     return original is None or original.kind is Kind.PASS
 
 
+# What the user's script did where it ran beside the repro: after the repro passed, or after it
+# failed otherwise.
+_BESIDE_A_PASS = {
+    Kind.PASS: "the user's script passes too",
+    Kind.SAME: "the repro passes there, but the user's script still fails the same way",
+    Kind.DIFFERENT: "the repro passes there, but the user's script fails otherwise: not confirmed as a fix",
+}
+_BESIDE_ANOTHER_FAILURE = {
+    Kind.PASS: "the repro fails otherwise there; the user's script passes",
+    Kind.SAME: "the repro fails otherwise there; the user's script still fails",
+    Kind.DIFFERENT: "the user's script fails otherwise too",
+}
+
+
 def original_words(original: Verdict | None, repro: Verdict | None = None) -> str:
     """What the user's script did where it ran beside the repro (empty: it was not run)."""
     if original is None:
         return ""
-    if repro is not None and repro.kind is Kind.PASS:
-        if original.kind is Kind.PASS:
-            return "the user's script passes too"
-        if original.kind is Kind.SAME:
-            return "the repro passes there, but the user's script still fails the same way"
-        if original.kind is Kind.DIFFERENT:
-            return "the repro passes there, but the user's script fails otherwise: not confirmed as a fix"
-        return f"the repro passes there; the user's script: {original.label()}"
-    if original.kind is Kind.PASS:
-        return "the repro fails otherwise there; the user's script passes"
-    if original.kind is Kind.SAME:
-        return "the repro fails otherwise there; the user's script still fails"
-    if original.kind is Kind.DIFFERENT:
-        return "the user's script fails otherwise too"
-    return f"the user's script: {original.label()}"
+    words = _BESIDE_A_PASS if repro is not None and repro.kind is Kind.PASS else _BESIDE_ANOTHER_FAILURE
+    return words.get(original.kind) or f"the user's script: {original.label()}"
 
 
 @dataclass
