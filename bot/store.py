@@ -272,7 +272,8 @@ def rerun_notes(repro: ReproDir) -> RerunNotes:
             where = _versions_of(row) + (" (latest)" if latest else "")
             # the user's script, where it ran beside a passing repro, says whether the release fixed
             # what the user hit (bot/rerun/versions.py): a failure there is no fix
-            by_user = (row.get("original") or {}).get("kind") if isinstance(row.get("original"), dict) else None
+            original = row.get("original")
+            by_user = original.get("kind") if isinstance(original, dict) else None
             if kind == VERDICT_PASS and by_user not in (None, VERDICT_PASS):
                 if by_user == VERDICT_SAME:
                     if latest:

@@ -19,9 +19,10 @@ Four readings on top of the repro's own verdicts (issue #42, the real-bug benchm
   run there as well, passes too: a reduced repro can pass on a release that did not fix what the
   user hit (transformers-31110: the repro's decode passed on 5.24.0 while the user's script, whose
   own metrics decoded -100, failed there with the tokenizer's newer message). The row keeps the
-  repro's pass and carries the user's script's verdict; a failure the recorded way makes the row
-  read as still failing, a failure of another kind leaves the pass unconfirmed, and neither counts
-  as a fix in a draft or for the classifier (bot/store.py, bot/upstream/kind.py).
+  repro's pass and carries the user's script's verdict: a failure the recorded way makes the row
+  read as still failing, and a failure of another kind leaves the pass unconfirmed. Neither is
+  called a fix in a draft (bot/store.py); the classifier counts an unconfirmed pass only against a
+  verdict no run confirmed (bot/upstream/kind.py).
 - The repro can also outlive the fix: on the fixing release it fails the *same* way while the
   user's script passes (reduce kept what the failure needs, not what the fix changed: a
   6-statement Seq2SeqTrainer repro kept failing through transformers 4.37.2 while the user's
@@ -107,15 +108,6 @@ def judged(repro: Verdict, original: Verdict | None) -> Verdict:
     if repro.kind is Kind.PASS and original.kind is Kind.SAME:
         return original
     return repro
-
-
-def confirmed_pass(repro: Verdict, original: Verdict | None) -> bool:
-    """The run passed and nothing says the user's problem outlived it: the repro passed and the
-    user's script, where it ran there, passed too; or the repro failed otherwise and the user's
-    script passed."""
-    if judged(repro, original).kind is not Kind.PASS:
-        return False
-    return original is None or original.kind is Kind.PASS
 
 
 # What the user's script did where it ran beside the repro: after the repro passed, or after it
@@ -316,15 +308,12 @@ class VersionRunner:
                 rated = f"flaky: {rate.words()} here" if same is not None else f"{rate.words()} here"
                 note = "; ".join(n for n in (rated, note) if n)
                 verdict = same or verdict
-        by_user = None
-        if original and verdict.kind is Kind.DIFFERENT:
-            by_user = self._original(label, env)
-        elif original and verdict.kind is Kind.PASS:
-            # a later release the repro passes on is read as a fix (the draft's "passes on", the
-            # classifier's "a fix shipped"): the user's script says whether it fixed what the user hit
-            # (a reduced repro can pass where the user's script still fails, the real-bugs
-            # benchmark's transformers-31110: a decode of -100 the user's own metrics still made)
-            by_user = self._original(label, env, "the repro passes; does the user's script")
+        # where the repro fails otherwise, the user's script says whether the release still fails;
+        # where it passes (read as a fix: the draft's "passes on", the classifier's "a fix shipped"),
+        # whether it fixed what the user hit (transformers-31110: the reduced repro passed on a
+        # release where the user's own metrics still failed)
+        why = {Kind.DIFFERENT: "the repro fails otherwise", Kind.PASS: "the repro passes"}.get(verdict.kind)
+        by_user = self._original(label, env, why) if original and why else None
         return Row(label, self._shown({**merged, **env.pins}, swap), verdict, time.monotonic() - started,
                    dict(swap), note=note, also=env.added(pins), original=by_user)
 
@@ -356,7 +345,7 @@ class VersionRunner:
             v = versions[i]
             if v not in known:
                 by_user = self.original_at(f"{package} {v}", {package: v},
-                                           "the repro fails the same way; does the user's script")
+                                           "the repro fails the same way")
                 if by_user is None:
                     return None
                 known[v] = by_user
