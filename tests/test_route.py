@@ -216,6 +216,38 @@ def test_cross_links_come_from_the_repros_own_run(tmp_path: Path) -> None:
     assert "huggingface/peft" not in after.cross_links and "huggingface/peft" not in after.who_can_help_by_repo
 
 
+def _with_lines(frames: list[tuple[str, str]], error: str, call: str) -> str:
+    """A traceback whose library frames show their source lines (as a real run prints them)."""
+    lines = ["Traceback (most recent call last):", '  File "/home/u/work/run.py", line 3, in <module>', f"    {call}"]
+    for i, (where, line) in enumerate(frames):
+        rel, func = where.rsplit(":", 1)
+        lines += [f'  File "/home/u/venv/lib/python3.11/site-packages/{rel}", line {10 + i}, in {func}', f"    {line}"]
+    return "\n".join(lines + [error]) + "\n"
+
+
+_SAVE_REFUSED = "ValueError: You are trying to save a non contiguous tensor: `q.weight` which is not allowed."
+
+
+def test_a_check_outside_the_stack_refusing_what_a_package_of_ours_handed_it_goes_to_that_package() -> None:
+    # transformers' save_pretrained handed safetensors a non-contiguous tensor and safetensors' own
+    # check refused it: the value was transformers' to make (its fix), not safetensors' bug
+    frames = [("transformers/trainer.py:save_model", "self._save(output_dir)"),
+              ("transformers/modeling_utils.py:save_pretrained", "safe_save_file(shard, path)"),
+              ("safetensors/torch.py:save_file", "serialize_file(_flatten(tensors), filename)"),
+              ("safetensors/torch.py:_tobytes", "raise ValueError(")]
+    r = route(failure_from_text(_with_lines(frames, _SAVE_REFUSED, call="trainer.save_model()")))
+    assert r.target == "huggingface/transformers", r.verdict
+    assert "transformers (transformers/modeling_utils.py:save_pretrained) handed safetensors" in r.verdict
+    # not a check (an internal failure raised further in), or the user's own hand-off: no such reading
+    crash = frames[:-1] + [("safetensors/torch.py:_tobytes", "return data.numpy().tobytes()")]
+    direct = [("safetensors/torch.py:save_file", "serialize_file(_flatten(tensors), filename)"),
+              ("safetensors/torch.py:_tobytes", "raise ValueError(")]
+    for other, call in ((crash, "trainer.save_model()"), (direct, "save_file(state, 'x.safetensors')")):
+        r = route(failure_from_text(_with_lines(other, _SAVE_REFUSED, call=call)))
+        assert not any("handed safetensors" in reason for c in r.ranked for reason in c["reasons"]), r.verdict
+    assert route(failure_from_text(_with_lines(direct, _SAVE_REFUSED, call="save_file(state, 'x')"))).target is None
+
+
 def test_a_lookup_a_package_outside_the_stack_refused_goes_to_the_package_of_ours_that_asked() -> None:
     # trl's formatting function asked a datasets row for a column it does not have: the lookup is
     # trl's; the same KeyError asked for by the user's own code is not ours

@@ -3,7 +3,8 @@
 Evidence is read from the failing traceback (and, for a repro folder, from repro.py):
 
 * which package RAISED (the innermost library frame; when torch raised, the package of
-  ours whose code made the failing torch call);
+  ours whose code made the failing torch call; when a package outside the stack refused, by its
+  own check or lookup, what a package of ours handed it, that package of ours);
 * which package's API the user CALLED (the entry point: the outermost library frame);
 * a call that CROSSED a package boundary with arguments the callee rejects
   (``TypeError: X() got an unexpected keyword argument``): the caller owns the bug, unless the
@@ -363,6 +364,7 @@ def _raised(ev: _Evidence) -> None:
     else:
         ev.cand(innermost.package).add(W_RAISED, f"raised in {innermost.package} ({where})")
         _asked_for_what_it_does_not_hold(ev, innermost, where)
+        _refused_what_it_was_handed(ev, innermost, where)
 
 
 # A lookup a container answered with "not here": the key was the caller's to get right.
@@ -382,6 +384,28 @@ def _asked_for_what_it_does_not_hold(ev: _Evidence, innermost, where: str) -> No
         return
     ev.cand(outer.package).add(W_BOUNDARY, f"{outer.package} ({outer.rel}:{outer.frame.func}) asked {innermost.package} "
                                            f"for what it does not hold ({where}): the lookup is the caller's")
+
+
+# A check's own raise of a fresh input error (not a re-raise, not an internal failure).
+_REFUSAL_LINE = re.compile(r"\s*raise\s+(?:\w+\.)*(?:ValueError|TypeError)\b")
+_REFUSALS = frozenset({"ValueError", "TypeError"})
+
+
+def _refused_what_it_was_handed(ev: _Evidence, innermost, where: str) -> None:
+    """A package outside the stack refused, by its own check, a value one of ours handed it
+    (safetensors' ``save_file`` refusing a non-contiguous tensor that transformers'
+    ``save_pretrained`` passed): the package that built and passed the value owns the failure, as
+    it would had torch refused it. Only a deliberate ``raise ValueError/TypeError`` line, and only
+    when the first frame outside that package is ours: a value the user handed it directly stays
+    the user's, and a crash inside the package (no check of its input) stays the package's."""
+    if ev.record.exc_type.rsplit(".", 1)[-1] not in _REFUSALS or not _REFUSAL_LINE.match(innermost.frame.line or ""):
+        return
+    outside = next((pf for pf in reversed(ev.frames) if pf.package != innermost.package and not pf.plumbing), None)
+    if outside is None or outside.package not in registry.stack_packages():
+        return
+    ev.cand(outside.package).add(W_BOUNDARY, f"{outside.package} ({outside.rel}:{outside.frame.func}) handed "
+                                             f"{innermost.package} a value its own check refuses ({where}): the "
+                                             "value is the caller's")
 
 
 def _raised_in_torch(ev: _Evidence, where: str) -> None:
