@@ -251,7 +251,10 @@ def _versions_of(row: dict) -> str:
     changed = row.get("changed") or {}
     shown = row.get("versions") or {}
     names = list(changed) or list(shown)
-    return " / ".join(f"{n} {shown.get(n, changed.get(n))}" for n in names)
+    where = " / ".join(f"{n} {shown.get(n, changed.get(n))}" for n in names)
+    # a companion the row moved to the release's time is part of what passed or failed there
+    moved = row.get("moved") or {}
+    return where + (" with " + ", ".join(f"{n} {v}" for n, v in sorted(moved.items())) if moved else "")
 
 
 def _strs(d: Any) -> dict[str, str]:

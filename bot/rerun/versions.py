@@ -5,7 +5,7 @@ rest as locked), and all latest together. `bisect` finds the first release of on
 where the outcome changes, trusting that it changes once in the range (the usual case for a
 fix or a regression) and saying which runs it took.
 
-Four readings on top of the repro's own verdicts (issue #42, the real-bug benchmark's fresh parts):
+Five readings on top of the repro's own verdicts (issue #42, the real-bug benchmark's fresh parts):
 
 - The reduced repro is not always one a fixed release runs through: reduce keeps only what the
   failure needs, so on the release that fixed it the repro can fail another way (a callback
@@ -31,6 +31,11 @@ Four readings on top of the repro's own verdicts (issue #42, the real-bug benchm
   user's script runs there, and where it passes it is bisected below (``script_fix``,
   ``script_tried``): a few runs of the user's script, and the fix named as the first release where
   it passes.
+- A row can fail otherwise on a companion of the user's that the swapped release needs newer and
+  does not declare, or declares only as an extra (transformers-28293: every transformers row from
+  4.38 over the user's accelerate 0.25.0). Where the other failure names a package of the lock, the
+  row runs again with it at the swapped release's time (bot/rerun/companions.py); the row says what
+  moved (``moved``, and in ``also``), and a pass there reads as the next reading says.
 - A pass whose row installed, beside the swapped release, another release of a package the
   failure was raised through (its signature's library frames; ``also``) is not the swapped
   release's fix: the user's stack has that package at the failing release, and the pass may be
@@ -48,6 +53,7 @@ from typing import Callable
 
 from packaging.utils import canonicalize_name
 
+from bot.rerun import companions
 from bot.rerun.environments import Environment, Installed, NotInstallable, overlay_environment, probe
 from bot.rerun.lock import Lock, versions_stack
 from bot.rerun.rate import LaterRuns, on_locked_versions
@@ -77,6 +83,9 @@ class Row:
     # the user's script run in this row's environment, where the repro failed otherwise or passed
     # on a latest row (see the module's docstring); None where it was not run
     original: Verdict | None = None
+    # companions of the user's lock the row moved to the swapped release's time, after it failed
+    # otherwise with the lock's (bot/rerun/companions.py); also listed in `also`
+    moved: dict[str, str] = field(default_factory=dict)
 
     @property
     def judged(self) -> Verdict:
@@ -86,14 +95,14 @@ class Row:
     def to_dict(self) -> dict:
         return {"label": self.label, "versions": self.versions, "changed": self.changed, "also": self.also,
                 "note": self.note, "verdict": self.verdict.to_dict(), "seconds": round(self.seconds, 2),
-                "original": self.original.to_dict() if self.original is not None else None}
+                "original": self.original.to_dict() if self.original is not None else None, "moved": self.moved}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Row":
         original = d.get("original")
         return cls(d["label"], d["versions"], Verdict.from_dict(d["verdict"]), d.get("seconds", 0.0),
                    d.get("changed", {}), d.get("note", ""), d.get("also", {}),
-                   Verdict.from_dict(original) if isinstance(original, dict) else None)
+                   Verdict.from_dict(original) if isinstance(original, dict) else None, d.get("moved") or {})
 
 
 def judged(repro: Verdict, original: Verdict | None) -> Verdict:
@@ -296,6 +305,18 @@ class VersionRunner:
         self.notify(f"{label}: running the repro")
         verdict = self.runner.verdict(env=env.env())
         note = env.note
+        moved: dict[str, str] = {}
+        if swap and verdict.kind is Kind.DIFFERENT:
+            # a companion the swapped release needs newer than the user's, undeclared or an extra:
+            # the row runs again with it at the swapped release's time (bot/rerun/companions.py)
+            moved = companions.of_the_time(companions.to_move(verdict, self.lock.pins, swap), swap,
+                                           self.lock.pins, self.base.python, self.index)
+            again = self._with(label, swap, moved) if moved else None
+            if again is not None:
+                note = "; ".join(n for n in (companions.note(moved, self.lock.pins, verdict), again[2].note) if n)
+                merged, pins, env, verdict = again
+            else:
+                moved = {}
         if self.later is not None and on_locked_versions(self.lock.pins, merged_swap(swap)):
             # The release set the failure was recorded on: a pass here is evidence about its rate
             # first; a failure taken to be deterministic is run again until its rate is known.
@@ -315,7 +336,22 @@ class VersionRunner:
         why = {Kind.DIFFERENT: "the repro fails otherwise", Kind.PASS: "the repro passes"}.get(verdict.kind)
         by_user = self._original(label, env, why) if original and why else None
         return Row(label, self._shown({**merged, **env.pins}, swap), verdict, time.monotonic() - started,
-                   dict(swap), note=note, also=env.added(pins), original=by_user)
+                   dict(swap), note=note, also={**moved, **env.added(pins)}, original=by_user, moved=moved)
+
+    def _with(self, label: str, swap: dict[str, str], moved: dict[str, str]
+              ) -> tuple[dict[str, str], dict[str, str], Environment, Verdict] | None:
+        """The row's environment with `moved` beside the swap, and the repro's verdict there (None:
+        it does not install, or the repro could not run there: the first reading stands)."""
+        self.notify(f"{label}: the repro fails otherwise; running it again with "
+                    + ", ".join(f"{n} {v}" for n, v in sorted(moved.items())) + " (of the same time)")
+        try:
+            merged, pins, env = self._environment({**swap, **moved})
+        except NotInstallable:
+            return None
+        verdict = self.runner.verdict(env=env.env())
+        if verdict.kind in (Kind.ERROR, Kind.NOT_INSTALLABLE):
+            return None
+        return merged, pins, env, verdict
 
     def _original(self, label: str, env: Environment, why: str = "the repro fails otherwise") -> Verdict | None:
         """The user's script in `env`, through the folder's run recipe (None: the folder has none)."""

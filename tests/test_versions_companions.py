@@ -1,0 +1,111 @@
+"""A `versions` row that fails otherwise because a companion the swapped release needs is still the
+user's release (issue #42, transformers-28293: transformers needs a newer accelerate it lists only
+as an extra) runs again with that companion at the swapped release's time (bot/rerun/companions.py).
+Real pip, fake wheels with dated releases in a local --find-links folder, real runs."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import venv
+
+import pytest
+
+from bot.cli import main
+from bot.rerun import companions
+from bot.rerun.release_times import SIDECAR
+from bot.rerun.verdict import Kind, Verdict
+from bot.store import ReproDir, rerun_notes
+from tests.test_rerun import build_wheel, make_repro
+
+# rbapp (the swapped package) 1.0 has the bug; 2.0 fixes it but calls rbcomp.go, which rbcomp has
+# from 2.0, and checks for it without declaring the requirement; 3.0 calls go2, which rbcomp 3.0
+# renamed it to. rbcomp's newest (3.0) is not the one rbapp 2.0 ran with: its time's is 2.0.
+APP = {
+    "1.0": 'def run(x):\n    raise ValueError("rbapp cannot run it")\n',
+    "2.0": ("import rbcomp\n\ndef run(x):\n    if not hasattr(rbcomp, 'go'):\n"
+            "        raise ImportError('rbapp needs rbcomp>=2.0: pip install -U rbcomp')\n    return rbcomp.go(x)\n"),
+    "3.0": ("import rbcomp\n\ndef run(x):\n    if not hasattr(rbcomp, 'go2'):\n"
+            "        raise ImportError('rbapp needs rbcomp>=3.0: pip install -U rbcomp')\n    return rbcomp.go2(x)\n"),
+}
+COMP = {"1.0": "def start(x):\n    return x\n", "2.0": "def go(x):\n    return x\n", "3.0": "def go2(x):\n    return x\n"}
+TIMES = {"rbcomp": {"1.0": "2020-01-01T00:00:00Z", "2.0": "2021-01-01T00:00:00Z", "3.0": "2024-01-01T00:00:00Z"},
+         "rbapp": {"1.0": "2020-02-01T00:00:00Z", "2.0": "2021-02-01T00:00:00Z", "3.0": "2024-02-01T00:00:00Z"}}
+REPRO = "import rbapp\n\nrbapp.run(3)\n"
+LOCK = "rbapp==1.0\nrbcomp==1.0\n"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("companions")
+    wheels = root / "wheels"
+    wheels.mkdir()
+    for version in ("1.0", "2.0", "3.0"):
+        build_wheel(wheels, "rbapp", version, APP[version])
+        build_wheel(wheels, "rbcomp", version, COMP[version])
+    undated = root / "undated"
+    shutil.copytree(wheels, undated)
+    (wheels / SIDECAR).write_text(json.dumps({"releases": TIMES}))
+    venv.EnvBuilder(with_pip=False).create(root / "base")
+    python = root / "base" / "bin" / "python"
+    site = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                   text=True).strip()
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
+                    "--target", site, "--no-deps", "rbapp==1.0", "rbcomp==1.0"], check=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("REPROBOT_ENV_CACHE", str(root / "envs"))
+        yield root, wheels, undated, python
+
+
+def _versions(folder, python, wheels, *args: str) -> dict:
+    assert main(["versions", str(folder), "--python", str(python), *args, "--no-index", "--find-links", str(wheels),
+                 "--json"]) == 0
+    return json.loads((folder / "versions.json").read_text())
+
+
+def test_a_row_failing_on_the_users_companion_runs_again_with_the_companion_of_its_time(world):
+    root, wheels, undated, python = world
+    folder = make_repro(root, python, REPRO, LOCK, "latest")
+    rows = {r["label"]: r for r in _versions(folder, python, wheels, "--packages", "rbapp")["rows"]}
+    latest = rows["rbapp latest"]
+    assert latest["verdict"]["kind"] == "PASS", latest
+    assert latest["also"] == {"rbcomp": "3.0"}
+    assert "moved beside it: rbcomp 3.0 (contemporary; the lock's 1.0)" in latest["note"]
+    assert "rbcomp>=" in latest["note"]                 # the failure that asked for it
+    assert rows["locked"]["also"] == {} and rows["locked"]["verdict"]["kind"] == "same failure"
+    # the draft names the companion beside the release it passed on
+    assert rerun_notes(ReproDir(folder)).passes_on == ["rbapp 3.0 with rbcomp 3.0 (latest)"]
+
+    # the bisect names the fix, with the companion of 2.0's time (2.0, not the newest 3.0)
+    b = _versions(folder, python, wheels, "--bisect", "rbapp", "--range", "1.0..3.0")["bisect"]
+    assert b["first_passing"] == "2.0", b["sentence"]
+    assert {t["version"]: t.get("also") for t in b["tried"]}["2.0"] == {"rbcomp": "2.0"}
+
+
+def test_without_dated_releases_nothing_moves_and_the_row_fails_otherwise(world):
+    root, wheels, undated, python = world
+    folder = make_repro(root, python, REPRO, LOCK, "undated")
+    rows = {r["label"]: r for r in _versions(folder, python, undated, "--packages", "rbapp")["rows"]}
+    latest = rows["rbapp latest"]
+    assert latest["verdict"]["kind"] == "different failure"
+    assert "rbcomp" not in latest["also"] and "moved beside it" not in latest["note"]
+
+
+@pytest.mark.parametrize("detail,frames,blamed", [
+    ("ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=<N>.<N>`: Please run "
+     "`pip install transformers[torch]`", (), {"accelerate", "transformers"}),
+    ("TypeError: Accelerator.__init__() got an unexpected keyword argument 'use_seedable_sampler'",
+     ("transformers/trainer.py:create_accelerator_and_postprocess",), {"accelerate", "transformers"}),
+    ("ImportError: cannot import name 'EncoderDecoderCache' from 'transformers.cache_utils'", ("peft/x.py:f",),
+     {"peft", "transformers"}),
+    ("RuntimeError: shapes do not match", ("torch/nn/functional.py:linear",), {"torch"}),
+])
+def test_what_an_other_failure_blames(detail, frames, blamed):
+    verdict = Verdict(Kind.DIFFERENT, detail, "x", 1.0, detail.split(":")[0], frames)
+    assert companions.blamed(verdict) == blamed
+    held = {"accelerate": "0.25.0", "transformers": "4.36.2", "peft": "0.7.0", "torch": "2.1.0"}
+    moved = companions.to_move(verdict, held, {"transformers": "4.45.0"})
+    # never the swapped package, never the foundation
+    assert "transformers" not in moved and "torch" not in moved
+    assert set(moved) == blamed - {"transformers", "torch"}
