@@ -296,7 +296,14 @@ def rerun_notes(repro: ReproDir) -> RerunNotes:
         passing = [t for t in bisect.get("tried") or []
                    if bisect.get("package") and (t.get("verdict") or {}).get("kind") == VERDICT_PASS]
         notes.passed += [(bisect["package"], str(t["version"])) for t in passing]
-        notes.passing += [PassingRun({bisect["package"]: str(t["version"])}, _strs(t.get("also"))) for t in passing]
+        # a control cleared the failure's own packages a pass moved (bot/rerun/versions.py): they
+        # are not what passed, so they do not count as changed beside the release
+        cleared = {str(v) for v in bisect.get("controls") or {}}
+        own = {str(n) for n in bisect.get("own") or {}}
+        notes.passing += [PassingRun({bisect["package"]: str(t["version"])},
+                                     {n: v for n, v in _strs(t.get("also")).items()
+                                      if str(t["version"]) not in cleared or n not in own})
+                          for t in passing]
     path = repro.path / "contrast.json"
     if path.is_file():
         data = repro.read_json(path)

@@ -109,3 +109,53 @@ def test_what_an_other_failure_blames(detail, frames, blamed):
     # never the swapped package, never the foundation
     assert "transformers" not in moved and "torch" not in moved
     assert set(moved) == blamed - {"transformers", "torch"}
+
+
+# The failure is raised through rbown (the failure's own package): rbuse 1.0 hands rbown.check a
+# bad value, 2.0 hands it a good one and needs rbdep>=2 (undeclared), and rbdep 2.0 requires
+# rbown>=2.0. So 2.0's pass comes with rbown moved; a control (rbown 2.0 beside rbuse 1.0) fails
+# the same way, so the pass is rbuse's. With rbfix, rbown 2.0 is itself the fix: the control passes
+# and the pass is not counted as rbuse's.
+def _own_world(root, own: str, own_fixed: bool):
+    wheels = root / f"wheels-{own}"
+    wheels.mkdir()
+    use, dep = f"{own}use", f"{own}dep"
+    bad = f'def check(x):\n    if x < 0:\n        raise ValueError("{own} refuses a negative value")\n    return x\n'
+    build_wheel(wheels, own, "1.0", bad)
+    build_wheel(wheels, own, "2.0", "def check(x):\n    return x\n" if own_fixed else bad)
+    build_wheel(wheels, dep, "1.0", "def start():\n    return 0\n", (f"{own}>=1.0",))
+    build_wheel(wheels, dep, "2.0", "def go():\n    return 0\n", (f"{own}>=2.0",))
+    build_wheel(wheels, use, "1.0", f"import {own}\n\ndef run():\n    return {own}.check(-1)\n")
+    build_wheel(wheels, use, "2.0", f"import {own}, {dep}\n\ndef run():\n    if not hasattr({dep}, 'go'):\n"
+                                    f"        raise ImportError('needs {dep}>=2.0')\n    return {own}.check({dep}.go())\n")
+    (wheels / SIDECAR).write_text(json.dumps({"releases": {
+        own: {"1.0": "2020-01-01T00:00:00Z", "2.0": "2021-01-01T00:00:00Z"},
+        dep: {"1.0": "2020-01-02T00:00:00Z", "2.0": "2021-01-02T00:00:00Z"},
+        use: {"1.0": "2020-02-01T00:00:00Z", "2.0": "2021-02-01T00:00:00Z"}}}))
+    venv.EnvBuilder(with_pip=False).create(root / f"base-{own}")
+    python = root / f"base-{own}" / "bin" / "python"
+    site = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                   text=True).strip()
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
+                    "--target", site, "--no-deps", f"{use}==1.0", f"{dep}==1.0", f"{own}==1.0"], check=True)
+    folder = make_repro(root, python, f"import {use}\n\n{use}.run()\n", f"{use}==1.0\n{dep}==1.0\n{own}==1.0\n", own)
+    return folder, python, wheels, use
+
+
+@pytest.mark.parametrize("own,own_fixed", [("rbown", False), ("rbfix", True)])
+def test_a_pass_with_the_failures_own_package_moved_counts_when_a_control_still_fails(world, own, own_fixed):
+    root = world[0]
+    folder, python, wheels, use = _own_world(root, own, own_fixed)
+    b = _versions(folder, python, wheels, "--bisect", use, "--range", "1.0..2.0")["bisect"]
+    assert b["own"] == {own: "1.0", use: "1.0"}
+    assert {t["version"]: t.get("also") for t in b["tried"]}["2.0"] == {f"{own}dep": "2.0", own: "2.0"}
+    if own_fixed:
+        # rbfix 2.0 beside rbfixuse 1.0 passes: the pass may be rbfix's, so it is not named
+        assert b["controls"] == {} and b["first_passing"] is None
+        assert "not counted as the fix" in b["sentence"]
+    else:
+        assert b["controls"] == {"2.0": "1.0"} and b["first_passing"] == "2.0"
+        assert f"{own} 2.0 beside {use} 1.0 still fails the same way" in b["sentence"]
+        # the classifier's reading: nothing the failure touches changed beside the passing release
+        passing = rerun_notes(ReproDir(folder)).passing
+        assert [(p.changed, p.also) for p in passing] == [({use: "2.0"}, {f"{own}dep": "2.0"})]

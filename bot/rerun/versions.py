@@ -42,7 +42,11 @@ Five readings on top of the repro's own verdicts (issue #42, the real-bug benchm
   the other release's (trl 0.12.2 pinned ``transformers<4.47`` instead of fixing the call; its row
   ran transformers 4.46.3). The bisect tells such a pass from a clean one, as it tells two
   failures apart, so a later clean pass is found and named as the fix; the sentence names what
-  was installed beside every passing boundary either way.
+  was installed beside every passing boundary either way. One control run can clear such a pass:
+  the same moved releases beside the last release that failed the same way; failing the same way
+  there, they are not what passed, and the pass is the swapped release's (``controls``; the
+  companion moved for transformers-28293, accelerate 0.34.2, required safetensors 0.4.3, the
+  package its failure is raised through).
 """
 from __future__ import annotations
 
@@ -167,13 +171,23 @@ class Bisection:
     # still fails the same way, and the releases the user's script ran on to find it (in order)
     script_fix: str | None = None
     script_tried: list[tuple[str, Verdict]] = field(default_factory=list)
+    # a pass that came with the failure's own packages moved, cleared by a control: the same moved
+    # releases beside the last release that failed the same way still fail the same way there, so
+    # the pass is the swapped release's (release -> that failing release)
+    controls: dict[str, str] = field(default_factory=dict)
 
     def judged(self, version: str | None) -> Verdict | None:
         verdict = dict(self.tried).get(version or "")
         return None if verdict is None else judged(verdict, self.originals.get(version or ""))
 
     def moved(self, version: str) -> dict[str, str]:
-        """Of what the release's row installed beside it, the failure's own packages."""
+        """Of what the release's row installed beside it, the failure's own packages (none where a
+        control cleared them)."""
+        if version in self.controls:
+            return {}
+        return self.moved_own(version)
+
+    def moved_own(self, version: str) -> dict[str, str]:
         return {n: v for n, v in (self.also.get(version) or {}).items() if canonicalize_name(n) in self.own}
 
     def _passes(self, version: str | None) -> bool:
@@ -185,6 +199,9 @@ class Bisection:
         also = self.also.get(version) or {}
         if also and self._passes(version):
             out.append("with " + ", ".join(f"{n} {v}" for n, v in sorted(also.items())) + " installed beside it")
+        if version in self.controls:
+            moved = ", ".join(f"{n} {v}" for n, v in sorted(self.moved_own(version).items()))
+            out.append(f"{moved} beside {self.package} {self.controls[version]} still fails the same way")
         return out
 
     def _span(self, first: str | None, last: str | None, head: str | None = None) -> str | None:
@@ -260,7 +277,8 @@ class Bisection:
                            **({"original": self.originals[v].to_dict()} if v in self.originals else {})}
                           for v, r in self.tried],
                 "script_fix": self.script_fix,
-                "script_tried": [{"version": v, "original": r.to_dict()} for v, r in self.script_tried]}
+                "script_tried": [{"version": v, "original": r.to_dict()} for v, r in self.script_tried],
+                "controls": self.controls}
 
 
 Notify = Callable[[str], None]
@@ -521,9 +539,31 @@ class VersionRunner:
             judged(cache[hi1], originals.get(versions[hi1])).kind is Kind.PASS
         if (first_by_user or not passed) and cache[lo1].kind is Kind.SAME:
             script_fix, script_runs = self.script_fix(package, versions, lo1, dict(originals))
+        controls = self._controls(package, versions, cache, also, {hi1, hi2}, own)
         return result(first_changed=versions[hi1], last_same=versions[lo1], note=note, unresolved=unresolved,
                       then_changed=versions[hi2] if two else None, then_last=versions[lo2] if two else None,
-                      same_bug=same_bug, originals=originals, script_fix=script_fix, script_tried=script_runs)
+                      same_bug=same_bug, originals=originals, script_fix=script_fix, script_tried=script_runs,
+                      controls=controls)
+
+    def _controls(self, package: str, versions: list[str], cache: dict[int, Verdict],
+                  also: dict[str, dict[str, str]], boundaries: set[int], own: dict[str, str]) -> dict[str, str]:
+        """For a boundary that passed with the failure's own packages moved beside it (a companion's
+        requirement, or the swapped release's), one control run: the same moved releases beside the
+        last release below it that failed the same way. Failing the same way there, the moved
+        packages did not fix it and the pass is the swapped release's (release -> the control's
+        release). One run a boundary, at most two."""
+        out: dict[str, str] = {}
+        for i in sorted(boundaries):
+            moved = {n: v for n, v in also.get(versions[i], {}).items() if canonicalize_name(n) in own}
+            below = [j for j in cache if j < i and cache[j].kind is Kind.SAME]
+            if cache[i].kind is not Kind.PASS or not moved or not below:
+                continue
+            last = versions[max(below)]
+            row = self.row(f"{package} {last} with " + ", ".join(f"{n} {v}" for n, v in sorted(moved.items())),
+                           {package: last, **moved})
+            if row.verdict.kind is Kind.SAME:
+                out[versions[i]] = last
+        return out
 
     def own_packages(self) -> dict[str, str]:
         """The distributions the failure was raised through (its signature's library frames), each
