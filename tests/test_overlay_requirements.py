@@ -9,10 +9,7 @@ import datetime as dt
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 import threading
-import venv
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -21,7 +18,7 @@ from packaging.specifiers import SpecifierSet
 
 from bot.cli import main
 from bot.rerun.requirement_choice import CONTEMPORARY, NEAREST, NEWEST, SERIES, choose
-from tests.test_rerun import build_wheel, make_repro
+from tests.test_rerun import base_venv, build_wheel, make_repro
 
 # rbfake_pkga 2.0 fixes compute() and needs rbfake_dep>=1.1, which needs rbfake_sub>=2. The base has
 # pkga 1.0, dep 1.0 and sub 1.0. dep 3.0 and sub 9.0, uploaded after pkga 2.0, break on import:
@@ -86,13 +83,7 @@ def world(tmp_path_factory):
     times = {}
     for name, version, body, requires, month in UPLOADS:
         times[build_wheel(wheels, name, version, body, requires).name] = _uploaded(month)
-    venv.EnvBuilder(with_pip=False).create(root / "base")
-    python = root / "base" / "bin" / "python"
-    site = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                   text=True).strip()
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
-                    "--target", site, "--no-deps", "rbfake_pkga==1.0", "rbfake_dep==1.0", "rbfake_sub==1.0"],
-                   check=True)
+    python = base_venv(root / "base", wheels, "rbfake_pkga==1.0", "rbfake_dep==1.0", "rbfake_sub==1.0")
     folder = make_repro(root, python, "import rbfake_pkga\nrbfake_pkga.compute(3)\n",
                         "rbfake_pkga==1.0\nrbfake_dep==1.0\nrbfake_sub==1.0\n", "overlay")
     handler = type("Index", (_Index,), {"wheels": wheels, "times": times})

@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
-import venv
 from pathlib import Path
 
 import pytest
 
 from bot.cli import main
-from tests.test_rerun import build_wheel
+from tests.test_rerun import base_venv, build_wheel
 
 STEP = '''\
 import os
@@ -56,12 +53,7 @@ def world(tmp_path_factory):
     wheels.mkdir()
     build_wheel(wheels, "fakelib", "1.0", STEP)
     base = root / "base"
-    venv.EnvBuilder(with_pip=False).create(base)
-    python = base / "bin" / "python"
-    site = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                   text=True).strip()
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
-                    "--target", site, "--no-deps", "fakelib==1.0"], check=True)
+    python = base_venv(base, wheels, "fakelib==1.0")
     (root / "third.py").write_text(SCRIPT)
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)

@@ -52,6 +52,18 @@ def build_wheel(folder: Path, name: str, version: str, body: str, requires: tupl
     return path
 
 
+def base_venv(path: Path, wheels: Path, *pins: str) -> Path:
+    """A user's environment: a venv without pip at `path`, `pins` installed from `wheels` without
+    their requirements; returns its interpreter."""
+    venv.EnvBuilder(with_pip=False).create(path)
+    python = path / "bin" / "python"
+    site = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                   text=True).strip()
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
+                    "--target", site, "--no-deps", *pins], check=True)
+    return python
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("rerun")
@@ -62,12 +74,7 @@ def world(tmp_path_factory):
     # A release whose declared requirement exists nowhere: never installable.
     build_wheel(wheels, "fakelib", "1.7", _BODIES["fixed"], requires=("no-such-dependency>=2",))
     base = root / "base"
-    venv.EnvBuilder(with_pip=False).create(base)
-    python = base / "bin" / "python"
-    site = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                   text=True).strip()
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
-                    "--target", site, "--no-deps", "fakelib==1.0"], check=True)
+    python = base_venv(base, wheels, "fakelib==1.0")
     return root, wheels, python
 
 
@@ -167,12 +174,7 @@ def test_versions_swaps_every_target_package_in_the_stack_trl_included(tmp_path,
     for version, kind in (("0.1", "old"), ("0.2", "fixed")):
         build_wheel(wheels, "trl", version, _BODIES[kind])
         build_wheel(wheels, "peft", version, _BODIES["old"])
-    venv.EnvBuilder(with_pip=False).create(tmp_path / "base")
-    python = tmp_path / "base" / "bin" / "python"
-    site = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                   text=True).strip()
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
-                    "--target", site, "--no-deps", "trl==0.1", "peft==0.1"], check=True)
+    python = base_venv(tmp_path / "base", wheels, "trl==0.1", "peft==0.1")
     folder = make_repro(tmp_path, python, "import peft, trl\ntrl.compute(3)\n", "peft==0.1\ntrl==0.1\n", "stack")
     assert main(["versions", str(folder), "--python", str(python), "--no-index", "--find-links", str(wheels),
                  "--json"]) == 0

@@ -5,16 +5,13 @@ real runs of the scripts through the folder's run recipe."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import venv
 
 import pytest
 
 from bot.cli import main
 from bot.rerun.versions import Row
 from bot.store import ReproDir
-from tests.test_rerun import build_wheel, make_repro
+from tests.test_rerun import base_venv, build_wheel, make_repro
 
 # rbcb: train() raises before it calls the callback until 1.2, which calls it. The user's script
 # passes a callback that returns a number; reduce emptied it to `pass` (the failure never reached
@@ -73,14 +70,8 @@ def world(tmp_path_factory):
     for version, body, requires in (("1.0", PLUG_OLD, ("rbhost",)), ("1.1", PLUG_OLD, ("rbhost<2",)),
                                     ("1.2", PLUG_FIXED, ("rbhost>=1.9",)), ("1.3", PLUG_FIXED, ("rbhost>=1.9",))):
         build_wheel(wheels, "rbplug", version, body, requires)
-    venv.EnvBuilder(with_pip=False).create(root / "base")
-    python = root / "base" / "bin" / "python"
-    site = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                   text=True).strip()
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
-                    "--target", site, "--no-deps", "rbcb==1.0", "rbhost==2.0", "rbplug==1.0", "rbout==1.0",
-                    "rbvalid==1.0", "rbonly==1.0", "rbdrift==1.0"],
-                   check=True)
+    python = base_venv(root / "base", wheels, "rbcb==1.0", "rbhost==2.0", "rbplug==1.0", "rbout==1.0",
+                       "rbvalid==1.0", "rbonly==1.0", "rbdrift==1.0")
     # one overlay cache for the module: the latest row reuses the environment the bisect built
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("REPROBOT_ENV_CACHE", str(root / "envs"))

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
-import venv
 
 import pytest
 
@@ -17,7 +14,7 @@ from bot.rerun import companions
 from bot.rerun.release_times import SIDECAR
 from bot.rerun.verdict import Kind, Verdict
 from bot.store import ReproDir, rerun_notes
-from tests.test_rerun import build_wheel, make_repro
+from tests.test_rerun import base_venv, build_wheel, make_repro
 
 # rbapp (the swapped package) 1.0 has the bug; 2.0 fixes it but calls rbcomp.go, which rbcomp has
 # from 2.0, and checks for it without declaring the requirement; 3.0 calls go2, which rbcomp 3.0
@@ -47,12 +44,7 @@ def world(tmp_path_factory):
     undated = root / "undated"
     shutil.copytree(wheels, undated)
     (wheels / SIDECAR).write_text(json.dumps({"releases": TIMES}))
-    venv.EnvBuilder(with_pip=False).create(root / "base")
-    python = root / "base" / "bin" / "python"
-    site = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                   text=True).strip()
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
-                    "--target", site, "--no-deps", "rbapp==1.0", "rbcomp==1.0"], check=True)
+    python = base_venv(root / "base", wheels, "rbapp==1.0", "rbcomp==1.0")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("REPROBOT_ENV_CACHE", str(root / "envs"))
         yield root, wheels, undated, python
@@ -132,12 +124,7 @@ def _own_world(root, own: str, own_fixed: bool):
         own: {"1.0": "2020-01-01T00:00:00Z", "2.0": "2021-01-01T00:00:00Z"},
         dep: {"1.0": "2020-01-02T00:00:00Z", "2.0": "2021-01-02T00:00:00Z"},
         use: {"1.0": "2020-02-01T00:00:00Z", "2.0": "2021-02-01T00:00:00Z"}}}))
-    venv.EnvBuilder(with_pip=False).create(root / f"base-{own}")
-    python = root / f"base-{own}" / "bin" / "python"
-    site = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                   text=True).strip()
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
-                    "--target", site, "--no-deps", f"{use}==1.0", f"{dep}==1.0", f"{own}==1.0"], check=True)
+    python = base_venv(root / f"base-{own}", wheels, f"{use}==1.0", f"{dep}==1.0", f"{own}==1.0")
     folder = make_repro(root, python, f"import {use}\n\n{use}.run()\n", f"{use}==1.0\n{dep}==1.0\n{own}==1.0\n", own)
     return folder, python, wheels, use
 

@@ -4,16 +4,13 @@ re-run as fakelib's releases appear in a local wheel folder (fixed in 1.4, broke
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import venv
 from pathlib import Path
 
 import pytest
 
 from bot.cli import main
 from tests.fakegithub import FakeGitHub
-from tests.test_rerun import REPRO, RELEASES, _BODIES, build_wheel, make_repro
+from tests.test_rerun import REPRO, RELEASES, _BODIES, base_venv, build_wheel, make_repro
 
 REPO = "huggingface/peft"
 FILER = "reprobot-bot"
@@ -26,13 +23,8 @@ def world(tmp_path, monkeypatch):
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     base = tmp_path / "base"
-    venv.EnvBuilder(with_pip=False).create(base)
-    python = base / "bin" / "python"
     build_wheel(wheels, "fakelib", "1.0", _BODIES["old"])
-    site = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                   text=True).strip()
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
-                    "--target", site, "--no-deps", "fakelib==1.0"], check=True)
+    python = base_venv(base, wheels, "fakelib==1.0")
     folder = make_repro(tmp_path, python, REPRO, "fakelib==1.0\n", "watched")
     return tmp_path, wheels, python, folder
 
