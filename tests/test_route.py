@@ -248,6 +248,22 @@ def test_a_check_outside_the_stack_refusing_what_a_package_of_ours_handed_it_goe
     assert route(failure_from_text(_with_lines(direct, _SAVE_REFUSED, call="save_file(state, 'x')"))).target is None
 
 
+def test_torchs_own_object_missing_its_private_state_is_torchs_even_when_the_user_made_the_call() -> None:
+    # ReduceLROnPlateau.get_last_lr() before the first step() read self._last_lr, which torch sets up
+    # itself: whoever called it, torch failed; a public attribute the user's object lacks, or a
+    # private one read off the caller's value (not self), stays with the user's call
+    error = "AttributeError: 'ReduceLROnPlateau' object has no attribute '_last_lr'. Did you mean: 'get_last_lr'?"
+    call = "scheduler.get_last_lr()"
+    own = [("torch/optim/lr_scheduler.py:get_last_lr", "return self._last_lr")]
+    r = route(failure_from_text(_with_lines(own, error, call=call)))
+    assert r.target == "pytorch/pytorch", r.verdict
+    assert "lacks the private state its method reads (self._last_lr" in r.verdict
+    public = "AttributeError: 'Linear' object has no attribute 'weights'"
+    for frames, err in ((own, public), ([("torch/nn/modules/module.py:forward", "return x._last_lr")], error)):
+        r = route(failure_from_text(_with_lines(frames, err, call=call)))
+        assert r.target is None and "user's code made the failing torch call" in r.verdict, r.verdict
+
+
 def test_a_lookup_a_package_outside_the_stack_refused_goes_to_the_package_of_ours_that_asked() -> None:
     # trl's formatting function asked a datasets row for a column it does not have: the lookup is
     # trl's; the same KeyError asked for by the user's own code is not ours

@@ -408,6 +408,22 @@ def _refused_what_it_was_handed(ev: _Evidence, innermost, where: str) -> None:
                                              "value is the caller's")
 
 
+_PRIVATE_MISSING = re.compile(r"object has no attribute '(?P<attr>_\w+)'")
+
+
+def _own_state_missing(ev: _Evidence) -> str | None:
+    """The private attribute (``_last_lr``) a library method read from its own object (``return
+    self._last_lr``) and did not find: state the library sets up itself, never the caller's input,
+    so whoever made the call, the object's own package failed (torch's ``ReduceLROnPlateau`` before
+    its first ``step()``). None for anything else."""
+    m = _PRIVATE_MISSING.search(ev.record.message or "")
+    line = ev.innermost.frame.line if ev.innermost is not None else ""
+    if not (ev.record.exc_type.rsplit(".", 1)[-1] == "AttributeError" and m
+            and re.search(rf"\bself\.{re.escape(m.group('attr'))}\b", line or "")):
+        return None
+    return m.group("attr")
+
+
 def _raised_in_torch(ev: _Evidence, where: str) -> None:
     own = _TORCH_OWN.match(ev.innermost.rel or "") or _TORCH_OWN_EXC.search(ev.record.exc_type)
     # Who handed torch the failing input: the innermost non-torch, non-plumbing frame.
@@ -415,6 +431,9 @@ def _raised_in_torch(ev: _Evidence, where: str) -> None:
     if own:
         ev.torch_own = True
         ev.cand("torch").add(W_RAISED + 1, f"raised inside torch's own machinery ({where})")
+    elif (state := _own_state_missing(ev)) is not None:
+        ev.cand("torch").add(W_RAISED + 1, f"torch's own object lacks the private state its method reads "
+                                           f"(self.{state} in {where}): the object's state is torch's to keep")
     elif caller is not None and caller.package in registry.stack_packages():
         ev.cand("torch").add(W_TORCH_PASSTHROUGH, f"raised inside torch ({where})")
         ev.cand(caller.package).add(W_CALLED_TORCH, f"{caller.package} made the failing torch call "
