@@ -674,3 +674,19 @@ def test_a_later_pass_the_users_script_did_not_confirm_weighs_against_the_error_
     assert kind() == USAGE                      # the run outweighs a pass the user's script did not confirm
     latest("PASS")
     assert kind() == BUG                        # a confirmed pass still does
+
+
+LEAF = "RuntimeError: a leaf Variable that requires grad is being used in an in-place operation."
+
+
+def test_a_runtime_error_naming_the_option_contrast_dropped_is_usage() -> None:
+    # torch's autograd check names the in-place operation the call asked for with inplace=True, and
+    # contrast ran the call without it: it passed. Without that run, or where the dropped keyword is
+    # not what the message names, nothing says the caller's option was the cause: bug.
+    text = _traceback("out = F.relu(x, inplace=True)", [("torch/nn/functional.py", "relu", "result = torch.relu_(input)")],
+                      LEAF)
+    k = _kind(text, ["without `inplace=True` (the default)"])
+    assert k.kind == USAGE and k.fix == "without `inplace=True` (the default)", k
+    assert "naming `inplace`" in k.reason
+    assert _kind(text).kind == BUG
+    assert _kind(text, ["without `beta=2.0` (the default)"]).kind == BUG

@@ -395,6 +395,16 @@ def _on_behalf(ev: Evidence) -> str | None:
     return None
 
 
+def _names(message: str, keyword: str) -> bool:
+    """The message names the keyword, as prose spells it too (``inplace`` in "an in-place operation",
+    ``use_cache`` in "use cache")."""
+    if keyword in _identifiers(message) or keyword in message:
+        return True
+    words = [w.replace("-", "").replace("_", "").lower() for w in re.findall(r"[A-Za-z][\w\-]*", message)]
+    spelled = set(words) | {a + b for a, b in zip(words, words[1:])}
+    return keyword.replace("_", "").lower() in spelled
+
+
 def _contrast_fix(ev: Evidence) -> tuple[str, str] | None:
     """(keyword, description) of a contrast change that drops a keyword the user passed and passes."""
     for desc in ev.passes_with:
@@ -639,6 +649,11 @@ def _usage(ev: Evidence) -> Kind | None:
         return None
     remedy = _first_sentence(message, _REMEDY)
     if ev.exc in _DELIBERATE_WITH_REMEDY:
+        if not remedy and fixed and _names(message, fixed[0]):
+            # no remedy in words, but the message names the option the caller set, and contrast ran
+            # the call without it: it passed (torch's "in-place operation" and `inplace=True`)
+            return Kind(USAGE, f"{ev.exc} raised on purpose{' in ' + where if where else ''}, naming `{fixed[0]}`, "
+                               "which the call set: without it the call passes", fixed[1], 0.8)
         if not remedy and ev.exc in {"OSError", "EnvironmentError"}:
             missing = _first_sentence(message, _MISSING_FILES)
             if missing:
@@ -659,7 +674,7 @@ def _usage(ev: Evidence) -> Kind | None:
         reason, fix, confidence = f"{ev.exc} raised on purpose{at}, and the message says what to change", remedy, 0.7
     elif constraint:
         reason, fix, confidence = f"a deliberate check{at} rejected the input: {constraint}", None, 0.65
-    elif fixed and (fixed[0] in _identifiers(message) or fixed[0] in message):
+    elif fixed and _names(message, fixed[0]):
         reason, fix, confidence = f"{ev.exc} raised on purpose{at}, naming `{fixed[0]}`", None, 0.7
     else:
         return None
