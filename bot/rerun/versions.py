@@ -539,14 +539,14 @@ class VersionRunner:
             judged(cache[hi1], originals.get(versions[hi1])).kind is Kind.PASS
         if (first_by_user or not passed) and cache[lo1].kind is Kind.SAME:
             script_fix, script_runs = self.script_fix(package, versions, lo1, dict(originals))
-        controls = self._controls(package, versions, cache, also, {hi1, hi2}, own)
-        return result(first_changed=versions[hi1], last_same=versions[lo1], note=note, unresolved=unresolved,
-                      then_changed=versions[hi2] if two else None, then_last=versions[lo2] if two else None,
-                      same_bug=same_bug, originals=originals, script_fix=script_fix, script_tried=script_runs,
-                      controls=controls)
+        found = result(first_changed=versions[hi1], last_same=versions[lo1], note=note, unresolved=unresolved,
+                       then_changed=versions[hi2] if two else None, then_last=versions[lo2] if two else None,
+                       same_bug=same_bug, originals=originals, script_fix=script_fix, script_tried=script_runs)
+        found.controls = self._controls(found, versions, cache, {hi1, hi2})
+        return found
 
-    def _controls(self, package: str, versions: list[str], cache: dict[int, Verdict],
-                  also: dict[str, dict[str, str]], boundaries: set[int], own: dict[str, str]) -> dict[str, str]:
+    def _controls(self, found: Bisection, versions: list[str], cache: dict[int, Verdict],
+                  boundaries: set[int]) -> dict[str, str]:
         """For a boundary that passed with the failure's own packages moved beside it (a companion's
         requirement, or the swapped release's), one control run: the same moved releases beside the
         last release below it that failed the same way. Failing the same way there, the moved
@@ -554,13 +554,13 @@ class VersionRunner:
         release). One run a boundary, at most two."""
         out: dict[str, str] = {}
         for i in sorted(boundaries):
-            moved = {n: v for n, v in also.get(versions[i], {}).items() if canonicalize_name(n) in own}
+            moved = found.moved_own(versions[i])
             below = [j for j in cache if j < i and cache[j].kind is Kind.SAME]
             if cache[i].kind is not Kind.PASS or not moved or not below:
                 continue
             last = versions[max(below)]
-            row = self.row(f"{package} {last} with " + ", ".join(f"{n} {v}" for n, v in sorted(moved.items())),
-                           {package: last, **moved})
+            row = self.row(f"{found.package} {last} with " + ", ".join(f"{n} {v}" for n, v in sorted(moved.items())),
+                           {found.package: last, **moved})
             if row.verdict.kind is Kind.SAME:
                 out[versions[i]] = last
         return out
