@@ -146,3 +146,49 @@ def test_a_pass_with_the_failures_own_package_moved_counts_when_a_control_still_
         # the classifier's reading: nothing the failure touches changed beside the passing release
         passing = rerun_notes(ReproDir(folder)).passing
         assert [(p.changed, p.also) for p in passing] == [({use: "2.0"}, {f"{own}dep": "2.0"})]
+
+
+# transformers' lazy import wraps the failure of a module it imports: the wrapper's first line names
+# nothing; the cause chained under it names the package (transformers-28293's rows 4.43-4.44.2)
+WRAPPED = """\
+import importlib
+
+
+class LazyModule:
+    def load(self, name):
+        try:
+            return importlib.import_module(name)
+        except Exception as e:
+            raise RuntimeError(f"Failed to import {name} because of the following error (look up to see "
+                               f"its traceback):\\n{e}") from e
+
+
+LazyModule().load("rbwrap_trainer")
+"""
+
+
+def test_an_exception_chained_under_the_other_failure_names_the_companion(tmp_path):
+    import subprocess
+    import sys
+
+    from reducer.failure.outcome import Outcome
+    from reducer.failure.signature import MatchOptions, Signature
+    from reducer.failure.tracebacks import parse_tracebacks
+    from bot.rerun.verdict import classify
+
+    script = tmp_path / "wrapped.py"
+    script.write_text(WRAPPED)
+    (tmp_path / "rbwrap_trainer.py").write_text("from rbcomp_missing import go\n")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
+    outcome = Outcome(run.returncode, 0.1, run.stdout, run.stderr, tracebacks=parse_tracebacks(run.stderr))
+    verdict = classify(outcome, Signature("ValueError", "rbapp cannot run it"), MatchOptions())
+    assert verdict.kind is Kind.DIFFERENT and verdict.exc_type == "RuntimeError"
+    assert "rbcomp" not in verdict.detail                  # the wrapper's own line names nothing
+    assert verdict.causes and "No module named 'rbcomp_missing'" in verdict.causes[0]
+    assert "rbcomp-missing" in companions.blamed(verdict)
+    assert Verdict.from_dict(verdict.to_dict()) == verdict
+    # without the chain, nothing is blamed: the cause is what names it
+    assert "rbcomp-missing" not in companions.blamed(Verdict(Kind.DIFFERENT, verdict.detail, "x", 1.0, "RuntimeError",
+                                                             verdict.frames))
+    held = {"rbcomp-missing": "1.0", "rbapp": "1.0"}
+    assert companions.to_move(verdict, held, {"rbapp": "2.0"}) == ["rbcomp-missing"]

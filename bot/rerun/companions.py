@@ -13,11 +13,13 @@ have upgraded accelerate with it.
 
 So a row that fails otherwise, where the failure names a package the lock holds (a requirement in
 its message, ``pip install X``, an import from it, a rejected call to one of its registered callees,
-a frame in it), runs once more with those packages at the release contemporary with the swapped one
-(the newest uploaded no later than it: requirement_choice's anchor). The row then says what moved
-and why, and lists it in ``also`` with the rest of what was installed beside the swapped release,
-so a pass that needed the move is read as requirement_choice's additions are (a pass with a package
-the failure was raised through moved is not the swapped release's fix: versions.py, kind.py).
+a frame in it; or an exception chained under it does: transformers' lazy-import wrapper "Failed to
+import transformers.trainer ... (look up to see its traceback)" names nothing, its cause does),
+runs once more with those packages at the release contemporary with the swapped one (the newest
+uploaded no later than it: requirement_choice's anchor). The row then says what moved and why, and
+lists it in ``also`` with the rest of what was installed beside the swapped release, so a pass that
+needed the move is read as requirement_choice's additions are (a pass with a package the failure was
+raised through moved is not the swapped release's fix: versions.py, kind.py).
 
 Only the lock's packages move (the user's environment, brought to the row's time), never the
 foundation (torch: the row runs on the user's build), never the swapped package itself, and only
@@ -47,12 +49,17 @@ _CALLEE = re.compile(r"([A-Za-z_]\w*)(?:\.\w+)*\(\) (?:got an unexpected keyword
 
 
 def blamed(verdict: Verdict) -> set[str]:
-    """Distribution names (canonical) the other failure names or runs through."""
-    message = (verdict.detail or "").split(" @ ", 1)[0]
-    names = {m.group(1).split(".")[0] for pattern in _NAMED for m in pattern.finditer(message)}
+    """Distribution names (canonical) the other failure, or an exception chained under it, names or
+    runs through."""
+    messages, frames = [(verdict.detail or "").split(" @ ", 1)[0]], list(verdict.frames)
+    for cause in verdict.causes:
+        message, _, where = cause.partition(" @ ")
+        messages.append(message)
+        frames += [f for f in where.split(" < ") if f]
+    names = {m.group(1).split(".")[0] for message in messages for pattern in _NAMED for m in pattern.finditer(message)}
     callees = registry.callee_packages()
-    names |= {callees[m.group(1)] for m in _CALLEE.finditer(message) if m.group(1) in callees}
-    names |= {frame.split(":", 1)[0].split("/", 1)[0].removesuffix(".py") for frame in verdict.frames}
+    names |= {callees[m.group(1)] for message in messages for m in _CALLEE.finditer(message) if m.group(1) in callees}
+    names |= {frame.split(":", 1)[0].split("/", 1)[0].removesuffix(".py") for frame in frames}
     targets = registry.package_targets()
     dists = {d for name in names for d in (targets[name].dists if name in targets else (name,))}
     return {canonicalize_name(d) for d in dists}

@@ -7,7 +7,7 @@ from enum import Enum
 from bot.store import VERDICT_PASS, VERDICT_SAME
 from reducer.failure.outcome import Outcome, TracebackRecord
 from reducer.failure.ranks import PRIMARY, role
-from reducer.failure.signature import MatchOptions, Signature, distinct_failures, find_match
+from reducer.failure.signature import MatchOptions, Signature, distinct_failures, find_match, signature_of
 
 
 class Kind(str, Enum):
@@ -29,6 +29,10 @@ class Verdict:
     # tell "the same bug, its message changed" from a new bug (bot/rerun/versions.py same_bug)
     exc_type: str | None = None
     frames: tuple[str, ...] = ()
+    # the exceptions chained under a different failure, outermost cause first, each as its one-line
+    # signature: a wrapper ("Failed to import X because of the following error (look up to see its
+    # traceback)") names nothing, its cause names the package (bot/rerun/companions.py)
+    causes: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -41,12 +45,13 @@ class Verdict:
         d = asdict(self)
         d["kind"] = self.kind.value
         d["frames"] = list(self.frames)
+        d["causes"] = list(self.causes)
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "Verdict":
         return cls(Kind(d["kind"]), d.get("detail", ""), d.get("signature_id"), d.get("wall_time"),
-                   d.get("exc_type"), tuple(d.get("frames") or ()))
+                   d.get("exc_type"), tuple(d.get("frames") or ()), tuple(d.get("causes") or ()))
 
 
 def classify(outcome: Outcome, target: Signature, options: MatchOptions) -> Verdict:
@@ -66,8 +71,9 @@ def classify(outcome: Outcome, target: Signature, options: MatchOptions) -> Verd
         # reports that crash at exit again, and says nothing of its own
         others = []
     if others:
-        sig = others[0][0]
-        return Verdict(Kind.DIFFERENT, sig.one_line(), sig.id, wall, sig.exc_type, sig.frames)
+        sig, record = others[0]
+        causes = tuple(signature_of(cause, options).one_line() for cause in record.chain)
+        return Verdict(Kind.DIFFERENT, sig.one_line(), sig.id, wall, sig.exc_type, sig.frames, causes)
     if late:
         return Verdict(Kind.PASS, f"ran to its end, then crashed at exit ({late[0].one_line()})", None, wall)
     if outcome.returncode != 0:
