@@ -690,3 +690,48 @@ def test_a_runtime_error_naming_the_option_contrast_dropped_is_usage() -> None:
     assert "naming `inplace`" in k.reason
     assert _kind(text).kind == BUG
     assert _kind(text, ["without `beta=2.0` (the default)"]).kind == BUG
+
+
+EVAL_STEP = [("transformers/trainer.py", "evaluate", "eval_dataloader = self.get_eval_dataloader(eval_dataset)"),
+             ("transformers/trainer.py", "get_eval_dataloader",
+              'raise ValueError("Trainer: evaluation requires an eval_dataset.")')]
+
+
+def test_a_library_raise_the_call_avoids_without_a_keyword_it_passed_is_usage() -> None:
+    # the library's own `raise ValueError("...")` and contrast ran the call without a keyword the caller
+    # set: it passed (transformers-33721's shape). The message names neither keyword.
+    text = _traceback('trainer.train()', EVAL_STEP, "ValueError: Trainer: evaluation requires an eval_dataset.")
+    passing = ["without `args=TrainingArguments(output_dir='out', evaluation_strategy=\"epoch\")` (the default)",
+               'without `evaluation_strategy="epoch"` (the default)']
+    k = _kind(text, passing)
+    assert k.kind == USAGE and k.confidence == 0.7, k
+    # of the two changes, the one that names a single setting is the fix
+    assert k.fix == 'without `evaluation_strategy="epoch"` (the default)'
+    assert _kind(text).kind == BUG                                     # no run: the raise alone is not enough
+    # a builtin failing inside the library (no `raise` of its own on that line) stays a bug, run or not
+    builtin = _traceback("out = model.generate(ids, stop_strings=['a'])",
+                         [("transformers/generation/stopping_criteria.py", "_stop_string_create_embedding_vec",
+                           "max_valid_positions = max(len(val) for val in token_valid_positions.values())")],
+                         "ValueError: max() arg is an empty sequence")
+    assert _kind(builtin, ["without `stop_strings=['a']` (the default)"]).kind == BUG
+
+
+def test_pickle_refusing_a_function_the_script_defined_inside_another_is_usage() -> None:
+    source = ("import torch\n\ndef attach_grad_monitor(model):\n    model.register_forward_hook(lambda *a: None)\n"
+              "    return model\n\ntorch.save(attach_grad_monitor(torch.nn.Linear(2, 2)), 'm.pt')\n")
+    frames = [("torch/serialization.py", "save", "_save(obj, opened_zipfile, pickle_module, pickle_protocol)"),
+              ("torch/serialization.py", "_save", "pickler.dump(obj)")]
+    text = _traceback("torch.save(attach_grad_monitor(torch.nn.Linear(2, 2)), 'm.pt')", frames,
+                      "AttributeError: Can't pickle local object 'attach_grad_monitor.<locals>.<lambda>'")
+    record = failure_from_text(text).record
+    k = classify(evidence_from_record(record, repro_source=source))
+    assert k.kind == USAGE and "attach_grad_monitor" in k.reason and "module level" in k.fix, k
+    # the same refusal of a library's own local function is that library's bug
+    library = text.replace("attach_grad_monitor.<locals>", "Categorical.__init__.<locals>")
+    assert classify(evidence_from_record(failure_from_text(library).record, repro_source=source)).kind == BUG
+    # a lambda of the script's own module, refused by a worker process's pickling
+    main_lambda = _traceback("for batch in loader: pass",
+                             [("torch/utils/data/dataloader.py", "__iter__", "return self._get_iterator()")],
+                             "_pickle.PicklingError: Can't pickle <function <lambda> at 0x7f00>: attribute lookup "
+                             "<lambda> on __main__ failed")
+    assert _kind(main_lambda).kind == USAGE
