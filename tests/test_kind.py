@@ -735,3 +735,17 @@ def test_pickle_refusing_a_function_the_script_defined_inside_another_is_usage()
                              "_pickle.PicklingError: Can't pickle <function <lambda> at 0x7f00>: attribute lookup "
                              "<lambda> on __main__ failed")
     assert _kind(main_lambda).kind == USAGE
+
+
+def test_a_literal_the_library_uses_as_another_type_is_usage() -> None:
+    # the caller passes device_map as a string; the function reads it as a dict (accelerate-985's shape)
+    frames = [("accelerate/big_modeling.py", "dispatch_model", "check_device_map(model, device_map)"),
+              ("accelerate/utils/modeling.py", "check_device_map", "for module_name in device_map.keys():")]
+    error = "AttributeError: 'str' object has no attribute 'keys'"
+    k = _kind(_traceback("dispatch_model(model, device_map='auto')", frames, error))
+    assert k.kind == USAGE and "`device_map` as a str" in k.reason, k
+    # the literal is of the type the library expects: what is a str there is not the caller's argument
+    assert _kind(_traceback("dispatch_model(model, device_map={'': 0})", frames, error)).kind == BUG
+    # the raising line reads another name than the keyword the caller wrote as a str
+    other = frames[:1] + [("accelerate/utils/modeling.py", "check_device_map", "for name in self.plan.keys():")]
+    assert _kind(_traceback("dispatch_model(model, device_map='auto')", other, error)).kind == BUG

@@ -27,7 +27,9 @@ and a real bug. The evidence, in the order it is read:
   ``contrast`` found the call avoids without a keyword the caller passed, though the message names
   neither (weaker: 0.7); or pickle refusing a function the script itself defined inside another
   function or as a lambda of ``__main__`` (pickle stores functions by importable name; a library's
-  own local function refused is that library's bug);
+  own local function refused is that library's bug); or the caller's line passing ``name=<literal>``
+  that the raising library line uses, under that name, as another type (``device_map=''`` and
+  ``device_map.keys()``);
 - bug: everything else, and always when unsure: a real bug called a usage error is the costly
   mistake, so a deliberate-looking raise alone (a "not supported" inside library internals) is not
   enough.
@@ -502,6 +504,34 @@ def _own_attribute(ev: Evidence) -> Kind | None:
                 f"check which class provides `{attr}` (its docs) and call it on that", 0.6)
 
 
+# Python refusing an operation on a value of the wrong type: ``'str' object has no attribute 'keys'``,
+# ``'int' object is not iterable``.
+_WRONG_TYPE = re.compile(r"^'(\w+)' object (?:has no attribute '(\w+)'|is not (?:iterable|subscriptable|callable))")
+# the type of a literal as the caller's line writes it, by its first characters
+_LITERAL_TYPES = [(re.compile(r"[rbfu]{0,2}['\"]", re.I), {"str", "bytes"}), (re.compile(r"None\b"), {"NoneType"}),
+                  (re.compile(r"(?:True|False)\b"), {"bool"}), (re.compile(r"-?\d"), {"int", "float"}),
+                  (re.compile(r"\["), {"list"}), (re.compile(r"\{"), {"dict", "set"})]
+
+
+def _wrong_type_argument(ev: Evidence) -> Kind | None:
+    """The caller's own line passes ``name=<literal>``, and the library line that raised uses that
+    same ``name`` as another type than the literal's (``device_map=''`` and ``device_map.keys()``):
+    the argument's value is not of a type the function takes."""
+    m = _WRONG_TYPE.match(ev.message or "")
+    raiser = ev.raiser
+    if ev.exc not in ("AttributeError", "TypeError") or not m or raiser is None or not ev.user_line:
+        return None
+    for kw in re.finditer(r"\b([A-Za-z_]\w*)\s*=(?!=)\s*", ev.user_line):
+        name, rest = kw.group(1), ev.user_line[kw.end():]
+        literal = next((types for pattern, types in _LITERAL_TYPES if pattern.match(rest)), set())
+        if m.group(1) in literal and re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:\.|\[|\()", raiser.line) \
+                or m.group(1) in literal and re.search(rf"\bin\s+{re.escape(name)}\b", raiser.line):
+            return Kind(USAGE, f"the call passes `{name}` as a {m.group(1)}, and {raiser.key} uses `{name}` as "
+                               f"another type ({ev.message.strip()[:80]})",
+                        f"pass `{name}` as the type {raiser.func}() takes (its docs)", 0.6)
+    return None
+
+
 # torch's own checks of the caller's graph, data or DDP setup. They are raised from C++ (no Python
 # raise for the catalogue to find, often no frames at all) and their wording is stable across
 # releases; each names what the caller's training step got wrong, not an internal failure.
@@ -655,7 +685,8 @@ def _usage(ev: Evidence) -> Kind | None:
     behalf = _on_behalf(ev)
     if behalf or (ev.user_line and _LIBRARY_EXAMPLE.search(ev.user_line)):
         return None
-    own = _own_attribute(ev) or _torch_check(ev) or _data_fit(ev) or _option_pass(ev) or _handback(ev)
+    own = (_own_attribute(ev) or _torch_check(ev) or _data_fit(ev) or _option_pass(ev) or _handback(ev)
+           or _wrong_type_argument(ev))
     if own:
         return own
     sites = raisers(ev.exc_type, message) if raiser is None else {}
