@@ -247,6 +247,11 @@ class RerunNotes:
         return None
 
 
+def releases_words(releases: dict[str, str]) -> str:
+    """``accelerate 0.34.2, safetensors 0.4.3``: packages at their releases, by name."""
+    return ", ".join(f"{n} {v}" for n, v in sorted(releases.items()))
+
+
 def _versions_of(row: dict) -> str:
     changed = row.get("changed") or {}
     shown = row.get("versions") or {}
@@ -254,7 +259,7 @@ def _versions_of(row: dict) -> str:
     where = " / ".join(f"{n} {shown.get(n, changed.get(n))}" for n in names)
     # a companion the row moved to the release's time is part of what passed or failed there
     moved = row.get("moved") or {}
-    return where + (" with " + ", ".join(f"{n} {v}" for n, v in sorted(moved.items())) if moved else "")
+    return where + (" with " + releases_words(moved) if moved else "")
 
 
 def _strs(d: Any) -> dict[str, str]:

@@ -64,6 +64,7 @@ from bot.rerun.rate import LaterRuns, on_locked_versions
 from bot.rerun.releases import IndexOptions, Releases, list_releases
 from bot.rerun.repro_run import ReproRunner
 from bot.rerun.verdict import Kind, Verdict
+from bot.store import releases_words
 from bot.targets import package_targets, versions_shown
 
 
@@ -198,10 +199,10 @@ class Bisection:
         out = [w for w in [original_words(self.originals.get(version))] if w]
         also = self.also.get(version) or {}
         if also and self._passes(version):
-            out.append("with " + ", ".join(f"{n} {v}" for n, v in sorted(also.items())) + " installed beside it")
+            out.append(f"with {releases_words(also)} installed beside it")
         if version in self.controls:
-            moved = ", ".join(f"{n} {v}" for n, v in sorted(self.moved_own(version).items()))
-            out.append(f"{moved} beside {self.package} {self.controls[version]} still fails the same way")
+            out.append(f"{releases_words(self.moved_own(version))} beside {self.package} {self.controls[version]} "
+                       "still fails the same way")
         return out
 
     def _span(self, first: str | None, last: str | None, head: str | None = None) -> str | None:
@@ -361,7 +362,7 @@ class VersionRunner:
         """The row's environment with `moved` beside the swap, and the repro's verdict there (None:
         it does not install, or the repro could not run there: the first reading stands)."""
         self.notify(f"{label}: the repro fails otherwise; running it again with "
-                    + ", ".join(f"{n} {v}" for n, v in sorted(moved.items())) + " (of the same time)")
+                    + releases_words(moved) + " (of the same time)")
         try:
             merged, pins, env = self._environment({**swap, **moved})
         except NotInstallable:
@@ -559,8 +560,7 @@ class VersionRunner:
             if cache[i].kind is not Kind.PASS or not moved or not below:
                 continue
             last = versions[max(below)]
-            row = self.row(f"{found.package} {last} with " + ", ".join(f"{n} {v}" for n, v in sorted(moved.items())),
-                           {found.package: last, **moved})
+            row = self.row(f"{found.package} {last} with {releases_words(moved)}", {found.package: last, **moved})
             if row.verdict.kind is Kind.SAME:
                 out[versions[i]] = last
         return out

@@ -68,6 +68,7 @@ callback's value, on the installed release outweighs it.
 """
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -524,8 +525,9 @@ def _wrong_type_argument(ev: Evidence) -> Kind | None:
     for kw in re.finditer(r"\b([A-Za-z_]\w*)\s*=(?!=)\s*", ev.user_line):
         name, rest = kw.group(1), ev.user_line[kw.end():]
         literal = next((types for pattern, types in _LITERAL_TYPES if pattern.match(rest)), set())
-        if m.group(1) in literal and re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:\.|\[|\()", raiser.line) \
-                or m.group(1) in literal and re.search(rf"\bin\s+{re.escape(name)}\b", raiser.line):
+        # the raising line reads the name (``name.keys()``, ``name[0]``, ``name(...)``, ``in name``)
+        reads = rf"(?<![\w.]){re.escape(name)}\s*[.\[(]|\bin\s+{re.escape(name)}\b"
+        if m.group(1) in literal and re.search(reads, raiser.line):
             return Kind(USAGE, f"the call passes `{name}` as a {m.group(1)}, and {raiser.key} uses `{name}` as "
                                f"another type ({ev.message.strip()[:80]})",
                         f"pass `{name}` as the type {raiser.func}() takes (its docs)", 0.6)
@@ -765,7 +767,7 @@ def _raise_statement(ev: Evidence) -> bool:
     there: a check the library made on purpose, not a builtin failing under it (``max()`` of an
     empty sequence, a failed unpacking)."""
     line = ev.raiser.line if ev.raiser is not None else ""
-    return bool(re.match(rf"raise\s+(?:[\w.]+\.)?{re.escape(ev.exc)}\s*\(\s*(?:f|rf|fr)?[\"']", line or ""))
+    return bool(re.match(rf"raise\s+(?:[\w.]+\.)?{re.escape(ev.exc)}\s*\(\s*(?:f|rf|fr)?[\"']", line))
 
 
 # --- bug -----------------------------------------------------------------------------------------
@@ -937,8 +939,6 @@ def evidence_from_record(record: Any, *, repro_source: str | None = None, passes
 
 def _defined(source: str | None) -> frozenset[str]:
     """The names of the functions and classes a script defines, at any depth."""
-    import ast
-
     try:
         tree = ast.parse(source or "")
     except (SyntaxError, ValueError):

@@ -164,7 +164,6 @@ class Catalogue:
                              unresolved_bases=tuple(sorted(self._open_bases(name, 0))),
                              callable_first=first, callable_last=last)
 
-
     def present_in(self, name: str) -> tuple[str, list[str]] | None:
         """(package, the catalogued releases that define ``name``), for the first package that does."""
         found = self._found(name)
