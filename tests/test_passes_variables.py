@@ -115,3 +115,11 @@ def test_one_import_of_a_package_or_a_plain_import_already_there_is_left_to_fold
         oracle = RecordingOracle(raises(ValueError, "Expecting value"))
         assert reduce_with(src, oracle, "root_imports") == src
         assert oracle.runs == []
+
+
+def test_a_set_moved_first_into_an_f_string_field_keeps_its_braces_apart() -> None:
+    # `{codes.pop()}` with a set comprehension for `codes` would read `{{...}.pop()}`, an escaped
+    # brace: the value goes in parentheses (found by tests/test_properties.py on a real source)
+    src = "codes = {n % 2 for n in [3, 5]}\nraise ValueError(f'exit {codes.pop()} cold')\n"
+    out = reduce_with(src, raises(ValueError, "exit 1 cold"), "inline_variables")
+    assert out == "raise ValueError(f'exit {({n % 2 for n in [3, 5]}).pop()} cold')\n"

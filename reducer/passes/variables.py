@@ -157,17 +157,17 @@ def _rebound_after(module: cst.Module, body: Sequence[cst.BaseStatement], line: 
     return False
 
 
-def _wrapped(value: cst.BaseExpression) -> cst.BaseExpression:
-    if isinstance(value, _ATOMS) or value.lpar:
+def _wrapped(value: cst.BaseExpression, atoms: tuple[type, ...] = _ATOMS) -> cst.BaseExpression:
+    if isinstance(value, atoms) or value.lpar:
         return value
     return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
 class _Inline(cst.CSTTransformer):
     def __init__(self, sites: list[tuple[cst.SimpleStatementLine, cst.Name, cst.BaseExpression]],
-                 wrap: bool = True) -> None:
+                 wrap: bool = True, atoms: tuple[type, ...] = _ATOMS) -> None:
         self.drop = {id(line) for line, _, _ in sites}
-        self.put = {id(read): _wrapped(value) if wrap else value for _, read, value in sites}
+        self.put = {id(read): _wrapped(value, atoms) if wrap else value for _, read, value in sites}
 
     def on_leave(self, original: cst.CSTNode, updated):
         if id(original) in self.drop:
@@ -187,7 +187,14 @@ def _inline(module: cst.Module, sites) -> str | None:
     try:
         return bare if ast.dump(ast.parse(bare)) == ast.dump(ast.parse(wrapped)) else wrapped
     except (SyntaxError, ValueError):
+        pass
+    try:
+        ast.parse(wrapped)
         return wrapped
+    except (SyntaxError, ValueError):
+        # a set or dict first in an f-string's field reads as an escaped brace (`{{...}.pop()}`):
+        # in parentheses too, it is a value again
+        return render(module.visit(_Inline(sites, atoms=())))
 
 
 def next_statement_bindings(module: cst.Module) -> list[cst.SimpleStatementLine]:
