@@ -4,7 +4,7 @@ Fast and offline: no environment is built and nothing is downloaded. The entries
 checked by running them (`python bench/realbugs/check.py`), which needs their releases; here only
 what can be known without them: fields and types, the parts and their hash rule, scripts that
 parse and have a real script's length, and for fixed bugs the release found by running; the
-parts held out as a whole (catalog.CHOSEN: fresh, fresh2, fresh3, fresh4, fresh5, fresh6, fresh7, fresh8) hold no issue that
+parts held out as a whole (catalog.CHOSEN: fresh, fresh2, fresh3, fresh4, fresh5, fresh6, fresh7, fresh8, fresh9) hold no issue that
 reprobot's labelled or bundled issue sets contain. The harness pieces run for real on this interpreter (a real Runner subprocess, real wheel files).
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Does each entry still fail the way its entry.json says, on the releases it was reported on?
 
-    python bench/realbugs/check.py [NAME ...] [--part heldout|train|fresh|fresh2|fresh3|fresh4|fresh5|fresh6|fresh7|fresh8] [--releases PKG=V1,V2,...]
+    python bench/realbugs/check.py [NAME ...] [--part heldout|train|fresh|fresh2|fresh3|fresh4|fresh5|fresh6|fresh7|fresh8|fresh9] [--releases PKG=V1,V2,...]
                                    [--offline] [--timeout S] [--json] [--record [--held-part NAME]]
 
 For each entry: build its environment (bench/realbugs/envs.py), run its script there with the
@@ -18,7 +18,7 @@ signature in entry.json's shape, and the pins the overlay installed) for writing
 `--record` is for writing one: an entry whose entry.json has no signature yet gets the signature
 this run shows and, as its `extra_pins`, what the overlay installed beyond `reported_on`; it is
 then added to its part's list (bench/realbugs/catalog.py): the hash rule's part, or with
-`--held-part NAME` one of the parts held out as a whole (catalog.CHOSEN: fresh, fresh2, fresh3, fresh4, fresh5, fresh6, fresh7, fresh8;
+`--held-part NAME` one of the parts held out as a whole (catalog.CHOSEN: fresh, fresh2, fresh3, fresh4, fresh5, fresh6, fresh7, fresh8, fresh9;
 `NAME.json`, which the hash rule does not decide). `--fresh` and `--fresh2` are the older
 spellings of `--held-part fresh` and `--held-part fresh2`.
 Exit 0 when every row ran; 1 when an entry's signature was not seen on its reported releases.

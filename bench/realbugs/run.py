@@ -1,6 +1,6 @@
 """One command runs reprobot's whole pipeline on the real-bug entries and prints a table per stage.
 
-    python bench/realbugs/run.py [NAME ...] [--part heldout|train|fresh|fresh2|fresh3|fresh4|fresh5|fresh6|fresh7|fresh8] [--stages reduce,route,...]
+    python bench/realbugs/run.py [NAME ...] [--part heldout|train|fresh|fresh2|fresh3|fresh4|fresh5|fresh6|fresh7|fresh8|fresh9] [--stages reduce,route,...]
                                  [--from DIR] [--out DIR] [--max-time S] [--offline] [--json]
 
 For each entry, in its pinned environment (bench/realbugs/envs.py: the base interpreter with the
