@@ -26,7 +26,7 @@ def _alternatives(source: str, find, alternatives) -> list[str]:
 
 def test_the_passes_are_in_the_search():
     names = [p.name for p in STRUCTURE + FINE]
-    for name in ("path_literals", "fold_kwargs", "value_functions", "inline_single_use", "attribute_keywords"):
+    for name in ("path_literals", "fold_kwargs", "fold_appends", "value_functions", "inline_single_use", "attribute_keywords"):
         assert name in names and BY_NAME[name].fn is getattr(B, name)
 
 
@@ -283,6 +283,84 @@ def test_a_rewrite_that_changes_the_failure_is_never_kept(strict, late):
     assert oracle(out)
     assert ("Path()" in out) == strict, out
     assert ("**kwargs" in out) == late, out
+
+
+# ---- fold_appends --------------------------------------------------------------------------------
+def _folds(src: str) -> list[str]:
+    return _alternatives(src, B._append_nodes, B._append_alternatives)
+
+
+def test_a_list_filled_by_appends_becomes_one_display_at_the_last_append():
+    # a collecting loop written as its one step (single_element): the entry is bound in between
+    src = _d('''
+        labels = [0]
+        ids = encode("a b")
+        labels.append(ids)
+        labels.extend([1, 2])
+        labels += [3]
+        collate(labels)
+        ''')
+    assert _folds(src) == [_d('''
+        ids = encode("a b")
+        labels = [0, ids, 1, 2, 3]
+        collate(labels)
+        ''')]
+
+
+def test_appends_that_read_the_list_or_come_after_a_use_or_in_a_branch_stay():
+    for src in (_d('''
+            x = []
+            x.append(len(x))
+            '''), _d('''
+            x = []
+            print(x)
+            x.append(1)
+            '''), _d('''
+            x = []
+            if flag:
+                x.append(1)
+            '''), _d('''
+            x = []
+            x.extend(other)
+            x.insert(0, 1)
+            ''')):
+        assert _folds(src) == [], src
+
+
+def test_appends_after_a_use_are_not_folded_into_the_binding():
+    src = _d('''
+        x = []
+        x.append(1)
+        show(x)
+        x.append(2)
+        ''')
+    assert _folds(src) == [_d('''
+        x = [1]
+        show(x)
+        x.append(2)
+        ''')]
+
+
+def test_a_fold_that_changes_the_failure_is_refused():
+    # folding at the last append evaluates the first entry after `state` changed: the candidate
+    # fails differently and the gate keeps the appends; without that change the fold is kept
+    src = _d('''
+        state = [3]
+        batch = []
+        batch.append(state[0])
+        state[0] = 7
+        batch.append(1)
+        if batch[0] == 7:
+            raise ValueError("expected a batch of 1")
+        raise IndexError("index 3 is out of bounds")
+        ''')
+    oracle = raises(IndexError, "out of bounds")
+    assert oracle(src) and len(_folds(src)) == 1
+    out = reduce_with(src, oracle, "fold_appends")
+    assert oracle(out) and "batch.append(state[0])" in out, out
+    plain = src.replace("state[0] = 7\n", "")
+    out = reduce_with(plain, oracle, "fold_appends")
+    assert "batch = [state[0], 1]" in out and ".append" not in out, out
 
 
 # ---- attribute_keywords --------------------------------------------------------------------------

@@ -61,6 +61,8 @@ STRUCTURE: list[Pass] = [
     # they free (an import, a helper, a dict) the passes above then remove.
     Pass("path_literals", bindings.path_literals),
     Pass("fold_kwargs", bindings.fold_kwargs),
+    # a list filled one append at a time (what single_element leaves of a collecting loop)
+    Pass("fold_appends", bindings.fold_appends),
     # a setting put on an object for the one call after it (the model's own generation config
     # the recipe writes for generate): that call's keyword, after which the object needs no name
     Pass("attribute_keywords", bindings.attribute_keywords),

@@ -3,6 +3,8 @@ its one use, a keyword dictionary built up entry by entry for one ``**`` call, a
 parameters that returns one expression, ``Path()`` where the string would do.
 
 - ``fold_kwargs``: ``kw = {}``, ``kw["dtype"] = x``, ``f(**kw)`` → ``f(dtype=x)``.
+- ``fold_appends``: ``labels = []``, ``labels.append(x)``, ``labels.append(y)`` → ``labels = [x, y]``
+  (at the last append, so nothing an entry reads is used before it is bound).
 - ``value_functions``: ``def cfg(): return Config(...)`` called more than once → ``cfg =
   Config(...)`` and each ``cfg()`` → ``cfg``.
 - ``attribute_keywords``: ``model.generation_config = GenerationConfig(...)`` then
@@ -315,6 +317,92 @@ def fold_kwargs(gate: Gate) -> None:
     Never changes: a dict read anywhere else, filled conditionally, or with keys that are not
     identifiers."""
     run_targets(gate, _fold_nodes, _fold_alternatives)
+
+
+# ---- fold_appends --------------------------------------------------------------------------------
+def _list_display(value: cst.BaseExpression) -> list[cst.BaseElement] | None:
+    """``[]``, ``[a, b]`` or ``list()``: the elements; None for anything else."""
+    if isinstance(value, cst.List):
+        return list(value.elements)
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "list" and not value.args:
+        return []
+    return None
+
+
+def _appended(line: cst.CSTNode, name: str) -> list[cst.BaseElement] | None:
+    """``name.append(v)``, ``name.extend([..])`` or ``name += [..]`` as the elements it adds."""
+    if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+        return None
+    s = line.body[0]
+    if (isinstance(s, cst.AugAssign) and isinstance(s.operator, cst.AddAssign) and isinstance(s.target, cst.Name)
+            and s.target.value == name):
+        return _list_display(s.value)
+    if not (isinstance(s, cst.Expr) and isinstance(s.value, cst.Call)):
+        return None
+    call = s.value
+    f = call.func
+    if not (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == name
+            and len(call.args) == 1 and not call.args[0].star and call.args[0].keyword is None):
+        return None
+    if f.attr.value == "append":
+        return [cst.Element(call.args[0].value)]
+    if f.attr.value == "extend":
+        return _list_display(call.args[0].value)
+    return None
+
+
+def _appends(module: cst.Module) -> list[tuple[cst.CSTNode, list[cst.CSTNode], list[cst.BaseElement]]]:
+    """Each list bound empty or as a display, with the appends to it later in its block before any
+    other use of the name: (binding, the appends, every element in order)."""
+    lines = [(line, got) for line in _lines(module) if (got := _single_assign(line)) is not None
+             and _list_display(got[1]) is not None]
+    if not lines:
+        return []
+    walk = _Walk(line for line, _ in lines)
+    module.visit(walk)
+    out = []
+    for line, (name, value) in lines:
+        where = walk.at[id(line)]
+        items = list(_block_items(where.stack[-1])) if where.stack else []
+        j = next((i for i, s in enumerate(items) if s is line), None)
+        if j is None:
+            continue
+        elements, folded = list(_list_display(value) or []), []
+        for s in items[j + 1:]:
+            got = _appended(s, name)
+            if got is not None and _occurrences(s, name) == 1:     # the value itself does not read the list
+                elements += got
+                folded.append(s)
+            elif _occurrences(s, name):
+                break                       # read or rebound: the list is complete from here on
+        if folded:
+            out.append((line, folded, elements))
+    return out
+
+
+def _appends_folded(module: cst.Module, found) -> str | None:
+    line, folded, elements = found
+    name = _single_assign(line)[0]
+    elements = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in elements]
+    last = folded[-1]
+    pairs: list[tuple[cst.CSTNode, object]] = [(s, cst.RemoveFromParent()) for s in [line, *folded[:-1]]]
+    pairs.append((last, assign(name, cst.List(elements)).with_changes(leading_lines=last.leading_lines)))
+    out = safe(lambda: replace_many(module, pairs))
+    return out if out is not None and parses(out) else None
+
+
+_append_nodes, _append_alternatives = _keyed(_appends, _appends_folded)
+
+
+def fold_appends(gate: Gate) -> None:
+    """A list filled by appends right after it is bound becomes one display, bound at the last
+    append (the entries' own names are bound by then).
+
+    Removes: ``x = []`` and its ``x.append(v)`` / ``x.extend([..])`` / ``x += [..]`` statements
+    but the last, which becomes ``x = [..]``.
+    Never changes: an append inside a loop, a branch or another block (a different count), an
+    ``extend`` of anything but a list display, a list read or rebound between its appends."""
+    run_targets(gate, _append_nodes, _append_alternatives)
 
 
 # ---- value_functions -----------------------------------------------------------------------------
