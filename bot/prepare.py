@@ -77,14 +77,36 @@ def _bundled_index() -> Iterator[Any]:
         yield index
 
 
-def route_folder(repro: ReproDir, *, db: str | Path | None = None, use_index: bool = True) -> dict[str, Any]:
-    """Route the folder's failure and write route.json (what `reprobot route DIR` does)."""
+def route_folder(repro: ReproDir, *, db: str | Path | None = None, use_index: bool = True,
+                 python: str | None = None) -> dict[str, Any]:
+    """Route the folder's failure and write route.json (what `reprobot route DIR` does). With
+    ``python``, a folder without built.json runs its repro once first to learn which package made
+    the tensors the failing line read (bot/rerun/built.py); ``data["built"]`` says what happened."""
     from bot.upstream.failure import failure_from_repro
+    built = _built_step(repro, python)
     data = route_with_index(failure_from_repro(str(repro.path)), db=db, use_index=use_index).to_dict()
     data["source"] = "repro folder"
+    data["built"] = built
     data = scrub_json(data)
     write_json_atomic(repro.route_json, data)
     return data
+
+
+def _built_step(repro: ReproDir, python: str | None) -> str:
+    from bot.rerun.built import run_built, write_built
+    from bot.upstream.made import FILE
+    if (repro.path / FILE).is_file():
+        return "kept"
+    if python is None or not repro.repro.is_file():
+        return "not run"
+    try:
+        built = run_built(repro, python)
+    except ReprobotError as e:
+        return f"not run: {e}"
+    if built is None:
+        return "not recorded: the run did not fail with the signature's exception and message"
+    write_built(repro, built)
+    return "ran"
 
 
 # A target repository synced longer ago than this is brought up to date before `dedup` ranks.
@@ -230,7 +252,7 @@ def run_missing_steps(repro: ReproDir, *, python: str | None = None, db: str | P
         out.route = _read(repro, repro.route_json)
         say("route", "kept", _route_text(out.route) + " (route.json)")
     else:
-        out.route = route_folder(repro, db=db)
+        out.route = route_folder(repro, db=db, python=python)
         say("route", "ran", _route_text(out.route))
 
     if repro.env_json.is_file():

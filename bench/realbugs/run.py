@@ -251,6 +251,8 @@ def stage_route(ctx: Ctx, name: str, entry: dict) -> dict:
             "ok": data.get("target") == expected, "confidence": data.get("confidence"),
             "verdict": data.get("verdict"), "picked_without_index": bare.get("target"),
             "ok_without_index": bare.get("target") == expected,
+            # who made the failing line's tensors: the repro's one run under route (bot/rerun/built.py)
+            "built": bare.get("built"),
             "own_issue_indexed": (entry["repo"], entry["number"]) in known_issues()}
 
 

@@ -11,7 +11,7 @@ import json
 from rich.markup import escape
 from rich.table import Table
 
-from bot.commands._options import DeprecatedAlias, add_db, add_json, add_repro_dir, add_traceback
+from bot.commands._options import DeprecatedAlias, add_db, add_json, add_python, add_repro_dir, add_traceback
 from bot.output import console
 from bot.scrub import scrub
 from bot.targets import TARGETS
@@ -26,6 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_traceback(p)
     add_json(p, "route.json")
     add_db(p, when_empty="the known issues bundled with reprobot")
+    add_python(p, "the interpreter that runs the repro once to see which package made the tensors its failing "
+                  "line read")
+    p.add_argument("--no-run", action="store_true",
+                   help="do not run the repro (route by what the folder holds; built.json is used when there)")
     p.add_argument("--no-issue-index", action="store_true",
                    help="route by the traceback and repro alone, without the issue index's evidence")
     # `versions --no-index` is pip's (no package index): the issue index's flag has its own name.
@@ -40,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.traceback is None and args.repro_dir:
         repro = ReproDir.open(args.repro_dir)
-        data = route_folder(repro, db=args.db, use_index=not args.no_issue_index)
+        data = route_folder(repro, db=args.db, use_index=not args.no_issue_index,
+                            python=None if args.no_run else args.python)
     else:
         repro = None
         data = route_with_index(load_failure(args.repro_dir, args.traceback), db=args.db,
@@ -51,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print_route(data)
     if repro is not None:
+        if data.get("built"):
+            console.print(f"[bold]who made the failing line's tensors (built.json):[/] {escape(str(data['built']))}")
         console.print(f"written to [bold]{escape(scrub(str(repro.route_json)).text)}[/]")
     return 0
 

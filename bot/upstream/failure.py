@@ -32,6 +32,8 @@ class FailureReport:
     versions: dict[str, str] = field(default_factory=dict)  # env.json: package -> version
     repro_dir: Path | None = None
     raw_text: str | None = None      # the pasted text, when routed from --traceback
+    # built.json: who made the tensors the failing line read (one run of the repro; None: not run)
+    built: Any = None
 
 
 def pick_record(records: list[TracebackRecord]) -> TracebackRecord:
@@ -115,7 +117,8 @@ def failure_from_repro(path: str | Path) -> FailureReport:
     if repro is not None:
         record = _repro_record(d) or record
     versions = env_versions(d.read_json(d.env_json)) if d.env_json.is_file() else {}
-    return FailureReport(record, "repro folder", repro, versions, d.path)
+    from bot.upstream.made import read_built
+    return FailureReport(record, "repro folder", repro, versions, d.path, built=read_built(d.path))
 
 
 def _repro_record(d: Any) -> TracebackRecord | None:

@@ -73,6 +73,9 @@ W_CUT_ENTRY = 2.5       # a pasted traceback cut at the user's call into this pa
 W_NEIGHBOURS = 3.0      # similar indexed failures were filed there (times their share)
 W_PRIOR = 2.0           # the index's model of where failures with these words go (times its share)
 W_RAISE_SITE = 3.5      # a paste without the raising frame: this package's code raises the message
+# The failing line read a tensor another package of ours made and handed over (built.json): the
+# check fired on that package's value, which makes it as likely the owner as the raiser.
+W_HANDED_OVER = W_RAISED
 
 # Words of transformers' API that an error message uses in their plain sense.
 _GENERIC_IN_MESSAGES = frozenset(["trainer", "tokenizer", "processor", "generate", "pipeline", "from_pretrained",
@@ -655,7 +658,28 @@ def _repo_prior(ev: _Evidence, index: Any) -> None:
                                                         f"({share:.0%} of the index's model)")
 
 
-EVIDENCE = (_raised, _raise_site, _out_of_memory, _entry_point, _crossed_boundary, _named_in_message, _model_family,
+def _handed_over(ev: _Evidence) -> None:
+    """The raising package's failing line (torch's: the line of ours that called it) read tensors
+    another package of ours made (built.json, bot/rerun/built.py): that package handed them over."""
+    built = ev.failure.built
+    reader = ev.raised_in
+    if reader == "torch":
+        caller = next((pf for pf in reversed(ev.frames) if pf.package != "torch" and not pf.plumbing), None)
+        reader = caller.package if caller is not None else None
+    if built is None or reader not in registry.stack_packages():
+        return
+    by_maker: dict[str, list] = {}
+    for frame, made in built.handed_over(reader):
+        if made.package in registry.stack_packages():
+            by_maker.setdefault(made.package, []).append((frame, made))
+    for maker, found in by_maker.items():
+        frame = found[0][0]
+        what = ", ".join(f"`{m.name}` ({m.at})" for _, m in found[:3])
+        ev.cand(maker).add(W_HANDED_OVER, f"the failing line ({frame}) read tensors {maker} made and handed over: "
+                                          f"{what}")
+
+
+EVIDENCE = (_raised, _raise_site, _handed_over, _out_of_memory, _entry_point, _crossed_boundary, _named_in_message, _model_family,
             _presence, _integration)
 
 
