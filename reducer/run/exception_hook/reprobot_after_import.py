@@ -6,6 +6,7 @@ Importing a module ahead to patch it would change the run (``threading`` and ``t
 late in most scripts, ``multiprocessing.util`` registers an atexit handler, torch.distributed is
 heavy), so the patch waits for the script's own import.
 """
+import os
 import sys
 
 _PENDING = {}   # module name -> the patches to run once it has executed
@@ -60,3 +61,14 @@ class _Patching:
                 patch(module)
             except BaseException:
                 pass
+
+
+def append_json_line(path, row):
+    """One JSON line appended with O_APPEND (forked workers and ranks write the same file at once,
+    and a hard crash loses nothing already written): the recorders' one way to write."""
+    import json
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, (json.dumps(row) + "\n").encode("utf-8", "replace"))
+    finally:
+        os.close(fd)

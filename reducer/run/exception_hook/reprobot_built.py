@@ -18,11 +18,12 @@ called from Python, which is what a package hands over.
 bot/rerun/built.py runs a repro once with this on and reads the file; the mode's cost (a Python
 call per torch function) is paid by that one run only.
 """
-import json
 import linecache
 import os
 import re
 import sys
+
+from reprobot_after_import import append_json_line, when_imported
 
 _ENV = "REPROBOT_BUILT"
 _LINE_FRAMES = 4        # the innermost frames of the traceback whose lines are read
@@ -125,16 +126,10 @@ def record(exc, how):
             text = linecache.getline(frame.f_code.co_filename, lineno).strip()
             lines.append({"file": frame.f_code.co_filename, "line": lineno, "function": frame.f_code.co_name,
                           "values": _values(frame, text) if text else []})
-        row = {"pid": os.getpid(), "how": how, "exception": type(exc).__name__, "frames": lines}
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, (json.dumps(row) + "\n").encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
+        append_json_line(path, {"pid": os.getpid(), "how": how, "exception": type(exc).__name__, "frames": lines})
     except BaseException:
         pass
 
 
 def start():
-    from reprobot_after_import import when_imported
     when_imported("torch", _watch)

@@ -13,7 +13,7 @@ they wrap unchanged, and a user's own sitecustomize still runs.
 import os
 import sys
 
-from reprobot_after_import import when_imported
+from reprobot_after_import import append_json_line, when_imported
 
 _ENV = "REPROBOT_EXCEPTIONS"
 _MAX_RECORDS = 500
@@ -219,18 +219,13 @@ def _record_devices():
     if not path:
         return
     try:
-        import json
         row = {"pid": os.getpid(), "cuda": False, "visible": os.environ.get("CUDA_VISIBLE_DEVICES")}
         cuda = getattr(sys.modules.get("torch"), "cuda", None)
         if cuda is not None and cuda.is_initialized():
             count = cuda.device_count()
             row.update(cuda=True, count=count, used=[
                 i for i in range(count) if cuda.max_memory_allocated(i) > 0 or cuda.memory_reserved(i) > 0])
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, (json.dumps(row) + "\n").encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
+        append_json_line(path, row)
     except BaseException:
         pass
 
@@ -243,13 +238,8 @@ def _record_modules():
     if not path:
         return
     try:
-        import json
         names = sorted({str(m).split(".", 1)[0] for m in list(sys.modules) if m})
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, (json.dumps({"pid": os.getpid(), "modules": names}) + "\n").encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
+        append_json_line(path, {"pid": os.getpid(), "modules": names})
     except BaseException:
         pass
 
