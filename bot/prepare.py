@@ -99,6 +99,8 @@ def _built_step(repro: ReproDir, python: str | None) -> str:
         return "kept"
     if python is None or not repro.repro.is_file():
         return "not run"
+    if not _uses_tensors(repro.repro.read_text(encoding="utf-8")):
+        return "not run: the repro imports neither torch nor a package of the stack (no tensors to follow)"
     try:
         built = run_built(repro, python)
     except ReprobotError as e:
@@ -107,6 +109,20 @@ def _built_step(repro: ReproDir, python: str | None) -> str:
         return "not recorded: the run did not fail with the signature's exception and message"
     write_built(repro, built)
     return "ran"
+
+
+def _uses_tensors(source: str) -> bool:
+    """The repro imports torch or a package of the stack: only then can a tensor be handed over (a
+    run of anything else would only cost time, and a run of a flaky repro one more draw)."""
+    import ast
+    from bot.targets import stack_packages
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+    return bool(names & ({"torch"} | set(stack_packages())))
 
 
 # A target repository synced longer ago than this is brought up to date before `dedup` ranks.

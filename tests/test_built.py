@@ -156,3 +156,11 @@ def test_built_json_round_trips_and_a_broken_file_reads_as_none(tmp_path):
     (tmp_path / FILE).write_text("{not json")
     assert read_built(tmp_path) is None
     assert read_built(tmp_path / "absent") is None
+
+
+def test_a_repro_without_torch_or_the_stack_is_not_run(tmp_path, capsys):
+    # nothing there can make a tensor: no run (a flaky repro would lose a draw to it)
+    folder = make_repro(tmp_path / "plain", 'import json\n\n\ndef step():\n    raise ValueError("no batch")\n\n\nstep()\n')
+    assert main(["route", str(folder), "--no-issue-index", "--python", sys.executable, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["built"].startswith("not run: the repro imports neither torch") and not (folder / FILE).exists()
