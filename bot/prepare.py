@@ -114,15 +114,8 @@ def _built_step(repro: ReproDir, python: str | None) -> str:
 def _uses_tensors(source: str) -> bool:
     """The repro imports torch or a package of the stack: only then can a tensor be handed over (a
     run of anything else would only cost time, and a run of a flaky repro one more draw)."""
-    import ast
-    from bot.targets import stack_packages
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level}
-    return bool(names & ({"torch"} | set(stack_packages())))
+    from bot.upstream.route import repro_packages
+    return bool(repro_packages(source, also=frozenset({"torch"})))
 
 
 # A target repository synced longer ago than this is brought up to date before `dedup` ranks.

@@ -142,8 +142,8 @@ def model_families(frames: list[PathFrame], message: str, repro_source: str | No
     return fams
 
 
-def repro_packages(source: str | None) -> dict[str, list[str]]:
-    """Our packages the repro imports, with the names it takes from each."""
+def repro_packages(source: str | None, also: frozenset[str] = frozenset()) -> dict[str, list[str]]:
+    """Our packages the repro imports (and those of ``also``), with the names it takes from each."""
     out: dict[str, list[str]] = {}
     if not source:
         return out
@@ -151,7 +151,7 @@ def repro_packages(source: str | None) -> dict[str, list[str]]:
         tree = ast.parse(source)
     except SyntaxError:
         return out
-    ours = registry.stack_packages()
+    ours = registry.stack_packages() | also
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
             top = node.module.split(".")[0]
@@ -427,10 +427,14 @@ def _own_state_missing(ev: _Evidence) -> str | None:
     return m.group("attr")
 
 
+def _torch_caller(ev: _Evidence) -> PathFrame | None:
+    """Who handed torch the failing input: the innermost non-torch, non-plumbing frame."""
+    return next((pf for pf in reversed(ev.frames) if pf.package != "torch" and not pf.plumbing), None)
+
+
 def _raised_in_torch(ev: _Evidence, where: str) -> None:
     own = _TORCH_OWN.match(ev.innermost.rel or "") or _TORCH_OWN_EXC.search(ev.record.exc_type)
-    # Who handed torch the failing input: the innermost non-torch, non-plumbing frame.
-    caller = next((pf for pf in reversed(ev.frames) if pf.package != "torch" and not pf.plumbing), None)
+    caller = _torch_caller(ev)
     if own:
         ev.torch_own = True
         ev.cand("torch").add(W_RAISED + 1, f"raised inside torch's own machinery ({where})")
@@ -664,7 +668,7 @@ def _handed_over(ev: _Evidence) -> None:
     built = ev.failure.built
     reader = ev.raised_in
     if reader == "torch":
-        caller = next((pf for pf in reversed(ev.frames) if pf.package != "torch" and not pf.plumbing), None)
+        caller = _torch_caller(ev)
         reader = caller.package if caller is not None else None
     if built is None or reader not in registry.stack_packages():
         return
@@ -679,8 +683,8 @@ def _handed_over(ev: _Evidence) -> None:
                                           f"{what}")
 
 
-EVIDENCE = (_raised, _raise_site, _handed_over, _out_of_memory, _entry_point, _crossed_boundary, _named_in_message, _model_family,
-            _presence, _integration)
+EVIDENCE = (_raised, _raise_site, _handed_over, _out_of_memory, _entry_point, _crossed_boundary, _named_in_message,
+            _model_family, _presence, _integration)
 
 
 def route(failure: FailureReport, *, index: Any = None) -> RouteResult:
